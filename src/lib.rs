@@ -1,1 +1,4 @@
+//! tempest: a probabilistic-programming language for Gaussian-process models.
 
+pub mod error;
+pub mod syntax;

@@ -1,0 +1,209 @@
+//! The one error type of tempest.
+//!
+//! Every stage reports [`Error`]s; a stage that can find several problems
+//! returns all of them as [`Errors`]. Rendering (file, line, column, source
+//! line and caret) happens in one place: [`crate::syntax::diagnostics`].
+
+use crate::syntax::ast::Span;
+use std::fmt;
+
+/// What kind of problem an error reports. Each kind has a stable code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The model text does not follow the grammar.
+    Syntax,
+    /// A name is unknown, duplicated or used in the wrong place.
+    Name,
+    /// A value has the wrong type.
+    Type,
+    /// Sizes do not agree.
+    Shape,
+    /// A constraint or bound is malformed or violated.
+    Constraint,
+    /// The data does not fit the declarations.
+    Data,
+    /// An engine setting or command-line option is wrong.
+    Settings,
+    /// The model asks for an engine or feature that does not exist yet.
+    Unsupported,
+    /// A numerical failure (e.g. a matrix not positive definite).
+    Numerical,
+    /// Reading or writing a file failed.
+    Io,
+    /// A bug in tempest itself.
+    Internal,
+}
+
+impl ErrorKind {
+    /// A short stable code, shown in brackets: `error[E-syntax]`.
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::Syntax => "E-syntax",
+            ErrorKind::Name => "E-name",
+            ErrorKind::Type => "E-type",
+            ErrorKind::Shape => "E-shape",
+            ErrorKind::Constraint => "E-constraint",
+            ErrorKind::Data => "E-data",
+            ErrorKind::Settings => "E-settings",
+            ErrorKind::Unsupported => "E-unsupported",
+            ErrorKind::Numerical => "E-numerical",
+            ErrorKind::Io => "E-io",
+            ErrorKind::Internal => "E-internal",
+        }
+    }
+}
+
+/// Where in a data file a problem is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DataLocation {
+    /// The data file (or `<api>` for data given from Rust).
+    pub file: String,
+    /// The data row (0-based, not counting the header), if known.
+    pub row: Option<usize>,
+    /// The column name or JSON key, if known.
+    pub column: Option<String>,
+}
+
+impl fmt::Display for DataLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(r) = self.row {
+            write!(f, ", row {r}")?;
+        }
+        if let Some(c) = &self.column {
+            write!(f, ", column `{c}`")?;
+        }
+        Ok(())
+    }
+}
+
+/// A secondary pointer into the model source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    /// The text pointed at.
+    pub span: Span,
+    /// What to say about it.
+    pub message: String,
+}
+
+/// One problem, with everything needed to render it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Error {
+    /// What kind of problem.
+    pub kind: ErrorKind,
+    /// One line saying what is wrong and what was expected.
+    pub message: String,
+    /// The primary location in the model source.
+    pub span: Option<Span>,
+    /// The label at the primary location.
+    pub label: Option<String>,
+    /// Further locations in the model source.
+    pub labels: Vec<Label>,
+    /// The location in a data file.
+    pub data: Option<DataLocation>,
+    /// Extra lines: how to fix it, or context.
+    pub notes: Vec<String>,
+}
+
+impl Error {
+    /// A new error with a message and nothing else.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+            span: None,
+            label: None,
+            labels: Vec::new(),
+            data: None,
+            notes: Vec::new(),
+        }
+    }
+    /// An error at a place in the model.
+    pub fn at(kind: ErrorKind, span: Span, message: impl Into<String>) -> Self {
+        Error::new(kind, message).with_span(span)
+    }
+    /// Set the primary location.
+    pub fn with_span(mut self, span: Span) -> Self {
+        self.span = Some(span);
+        self
+    }
+    /// Set the label of the primary location.
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+    /// Add a secondary location.
+    pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.labels.push(Label {
+            span,
+            message: message.into(),
+        });
+        self
+    }
+    /// Add a note (a hint or context line).
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+    /// Set the data location.
+    pub fn in_data(mut self, loc: DataLocation) -> Self {
+        self.data = Some(loc);
+        self
+    }
+    /// A bug in tempest; says so.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Internal, message).with_note(
+            "this is a bug in tempest, not in your model; please report it with the model file",
+        )
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error[{}]: ", self.kind.code())?;
+        if let Some(d) = &self.data {
+            write!(f, "{d}: ")?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// All the errors a stage found (never empty).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Errors(pub Vec<Error>);
+
+impl Errors {
+    /// The errors, in the order found.
+    pub fn iter(&self) -> impl Iterator<Item = &Error> {
+        self.0.iter()
+    }
+    /// The first error.
+    pub fn first(&self) -> &Error {
+        &self.0[0]
+    }
+}
+
+impl From<Error> for Errors {
+    fn from(e: Error) -> Self {
+        Errors(vec![e])
+    }
+}
+
+impl fmt::Display for Errors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Errors {}
+
+/// The result type of every stage.
+pub type Result<T, E = Errors> = std::result::Result<T, E>;
