@@ -1,0 +1,3 @@
+//! Scalars, special functions and dense linear algebra.
+
+pub mod scalar;

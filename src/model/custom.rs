@@ -1,0 +1,199 @@
+//! Likelihoods and kernels written in Rust and registered by name, so a model
+//! file can use them like built-ins.
+//!
+//! Write the function once, generic over [`Real`]; autodiff supplies every
+//! derivative:
+//!
+//! ```
+//! use tempest::{Real, RealExt, Registry, UserKernel, UserLikelihood};
+//!
+//! /// Laplace observation noise: log p(y | f, b) = −|y − f|/b − log(2b).
+//! struct Laplace;
+//! impl UserLikelihood for Laplace {
+//!     fn name(&self) -> &str { "laplace" }
+//!     fn params(&self) -> Vec<String> { vec!["b".into()] }
+//!     fn log_density<T: Real>(&self, y: f64, f: T, p: &[T]) -> T {
+//!         let b = p[0];
+//!         -(T::constant(y) - f).abs() / b - (b * T::constant(2.0)).ln()
+//!     }
+//! }
+//!
+//! /// Rational quadratic kernel (1 + r²/(2αℓ²))^(−α).
+//! struct RationalQuadratic;
+//! impl UserKernel for RationalQuadratic {
+//!     fn name(&self) -> &str { "rq" }
+//!     fn params(&self) -> Vec<String> { vec!["ell".into(), "alpha".into()] }
+//!     fn entry<T: Real>(&self, p: &[T], x: &[f64], y: &[f64]) -> T {
+//!         let r2: f64 = x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum();
+//!         (T::one() + T::constant(r2) / (p[1] * p[0] * p[0] * T::constant(2.0))).powf(-p[1])
+//!     }
+//! }
+//!
+//! let mut registry = Registry::default();
+//! registry.add_likelihood(Laplace);
+//! registry.add_kernel(RationalQuadratic);
+//! ```
+
+use crate::math::scalar::{Dual1, Dual8, Real};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A likelihood p(y | f, params) for one observation, written in Rust.
+pub trait UserLikelihood: Send + Sync + 'static {
+    /// The name used in model files.
+    fn name(&self) -> &str;
+    /// The names of the parameters after the latent value, in order.
+    fn params(&self) -> Vec<String>;
+    /// log p(y | f, params); `y` is the observed value.
+    fn log_density<T: Real>(&self, y: f64, f: T, params: &[T]) -> T;
+}
+
+/// A covariance function k(x, x′; params), written in Rust.
+pub trait UserKernel: Send + Sync + 'static {
+    /// The name used in model files.
+    fn name(&self) -> &str;
+    /// The names of its parameters, in order.
+    fn params(&self) -> Vec<String>;
+    /// k(x, x′) for two input rows.
+    fn entry<T: Real>(&self, params: &[T], x: &[f64], y: &[f64]) -> T;
+}
+
+/// The object-safe form of [`UserLikelihood`], one method per scalar type.
+pub trait DynLikelihood: Send + Sync {
+    /// The name used in model files.
+    fn name(&self) -> &str;
+    /// Parameter names after the latent value.
+    fn param_names(&self) -> Vec<String>;
+    /// In `f64`.
+    fn log_density_f64(&self, y: f64, f: f64, p: &[f64]) -> f64;
+    /// With one tangent.
+    fn log_density_d1(&self, y: f64, f: Dual1, p: &[Dual1]) -> Dual1;
+    /// With eight tangents.
+    fn log_density_d8(&self, y: f64, f: Dual8, p: &[Dual8]) -> Dual8;
+}
+
+impl<L: UserLikelihood> DynLikelihood for L {
+    fn name(&self) -> &str {
+        UserLikelihood::name(self)
+    }
+    fn param_names(&self) -> Vec<String> {
+        self.params()
+    }
+    fn log_density_f64(&self, y: f64, f: f64, p: &[f64]) -> f64 {
+        self.log_density(y, f, p)
+    }
+    fn log_density_d1(&self, y: f64, f: Dual1, p: &[Dual1]) -> Dual1 {
+        self.log_density(y, f, p)
+    }
+    fn log_density_d8(&self, y: f64, f: Dual8, p: &[Dual8]) -> Dual8 {
+        self.log_density(y, f, p)
+    }
+}
+
+/// The object-safe form of [`UserKernel`], one method per scalar type.
+pub trait DynKernel: Send + Sync {
+    /// The name used in model files.
+    fn name(&self) -> &str;
+    /// Parameter names.
+    fn param_names(&self) -> Vec<String>;
+    /// In `f64`.
+    fn entry_f64(&self, p: &[f64], x: &[f64], y: &[f64]) -> f64;
+    /// With one tangent.
+    fn entry_d1(&self, p: &[Dual1], x: &[f64], y: &[f64]) -> Dual1;
+    /// With eight tangents.
+    fn entry_d8(&self, p: &[Dual8], x: &[f64], y: &[f64]) -> Dual8;
+}
+
+impl<K: UserKernel> DynKernel for K {
+    fn name(&self) -> &str {
+        UserKernel::name(self)
+    }
+    fn param_names(&self) -> Vec<String> {
+        self.params()
+    }
+    fn entry_f64(&self, p: &[f64], x: &[f64], y: &[f64]) -> f64 {
+        self.entry(p, x, y)
+    }
+    fn entry_d1(&self, p: &[Dual1], x: &[f64], y: &[f64]) -> Dual1 {
+        self.entry(p, x, y)
+    }
+    fn entry_d8(&self, p: &[Dual8], x: &[f64], y: &[f64]) -> Dual8 {
+        self.entry(p, x, y)
+    }
+}
+
+/// The scalar types tempest evaluates models with: `f64`, [`Dual1`] and
+/// [`Dual8`]. Registered Rust functions are dispatched to the matching method.
+pub trait Scalar: Real {
+    /// Call a registered likelihood.
+    fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self;
+    /// Call a registered kernel.
+    fn call_kernel(k: &dyn DynKernel, p: &[Self], x: &[f64], y: &[f64]) -> Self;
+}
+
+impl Scalar for f64 {
+    fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self {
+        l.log_density_f64(y, f, p)
+    }
+    fn call_kernel(k: &dyn DynKernel, p: &[Self], x: &[f64], y: &[f64]) -> Self {
+        k.entry_f64(p, x, y)
+    }
+}
+
+impl Scalar for Dual1 {
+    fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self {
+        l.log_density_d1(y, f, p)
+    }
+    fn call_kernel(k: &dyn DynKernel, p: &[Self], x: &[f64], y: &[f64]) -> Self {
+        k.entry_d1(p, x, y)
+    }
+}
+
+impl Scalar for Dual8 {
+    fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self {
+        l.log_density_d8(y, f, p)
+    }
+    fn call_kernel(k: &dyn DynKernel, p: &[Self], x: &[f64], y: &[f64]) -> Self {
+        k.entry_d8(p, x, y)
+    }
+}
+
+/// Likelihoods and kernels registered from Rust, looked up by name when a
+/// model is checked.
+#[derive(Clone, Default)]
+pub struct Registry {
+    likelihoods: BTreeMap<String, Arc<dyn DynLikelihood>>,
+    kernels: BTreeMap<String, Arc<dyn DynKernel>>,
+}
+
+impl Registry {
+    /// Register a likelihood under its name (replacing one of the same name).
+    pub fn add_likelihood<L: UserLikelihood>(&mut self, l: L) -> &mut Self {
+        let name = UserLikelihood::name(&l).to_string();
+        self.likelihoods.insert(name, Arc::new(l));
+        self
+    }
+    /// Register a kernel under its name (replacing one of the same name).
+    pub fn add_kernel<K: UserKernel>(&mut self, k: K) -> &mut Self {
+        let name = UserKernel::name(&k).to_string();
+        self.kernels.insert(name, Arc::new(k));
+        self
+    }
+    /// A registered likelihood.
+    pub fn likelihood(&self, name: &str) -> Option<&Arc<dyn DynLikelihood>> {
+        self.likelihoods.get(name)
+    }
+    /// A registered kernel.
+    pub fn kernel(&self, name: &str) -> Option<&Arc<dyn DynKernel>> {
+        self.kernels.get(name)
+    }
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("likelihoods", &self.likelihoods.keys().collect::<Vec<_>>())
+            .field("kernels", &self.kernels.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}

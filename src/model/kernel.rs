@@ -1,0 +1,458 @@
+//! Kernels: the built-in catalogue, kernel algebra, and Gram matrices.
+//!
+//! A kernel expression in a model evaluates to a [`KernelValue`] whose
+//! hyperparameters are scalars of type `T`, so Gram matrices and their
+//! derivatives come from the same code. Inputs are rows of an [`Inputs`]
+//! matrix X of shape [N, D]; `dims = ...` restricts a kernel to a subset of
+//! the D columns.
+
+use super::custom::{DynKernel, Scalar};
+use super::kernels::{dot_product, stationary};
+use crate::error::{Error, ErrorKind};
+use crate::syntax::ast::Span;
+use nalgebra::{DMatrix, DVector};
+use std::sync::Arc;
+
+/// The built-in kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelKind {
+    /// `rbf(ell)`
+    Rbf,
+    /// `matern12(ell)`
+    Matern12,
+    /// `matern32(ell)`
+    Matern32,
+    /// `matern52(ell)`
+    Matern52,
+    /// `linear()` or `linear(v)`
+    Linear,
+    /// `polynomial(degree)` or `polynomial(degree, c)`
+    Polynomial,
+    /// `cosine()`
+    Cosine,
+    /// `periodic(ell, p)`
+    Periodic,
+    /// `white()`
+    White,
+    /// `constant()`
+    Constant,
+}
+
+/// How one argument of a built-in kernel is declared.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelParam {
+    /// The argument's name (for messages and named arguments).
+    pub name: &'static str,
+    /// May it be a vector with one entry per input dimension?
+    pub per_dim: bool,
+    /// The value when omitted, or `None` when required.
+    pub default: Option<f64>,
+    /// Must it be positive?
+    pub positive: bool,
+}
+
+const ELL: KernelParam = KernelParam {
+    name: "ell",
+    per_dim: true,
+    default: None,
+    positive: true,
+};
+
+impl KernelKind {
+    /// All built-in kernels.
+    pub const ALL: [KernelKind; 10] = [
+        KernelKind::Rbf,
+        KernelKind::Matern12,
+        KernelKind::Matern32,
+        KernelKind::Matern52,
+        KernelKind::Linear,
+        KernelKind::Polynomial,
+        KernelKind::Cosine,
+        KernelKind::Periodic,
+        KernelKind::White,
+        KernelKind::Constant,
+    ];
+
+    /// The name used in model files.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelKind::Rbf => "rbf",
+            KernelKind::Matern12 => "matern12",
+            KernelKind::Matern32 => "matern32",
+            KernelKind::Matern52 => "matern52",
+            KernelKind::Linear => "linear",
+            KernelKind::Polynomial => "polynomial",
+            KernelKind::Cosine => "cosine",
+            KernelKind::Periodic => "periodic",
+            KernelKind::White => "white",
+            KernelKind::Constant => "constant",
+        }
+    }
+
+    /// Look a kernel up by name.
+    pub fn from_name(name: &str) -> Option<KernelKind> {
+        KernelKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The kernel's arguments, in order.
+    pub fn params(self) -> &'static [KernelParam] {
+        match self {
+            KernelKind::Rbf
+            | KernelKind::Matern12
+            | KernelKind::Matern32
+            | KernelKind::Matern52 => &[ELL],
+            KernelKind::Linear => &[KernelParam {
+                name: "v",
+                per_dim: true,
+                default: Some(1.0),
+                positive: true,
+            }],
+            KernelKind::Polynomial => &[
+                KernelParam {
+                    name: "degree",
+                    per_dim: false,
+                    default: None,
+                    positive: true,
+                },
+                KernelParam {
+                    name: "c",
+                    per_dim: false,
+                    default: Some(1.0),
+                    positive: false,
+                },
+            ],
+            KernelKind::Periodic => &[
+                KernelParam {
+                    name: "ell",
+                    per_dim: false,
+                    default: None,
+                    positive: true,
+                },
+                KernelParam {
+                    name: "p",
+                    per_dim: false,
+                    default: None,
+                    positive: true,
+                },
+            ],
+            KernelKind::Cosine | KernelKind::White | KernelKind::Constant => &[],
+        }
+    }
+}
+
+/// One evaluated kernel argument.
+#[derive(Clone, Debug)]
+pub enum KernelArg<T> {
+    /// A single number.
+    Scalar(T),
+    /// One number per input dimension.
+    Vector(Vec<T>),
+}
+
+impl<T: Copy> KernelArg<T> {
+    fn scalar(&self) -> T {
+        match self {
+            KernelArg::Scalar(s) => *s,
+            KernelArg::Vector(v) => v[0],
+        }
+    }
+    fn as_slice(&self) -> &[T] {
+        match self {
+            KernelArg::Scalar(s) => std::slice::from_ref(s),
+            KernelArg::Vector(v) => v,
+        }
+    }
+    fn len(&self) -> Option<usize> {
+        match self {
+            KernelArg::Scalar(_) => None,
+            KernelArg::Vector(v) => Some(v.len()),
+        }
+    }
+}
+
+/// A kernel defined in a model file, evaluated by the interpreter.
+pub trait EntryFn<T>: Send + Sync {
+    /// k(x, x′) for two (already column-selected) input rows.
+    fn entry(&self, x: &[f64], y: &[f64]) -> Result<T, Error>;
+}
+
+/// A kernel with its hyperparameters evaluated to scalars of type `T`.
+#[derive(Clone)]
+pub enum KernelValue<T> {
+    /// A built-in kernel.
+    Base {
+        /// Which one.
+        kind: KernelKind,
+        /// Its arguments, defaults filled in.
+        args: Vec<KernelArg<T>>,
+        /// The input columns it sees (all when `None`).
+        dims: Option<Vec<usize>>,
+        /// Where the kernel was written.
+        span: Span,
+    },
+    /// k₁ + k₂.
+    Sum(Box<KernelValue<T>>, Box<KernelValue<T>>),
+    /// k₁ · k₂.
+    Product(Box<KernelValue<T>>, Box<KernelValue<T>>),
+    /// c · k.
+    Scale(T, Box<KernelValue<T>>),
+    /// A kernel registered from Rust.
+    Rust {
+        /// The kernel.
+        kernel: Arc<dyn DynKernel>,
+        /// Its parameters.
+        params: Vec<T>,
+        /// The input columns it sees.
+        dims: Option<Vec<usize>>,
+        /// Where it was written.
+        span: Span,
+    },
+    /// A kernel defined in the model file.
+    Lang {
+        /// Its name.
+        name: String,
+        /// The entry function with parameters bound.
+        entry: Arc<dyn EntryFn<T>>,
+        /// The input columns it sees.
+        dims: Option<Vec<usize>>,
+        /// Where it was written.
+        span: Span,
+    },
+}
+
+/// Input points X, shape [N, D], stored row by row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Inputs {
+    n: usize,
+    d: usize,
+    data: Vec<f64>,
+}
+
+impl Inputs {
+    /// From a matrix [N, D].
+    pub fn from_matrix(x: &DMatrix<f64>) -> Self {
+        let (n, d) = x.shape();
+        let mut data = Vec::with_capacity(n * d);
+        for i in 0..n {
+            for j in 0..d {
+                data.push(x[(i, j)]);
+            }
+        }
+        Inputs { n, d, data }
+    }
+    /// From a vector of 1-D inputs, shape [N, 1].
+    pub fn from_vector(x: &DVector<f64>) -> Self {
+        Inputs {
+            n: x.len(),
+            d: 1,
+            data: x.iter().copied().collect(),
+        }
+    }
+    /// From rows of equal length.
+    pub fn from_rows(rows: &[Vec<f64>]) -> Self {
+        let d = rows.first().map(|r| r.len()).unwrap_or(0);
+        Inputs {
+            n: rows.len(),
+            d,
+            data: rows.iter().flatten().copied().collect(),
+        }
+    }
+    /// N, the number of points.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+    /// Whether there are no points.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+    /// D, the input dimension.
+    pub fn dim(&self) -> usize {
+        self.d
+    }
+    /// Row i.
+    pub fn row(&self, i: usize) -> &[f64] {
+        &self.data[i * self.d..(i + 1) * self.d]
+    }
+}
+
+fn shape_error(span: Span, msg: String) -> Error {
+    Error::at(ErrorKind::Shape, span, msg).with_label("this kernel")
+}
+
+fn gather(x: &[f64], dims: &Option<Vec<usize>>) -> Vec<f64> {
+    match dims {
+        Some(d) => d.iter().map(|&j| x[j]).collect(),
+        None => x.to_vec(),
+    }
+}
+
+impl<T: Scalar> KernelValue<T> {
+    /// Check that the kernel fits inputs with `d` columns: column subsets in
+    /// range, per-dimension arguments of the right length.
+    pub fn validate(&self, d: usize) -> Result<(), Error> {
+        let check_dims = |dims: &Option<Vec<usize>>, span: Span| -> Result<usize, Error> {
+            match dims {
+                None => Ok(d),
+                Some(ds) => {
+                    if let Some(&bad) = ds.iter().find(|&&j| j >= d) {
+                        return Err(shape_error(
+                            span,
+                            format!(
+                                "`dims` selects column {bad}, but the inputs have {d} columns (0..{})",
+                                d.saturating_sub(1)
+                            ),
+                        ));
+                    }
+                    Ok(ds.len())
+                }
+            }
+        };
+        match self {
+            KernelValue::Base {
+                kind,
+                args,
+                dims,
+                span,
+            } => {
+                let seen = check_dims(dims, *span)?;
+                for (a, p) in args.iter().zip(kind.params()) {
+                    if let Some(len) = a.len() {
+                        if len != seen {
+                            return Err(shape_error(
+                                *span,
+                                format!(
+                                    "`{}` has {len} per-dimension values for `{}`, but the kernel sees {seen} input columns",
+                                    kind.name(),
+                                    p.name
+                                ),
+                            ));
+                        }
+                    }
+                }
+                Ok(())
+            }
+            KernelValue::Sum(a, b) | KernelValue::Product(a, b) => {
+                a.validate(d)?;
+                b.validate(d)
+            }
+            KernelValue::Scale(_, k) => k.validate(d),
+            KernelValue::Rust { dims, span, .. } | KernelValue::Lang { dims, span, .. } => {
+                check_dims(dims, *span).map(|_| ())
+            }
+        }
+    }
+
+    /// k(x, y); `same` is true when x and y are the same point of the same
+    /// set (it switches on `white()`).
+    pub fn entry(&self, x: &[f64], y: &[f64], same: bool) -> Result<T, Error> {
+        Ok(match self {
+            KernelValue::Base {
+                kind, args, dims, ..
+            } => {
+                let dims = dims.as_deref();
+                let ell = |a: &KernelArg<T>| match a {
+                    KernelArg::Scalar(s) => stationary::Lengthscale::Shared(*s),
+                    KernelArg::Vector(v) => stationary::Lengthscale::PerDim(v.clone()),
+                };
+                match kind {
+                    KernelKind::Rbf => {
+                        stationary::rbf(stationary::scaled_sqdist(x, y, dims, &ell(&args[0])))
+                    }
+                    KernelKind::Matern12 => {
+                        stationary::matern12(stationary::scaled_sqdist(x, y, dims, &ell(&args[0])))
+                    }
+                    KernelKind::Matern32 => {
+                        stationary::matern32(stationary::scaled_sqdist(x, y, dims, &ell(&args[0])))
+                    }
+                    KernelKind::Matern52 => {
+                        stationary::matern52(stationary::scaled_sqdist(x, y, dims, &ell(&args[0])))
+                    }
+                    KernelKind::Periodic => {
+                        stationary::periodic(x, y, dims, args[0].scalar(), args[1].scalar())
+                    }
+                    KernelKind::Linear => dot_product::linear(x, y, dims, args[0].as_slice()),
+                    KernelKind::Polynomial => {
+                        dot_product::polynomial(x, y, dims, args[0].scalar(), args[1].scalar())
+                    }
+                    KernelKind::Cosine => dot_product::cosine(x, y, dims),
+                    KernelKind::White => {
+                        if same {
+                            T::one()
+                        } else {
+                            T::zero()
+                        }
+                    }
+                    KernelKind::Constant => T::one(),
+                }
+            }
+            KernelValue::Sum(a, b) => a.entry(x, y, same)? + b.entry(x, y, same)?,
+            KernelValue::Product(a, b) => a.entry(x, y, same)? * b.entry(x, y, same)?,
+            KernelValue::Scale(c, k) => *c * k.entry(x, y, same)?,
+            KernelValue::Rust {
+                kernel,
+                params,
+                dims,
+                ..
+            } => T::call_kernel(kernel.as_ref(), params, &gather(x, dims), &gather(y, dims)),
+            KernelValue::Lang { entry, dims, .. } => {
+                entry.entry(&gather(x, dims), &gather(y, dims))?
+            }
+        })
+    }
+
+    /// The Gram matrix K(X, X), shape [N, N].
+    pub fn gram(&self, x: &Inputs) -> Result<DMatrix<T>, Error> {
+        self.validate(x.dim())?;
+        let n = x.len();
+        let mut k = DMatrix::from_element(n, n, T::zero());
+        for j in 0..n {
+            for i in j..n {
+                let v = self.entry(x.row(i), x.row(j), i == j)?;
+                k[(i, j)] = v;
+                k[(j, i)] = v;
+            }
+        }
+        Ok(k)
+    }
+
+    /// The cross-covariance K(X, Y), shape [N, M]; no point of X is the same
+    /// as a point of Y.
+    pub fn cross(&self, x: &Inputs, y: &Inputs) -> Result<DMatrix<T>, Error> {
+        self.validate(x.dim())?;
+        if x.dim() != y.dim() {
+            return Err(Error::new(
+                ErrorKind::Shape,
+                format!("kernel inputs have {} and {} columns", x.dim(), y.dim()),
+            ));
+        }
+        let mut k = DMatrix::from_element(x.len(), y.len(), T::zero());
+        for j in 0..y.len() {
+            for i in 0..x.len() {
+                k[(i, j)] = self.entry(x.row(i), y.row(j), false)?;
+            }
+        }
+        Ok(k)
+    }
+
+    /// The diagonal k(xᵢ, xᵢ), shape [N].
+    pub fn diag(&self, x: &Inputs) -> Result<DVector<T>, Error> {
+        self.validate(x.dim())?;
+        let mut d = DVector::from_element(x.len(), T::zero());
+        for i in 0..x.len() {
+            d[i] = self.entry(x.row(i), x.row(i), true)?;
+        }
+        Ok(d)
+    }
+
+    /// A short description: `1.0 * rbf + white`.
+    pub fn describe(&self) -> String {
+        match self {
+            KernelValue::Base { kind, .. } => kind.name().to_string(),
+            KernelValue::Sum(a, b) => format!("({} + {})", a.describe(), b.describe()),
+            KernelValue::Product(a, b) => format!("{} * {}", a.describe(), b.describe()),
+            KernelValue::Scale(c, k) => format!("{} * {}", c.to_constant(), k.describe()),
+            KernelValue::Rust { kernel, .. } => kernel.name().to_string(),
+            KernelValue::Lang { name, .. } => name.clone(),
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Kernels built on inner products of the inputs.
+//!
+//! | kernel                 | k(x, x′)                                 |
+//! |------------------------|------------------------------------------|
+//! | `linear(v)`            | Σₖ vₖ xₖ x′ₖ (v one number or one per dimension; default 1) |
+//! | `polynomial(degree, c)`| (xᵀx′ + c)^degree; an integer degree is not differentiated |
+//! | `cosine()`             | xᵀx′ / (‖x‖ ‖x′‖), 0 when either norm is 0 |
+
+use crate::math::scalar::Real;
+use ad_trait::F64;
+
+fn coords<'a>(x: &'a [f64], dims: Option<&'a [usize]>) -> impl Iterator<Item = (usize, f64)> + 'a {
+    let n = dims.map(|d| d.len()).unwrap_or(x.len());
+    (0..n).map(move |k| (k, x[dims.map(|d| d[k]).unwrap_or(k)]))
+}
+
+fn dot(x: &[f64], y: &[f64], dims: Option<&[usize]>) -> f64 {
+    coords(x, dims)
+        .zip(coords(y, dims))
+        .map(|((_, a), (_, b))| a * b)
+        .sum()
+}
+
+/// Σₖ vₖ xₖ x′ₖ with one variance (`v.len() == 1`) or one per dimension.
+pub fn linear<T: Real>(x: &[f64], y: &[f64], dims: Option<&[usize]>, v: &[T]) -> T {
+    if v.len() == 1 {
+        return v[0] * F64(dot(x, y, dims));
+    }
+    let mut acc = T::zero();
+    for ((k, a), (_, b)) in coords(x, dims).zip(coords(y, dims)) {
+        acc += v[k] * F64(a * b);
+    }
+    acc
+}
+
+/// (xᵀx′ + c)^degree.
+pub fn polynomial<T: Real>(x: &[f64], y: &[f64], dims: Option<&[usize]>, degree: T, c: T) -> T {
+    let base = c + F64(dot(x, y, dims));
+    let p = degree.to_constant();
+    if p.fract() == 0.0 && p.abs() < 64.0 {
+        base.powi(p as i32)
+    } else {
+        base.powf(degree)
+    }
+}
+
+/// xᵀx′ / (‖x‖ ‖x′‖).
+pub fn cosine<T: Real>(x: &[f64], y: &[f64], dims: Option<&[usize]>) -> T {
+    let nx = dot(x, x, dims).sqrt();
+    let ny = dot(y, y, dims).sqrt();
+    if nx == 0.0 || ny == 0.0 {
+        return T::zero();
+    }
+    T::constant(dot(x, y, dims) / (nx * ny))
+}

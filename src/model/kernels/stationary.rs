@@ -1,0 +1,105 @@
+//! Stationary kernels: functions of the scaled distance between inputs.
+//!
+//! With lengthscales ℓ (one for all dimensions, or one per dimension) the
+//! scaled squared distance is r² = Σₖ ((xₖ − x′ₖ)/ℓₖ)² and r = √r².
+//!
+//! | kernel     | k(x, x′)                                   |
+//! |------------|--------------------------------------------|
+//! | `rbf`      | exp(−r²/2)                                 |
+//! | `matern12` | exp(−r)                                    |
+//! | `matern32` | (1 + √3 r) exp(−√3 r)                      |
+//! | `matern52` | (1 + √5 r + 5r²/3) exp(−√5 r)              |
+//! | `periodic` | exp(−2 sin²(π ‖x − x′‖ / p) / ℓ²)          |
+//!
+//! All have unit variance: scale with `sf^2 * rbf(ell)`. The periodic kernel
+//! uses the Euclidean distance ‖x − x′‖ (Rasmussen & Williams Eq. 4.31) and a
+//! single lengthscale.
+
+use crate::math::scalar::{Real, RealExt};
+use ad_trait::F64;
+
+/// The lengthscale(s) of a stationary kernel.
+#[derive(Clone, Debug)]
+pub enum Lengthscale<T> {
+    /// One lengthscale for every input dimension.
+    Shared(T),
+    /// One lengthscale per input dimension (ARD).
+    PerDim(Vec<T>),
+}
+
+/// Iterate over the selected coordinates of two inputs.
+#[inline]
+fn pairs<'a>(
+    x: &'a [f64],
+    y: &'a [f64],
+    dims: Option<&'a [usize]>,
+) -> impl Iterator<Item = (usize, f64)> + 'a {
+    let n = dims.map(|d| d.len()).unwrap_or(x.len());
+    (0..n).map(move |k| {
+        let j = dims.map(|d| d[k]).unwrap_or(k);
+        (k, x[j] - y[j])
+    })
+}
+
+/// The scaled squared distance r² between `x` and `y` over `dims`.
+#[inline]
+pub fn scaled_sqdist<T: Real>(
+    x: &[f64],
+    y: &[f64],
+    dims: Option<&[usize]>,
+    ell: &Lengthscale<T>,
+) -> T {
+    match ell {
+        Lengthscale::Shared(l) => {
+            let d2: f64 = pairs(x, y, dims).map(|(_, d)| d * d).sum();
+            T::constant(d2) / (*l * *l)
+        }
+        Lengthscale::PerDim(ls) => {
+            let mut acc = T::zero();
+            for (k, d) in pairs(x, y, dims) {
+                let s = T::constant(d) / ls[k];
+                acc += s * s;
+            }
+            acc
+        }
+    }
+}
+
+/// exp(−r²/2).
+pub fn rbf<T: Real>(r2: T) -> T {
+    (-r2 * F64(0.5)).exp()
+}
+
+/// exp(−r).
+pub fn matern12<T: Real>(r2: T) -> T {
+    if r2.to_constant() == 0.0 {
+        return T::one();
+    }
+    (-r2.sqrt_()).exp()
+}
+
+/// (1 + √3 r) exp(−√3 r).
+pub fn matern32<T: Real>(r2: T) -> T {
+    if r2.to_constant() == 0.0 {
+        return T::one();
+    }
+    let s = r2.sqrt_() * F64(3f64.sqrt());
+    (T::one() + s) * (-s).exp()
+}
+
+/// (1 + √5 r + 5r²/3) exp(−√5 r).
+pub fn matern52<T: Real>(r2: T) -> T {
+    if r2.to_constant() == 0.0 {
+        return T::one();
+    }
+    let s = r2.sqrt_() * F64(5f64.sqrt());
+    (T::one() + s + r2 * F64(5.0 / 3.0)) * (-s).exp()
+}
+
+/// exp(−2 sin²(π ‖x − x′‖ / p) / ℓ²).
+pub fn periodic<T: Real>(x: &[f64], y: &[f64], dims: Option<&[usize]>, ell: T, period: T) -> T {
+    let d2: f64 = pairs(x, y, dims).map(|(_, d)| d * d).sum();
+    let dist = d2.sqrt();
+    let s = (T::constant(std::f64::consts::PI * dist) / period).sin();
+    (-(s * s) * F64(2.0) / (ell * ell)).exp()
+}

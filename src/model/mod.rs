@@ -1,0 +1,8 @@
+//! The statistical building blocks: constraints, kernels, distributions, and
+//! the extension points for kernels and likelihoods written in Rust.
+
+pub mod constraint;
+pub mod custom;
+pub mod dist;
+pub mod kernel;
+pub mod kernels;
