@@ -134,7 +134,9 @@ pub fn elementwise(op: &str, a: &Ty, b: &Ty) -> Result<Ty, String> {
         return Ok(Ty::Unknown);
     }
     if !a.is_numeric() || !b.is_numeric() {
-        return Err(format!("`{op}` needs numbers, vectors or matrices, found {a} and {b}"));
+        return Err(format!(
+            "`{op}` needs numbers, vectors or matrices, found {a} and {b}"
+        ));
     }
     let (a, b) = (a.as_real(), b.as_real());
     Ok(match (&a, &b) {
@@ -145,11 +147,23 @@ pub fn elementwise(op: &str, a: &Ty, b: &Ty) -> Result<Ty, String> {
             Ty::Vector(n.clone())
         }
         (Ty::Matrix(n, d), Ty::Matrix(m, e)) => {
-            same(n, m, &format!("`{op}` needs matrices with the same number of rows"))?;
-            same(d, e, &format!("`{op}` needs matrices with the same number of columns"))?;
+            same(
+                n,
+                m,
+                &format!("`{op}` needs matrices with the same number of rows"),
+            )?;
+            same(
+                d,
+                e,
+                &format!("`{op}` needs matrices with the same number of columns"),
+            )?;
             Ty::Matrix(n.clone(), d.clone())
         }
-        _ => return Err(format!("`{op}` cannot combine {a} and {b} element by element")),
+        _ => {
+            return Err(format!(
+                "`{op}` cannot combine {a} and {b} element by element"
+            ));
+        }
     })
 }
 
@@ -190,21 +204,35 @@ pub fn binary(op: BinOp, a: &Ty, b: &Ty) -> Result<Ty, String> {
                 if t.is_scalar() {
                     Ok(Ty::Kernel)
                 } else {
-                    Err(format!("a kernel can be scaled only by a real number, found {t}"))
+                    Err(format!(
+                        "a kernel can be scaled only by a real number, found {t}"
+                    ))
                 }
             }
             (Ty::Int, Ty::Int) => Ok(Ty::Int),
             _ if a.is_scalar() || b.is_scalar() => elementwise(sym, a, b),
             (Ty::Matrix(n, k), Ty::Vector(m)) => {
-                same(k, m, "matrix times vector needs the vector's length to equal the matrix's columns")?;
+                same(
+                    k,
+                    m,
+                    "matrix times vector needs the vector's length to equal the matrix's columns",
+                )?;
                 Ok(Ty::Vector(n.clone()))
             }
             (Ty::Matrix(n, k), Ty::IntArray(m)) => {
-                same(k, m, "matrix times vector needs the vector's length to equal the matrix's columns")?;
+                same(
+                    k,
+                    m,
+                    "matrix times vector needs the vector's length to equal the matrix's columns",
+                )?;
                 Ok(Ty::Vector(n.clone()))
             }
             (Ty::Matrix(n, k), Ty::Matrix(m, d)) => {
-                same(k, m, "matrix product needs the left columns to equal the right rows")?;
+                same(
+                    k,
+                    m,
+                    "matrix product needs the left columns to equal the right rows",
+                )?;
                 Ok(Ty::Matrix(n.clone(), d.clone()))
             }
             _ => Err(format!(
@@ -215,7 +243,9 @@ pub fn binary(op: BinOp, a: &Ty, b: &Ty) -> Result<Ty, String> {
             (Ty::Kernel, t) if t.is_scalar() => Ok(Ty::Kernel),
             (Ty::Kernel, _) | (_, Ty::Kernel) => Err(format!("`/` cannot divide {a} by {b}")),
             _ if b.is_scalar() || a.is_scalar() => elementwise(sym, a, b),
-            _ => Err(format!("`/` divides by a number; use `./` to divide {a} by {b} element by element")),
+            _ => Err(format!(
+                "`/` divides by a number; use `./` to divide {a} by {b} element by element"
+            )),
         },
         EwMul | EwDiv => elementwise(sym, a, b),
         Pow => match (a, b) {

@@ -1,0 +1,3 @@
+//! Inference engines and their settings.
+
+pub mod settings;

@@ -1,0 +1,672 @@
+//! Engine settings: the schema of every engine's settings (names, types,
+//! defaults), validation of `infer` blocks and `--set` overrides.
+
+use crate::error::{Error, ErrorKind};
+use crate::syntax::ast::{self, ExprKind, Span};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// What a setting accepts.
+#[derive(Clone, Copy, Debug)]
+pub enum SettingKind {
+    /// `true` / `false`.
+    Bool,
+    /// An integer at least this large.
+    Int(i64),
+    /// A real number in a closed interval.
+    Real(f64, f64),
+    /// One of these names.
+    Choice(&'static [&'static str]),
+    /// A nested engine: `nuts { draws = 500 }`.
+    Engine,
+    /// A method call or name, validated by the engine that uses it:
+    /// `stein(rbf(1.0))`, `poly2`.
+    Method,
+}
+
+/// A setting's value.
+#[derive(Clone, Debug)]
+pub enum SettingVal {
+    /// A truth value.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A real number.
+    Real(f64),
+    /// A name from a fixed choice.
+    Name(String),
+    /// A nested engine.
+    Engine(Box<EngineConfig>),
+    /// A method, as written.
+    Method(ast::Expr),
+}
+
+impl fmt::Display for SettingVal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SettingVal::Bool(b) => write!(f, "{b}"),
+            SettingVal::Int(i) => write!(f, "{i}"),
+            SettingVal::Real(r) => write!(f, "{r}"),
+            SettingVal::Name(n) => write!(f, "{n}"),
+            SettingVal::Engine(e) => write!(f, "{e}"),
+            SettingVal::Method(e) => write!(f, "{}", crate::syntax::print::expr(e)),
+        }
+    }
+}
+
+/// One setting of an engine.
+#[derive(Clone, Copy, Debug)]
+pub struct SettingSpec {
+    /// Its name.
+    pub name: &'static str,
+    /// What it accepts.
+    pub kind: SettingKind,
+    /// The default, as model text (parsed like a value in an `infer` block);
+    /// `None` when the engine decides.
+    pub default: Option<&'static str>,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+/// An engine: its name, whether this version implements it, its settings.
+#[derive(Clone, Copy, Debug)]
+pub struct EngineSchema {
+    /// The name used after `infer`.
+    pub name: &'static str,
+    /// Whether this version of tempest can run it.
+    pub implemented: bool,
+    /// What it does.
+    pub doc: &'static str,
+    /// Its settings.
+    pub settings: &'static [SettingSpec],
+}
+
+const fn s(
+    name: &'static str,
+    kind: SettingKind,
+    default: Option<&'static str>,
+    doc: &'static str,
+) -> SettingSpec {
+    SettingSpec {
+        name,
+        kind,
+        default,
+        doc,
+    }
+}
+
+const SEED: SettingSpec = s(
+    "seed",
+    SettingKind::Int(0),
+    Some("1"),
+    "random seed (the CLI's --seed overrides it)",
+);
+const MCMC: &[SettingSpec] = &[
+    s("chains", SettingKind::Int(1), Some("4"), "number of chains"),
+    s(
+        "warmup",
+        SettingKind::Int(0),
+        Some("1000"),
+        "warm-up iterations per chain",
+    ),
+    s(
+        "draws",
+        SettingKind::Int(1),
+        Some("1000"),
+        "kept draws per chain",
+    ),
+    SEED,
+    s(
+        "target_accept",
+        SettingKind::Real(0.0, 1.0),
+        Some("0.8"),
+        "target acceptance rate",
+    ),
+    s(
+        "max_depth",
+        SettingKind::Int(1),
+        Some("10"),
+        "maximum tree depth (nuts)",
+    ),
+    s(
+        "step_size",
+        SettingKind::Real(0.0, f64::INFINITY),
+        None,
+        "initial step size",
+    ),
+    s(
+        "leapfrog_steps",
+        SettingKind::Int(1),
+        Some("16"),
+        "leapfrog steps per iteration (hmc)",
+    ),
+];
+
+/// Every engine the language knows.
+pub const ENGINES: &[EngineSchema] = &[
+    EngineSchema {
+        name: "exact",
+        implemented: true,
+        doc: "exact GP regression with a Gaussian likelihood",
+        settings: &[
+            s(
+                "learn_hypers",
+                SettingKind::Bool,
+                Some("false"),
+                "maximise the log marginal likelihood over the non-fixed hypers",
+            ),
+            s(
+                "max_iters",
+                SettingKind::Int(1),
+                Some("500"),
+                "maximum L-BFGS iterations",
+            ),
+            s(
+                "grad_tol",
+                SettingKind::Real(0.0, f64::INFINITY),
+                Some("1e-6"),
+                "stop when the gradient norm (unconstrained scale) falls below this",
+            ),
+            s(
+                "jitter",
+                SettingKind::Real(0.0, f64::INFINITY),
+                Some("0"),
+                "added to the diagonal of K before the first Cholesky attempt",
+            ),
+            s(
+                "max_jitter",
+                SettingKind::Real(0.0, f64::INFINITY),
+                Some("1e-2"),
+                "largest jitter tried (relative to mean diag K) before giving up",
+            ),
+        ],
+    },
+    EngineSchema {
+        name: "mirror_descent",
+        implemented: false,
+        doc: "mirror-descent (conjugate-computation) variational inference",
+        settings: &[
+            s(
+                "steps",
+                SettingKind::Int(1),
+                Some("50"),
+                "mirror-descent steps",
+            ),
+            s(
+                "rho",
+                SettingKind::Real(0.0, 1.0),
+                Some("1.0"),
+                "step size in natural parameters",
+            ),
+            s(
+                "learn_hypers",
+                SettingKind::Bool,
+                Some("false"),
+                "learn the hypers by maximising the ELBO",
+            ),
+            s(
+                "hyper_lr",
+                SettingKind::Real(0.0, f64::INFINITY),
+                Some("0.01"),
+                "Adam learning rate for the hypers",
+            ),
+            s(
+                "quadrature",
+                SettingKind::Int(1),
+                Some("20"),
+                "Gauss–Hermite points",
+            ),
+            s(
+                "mc_samples",
+                SettingKind::Int(1),
+                Some("64"),
+                "Monte Carlo samples for multi-class expectations",
+            ),
+            s(
+                "tol",
+                SettingKind::Real(0.0, f64::INFINITY),
+                Some("0"),
+                "stop when the relative ELBO change falls below this",
+            ),
+            SEED,
+        ],
+    },
+    EngineSchema {
+        name: "gradient_descent",
+        implemented: false,
+        doc: "gradient-descent variational inference in the (mean, Cholesky) parameterisation",
+        settings: &[
+            s("steps", SettingKind::Int(1), Some("500"), "optimiser steps"),
+            s(
+                "lr",
+                SettingKind::Real(0.0, f64::INFINITY),
+                Some("0.01"),
+                "learning rate",
+            ),
+            s(
+                "optimizer",
+                SettingKind::Choice(&["adam", "sgd"]),
+                Some("adam"),
+                "the optimiser",
+            ),
+            s(
+                "learn_hypers",
+                SettingKind::Bool,
+                Some("false"),
+                "learn the hypers too",
+            ),
+            s(
+                "quadrature",
+                SettingKind::Int(1),
+                Some("20"),
+                "Gauss–Hermite points",
+            ),
+            SEED,
+        ],
+    },
+    EngineSchema {
+        name: "svi",
+        implemented: false,
+        doc: "stochastic variational inference with inducing points and minibatches",
+        settings: &[
+            s(
+                "steps",
+                SettingKind::Int(1),
+                Some("2000"),
+                "optimiser steps",
+            ),
+            s(
+                "lr",
+                SettingKind::Real(0.0, f64::INFINITY),
+                Some("0.01"),
+                "learning rate",
+            ),
+            s("batch", SettingKind::Int(1), Some("256"), "minibatch size"),
+            s(
+                "samples",
+                SettingKind::Int(1),
+                Some("1"),
+                "Monte Carlo samples per step",
+            ),
+            s(
+                "learn_hypers",
+                SettingKind::Bool,
+                Some("true"),
+                "learn the hypers too",
+            ),
+            SEED,
+        ],
+    },
+    EngineSchema {
+        name: "mala",
+        implemented: false,
+        doc: "Metropolis-adjusted Langevin algorithm",
+        settings: MCMC,
+    },
+    EngineSchema {
+        name: "hmc",
+        implemented: false,
+        doc: "Hamiltonian Monte Carlo",
+        settings: MCMC,
+    },
+    EngineSchema {
+        name: "nuts",
+        implemented: false,
+        doc: "the No-U-Turn sampler",
+        settings: MCMC,
+    },
+    EngineSchema {
+        name: "evidence",
+        implemented: false,
+        doc: "model evidence by thermodynamic integration over power posteriors",
+        settings: &[
+            s(
+                "rungs",
+                SettingKind::Int(2),
+                Some("31"),
+                "number of temperatures",
+            ),
+            s(
+                "power",
+                SettingKind::Real(0.0, f64::INFINITY),
+                Some("5"),
+                "ladder t_i = ((i-1)/(rungs-1))^power",
+            ),
+            s(
+                "sampler",
+                SettingKind::Engine,
+                Some("nuts {}"),
+                "the sampler run at each rung",
+            ),
+            s(
+                "control_variates",
+                SettingKind::Method,
+                Some("none"),
+                "control variates for the rung means",
+            ),
+            SEED,
+        ],
+    },
+    EngineSchema {
+        name: "meta",
+        implemented: false,
+        doc: "meta-learning over many small tasks",
+        settings: &[
+            s(
+                "episodes",
+                SettingKind::Int(1),
+                Some("1000"),
+                "training episodes",
+            ),
+            s("ways", SettingKind::Int(1), Some("5"), "classes per task"),
+            s(
+                "shots",
+                SettingKind::Int(1),
+                Some("1"),
+                "examples per class",
+            ),
+            s(
+                "queries",
+                SettingKind::Int(1),
+                Some("15"),
+                "query examples per class",
+            ),
+            s(
+                "inner",
+                SettingKind::Engine,
+                Some("mirror_descent { steps = 3, rho = 1 }"),
+                "the per-task inference",
+            ),
+            s(
+                "lr",
+                SettingKind::Real(0.0, f64::INFINITY),
+                Some("0.001"),
+                "outer learning rate",
+            ),
+            SEED,
+        ],
+    },
+];
+
+/// The schema of an engine by name.
+pub fn schema(name: &str) -> Option<&'static EngineSchema> {
+    ENGINES.iter().find(|e| e.name == name)
+}
+
+/// An engine with validated settings, defaults filled in.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// The engine's name.
+    pub name: String,
+    /// Every setting of its schema that has a value.
+    pub values: BTreeMap<String, SettingVal>,
+    /// Where each setting given explicitly was written.
+    pub spans: BTreeMap<String, Span>,
+    /// Where the engine was written (default span when from the CLI).
+    pub span: Span,
+}
+
+impl fmt::Display for EngineConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {{", self.name)?;
+        for (i, (k, v)) in self.values.iter().enumerate() {
+            write!(f, "{}{k} = {v}", if i == 0 { " " } else { ", " })?;
+        }
+        write!(f, " }}")
+    }
+}
+
+impl EngineConfig {
+    /// A boolean setting.
+    pub fn bool(&self, key: &str) -> bool {
+        matches!(self.values.get(key), Some(SettingVal::Bool(true)))
+    }
+    /// An integer setting (0 when absent).
+    pub fn int(&self, key: &str) -> i64 {
+        match self.values.get(key) {
+            Some(SettingVal::Int(i)) => *i,
+            Some(SettingVal::Real(r)) => *r as i64,
+            _ => 0,
+        }
+    }
+    /// A real setting, if set.
+    pub fn real_opt(&self, key: &str) -> Option<f64> {
+        match self.values.get(key) {
+            Some(SettingVal::Int(i)) => Some(*i as f64),
+            Some(SettingVal::Real(r)) => Some(*r),
+            _ => None,
+        }
+    }
+    /// A real setting (0 when absent).
+    pub fn real(&self, key: &str) -> f64 {
+        self.real_opt(key).unwrap_or(0.0)
+    }
+    /// A name setting.
+    pub fn name_of(&self, key: &str) -> Option<&str> {
+        match self.values.get(key) {
+            Some(SettingVal::Name(n)) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Validate an `infer` block (or nested engine) against its schema.
+    pub fn from_ast(spec: &ast::EngineSpec) -> Result<EngineConfig, Vec<Error>> {
+        let mut errors = Vec::new();
+        let Some(schema) = schema(&spec.name.name) else {
+            let names: Vec<&str> = ENGINES.iter().map(|e| e.name).collect();
+            return Err(vec![
+                Error::at(
+                    ErrorKind::Name,
+                    spec.name.span,
+                    format!("unknown engine `{}`", spec.name.name),
+                )
+                .with_label("not an engine")
+                .with_note(format!("engines: {}", names.join(", "))),
+            ]);
+        };
+        let mut cfg = EngineConfig::defaults(schema, spec.span);
+        for st in &spec.settings {
+            let key = &st.key.name;
+            if cfg.spans.contains_key(key) {
+                errors.push(
+                    Error::at(
+                        ErrorKind::Settings,
+                        st.key.span,
+                        format!("setting `{key}` is given twice"),
+                    )
+                    .with_label("second value"),
+                );
+                continue;
+            }
+            match parse_setting(schema, key, &st.value, st.key.span) {
+                Ok(v) => {
+                    cfg.values.insert(key.clone(), v);
+                    cfg.spans.insert(key.clone(), st.span);
+                }
+                Err(e) => errors.extend(e),
+            }
+        }
+        if errors.is_empty() {
+            Ok(cfg)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// An engine with every default.
+    pub fn defaults(schema: &EngineSchema, span: Span) -> EngineConfig {
+        let mut values = BTreeMap::new();
+        for spec in schema.settings {
+            if let Some(d) = spec.default {
+                if let Some(v) = default_value(spec, d) {
+                    values.insert(spec.name.to_string(), v);
+                }
+            }
+        }
+        EngineConfig {
+            name: schema.name.to_string(),
+            values,
+            spans: BTreeMap::new(),
+            span,
+        }
+    }
+
+    /// Apply `--set key=value` (the value is model syntax). Errors name the flag.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), Error> {
+        let schema = schema(&self.name).ok_or_else(|| Error::internal("engine without schema"))?;
+        let flag = format!("--set {key}={value}");
+        let parsed = parse_value_text(value).map_err(|_| {
+            Error::new(
+                ErrorKind::Settings,
+                format!("{flag}: cannot read `{value}` as a value"),
+            )
+        })?;
+        let v = parse_setting(schema, key, &parsed, Span::default()).map_err(|errs| {
+            let mut e = errs
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| Error::internal("empty error"));
+            e.span = None;
+            e.message = format!("{flag}: {}", e.message);
+            e
+        })?;
+        self.values.insert(key.to_string(), v);
+        Ok(())
+    }
+}
+
+/// Parse the text of a setting value: an engine spec or an expression.
+fn parse_value_text(text: &str) -> Result<ast::SettingValue, ()> {
+    if let Ok(p) = crate::syntax::parse(&format!("infer __v {{ v = {text} }}")) {
+        if let Some(ast::Item::Block(b)) = p.items.into_iter().next() {
+            if let ast::BlockKind::Infer(mut spec) = b.kind {
+                if let Some(st) = spec.settings.pop() {
+                    return Ok(st.value);
+                }
+            }
+        }
+    }
+    Err(())
+}
+
+fn default_value(spec: &SettingSpec, text: &str) -> Option<SettingVal> {
+    let parsed = parse_value_text(text).ok()?;
+    match (&spec.kind, parsed) {
+        (SettingKind::Engine, ast::SettingValue::Engine(e)) => EngineConfig::from_ast(&e)
+            .ok()
+            .map(|c| SettingVal::Engine(Box::new(c))),
+        (SettingKind::Method, ast::SettingValue::Expr(e)) => Some(SettingVal::Method(e)),
+        (_, ast::SettingValue::Expr(e)) => literal(&spec.kind, &e).ok(),
+        _ => None,
+    }
+}
+
+fn setting_error(span: Span, msg: String) -> Vec<Error> {
+    vec![Error::at(ErrorKind::Settings, span, msg).with_label("this setting")]
+}
+
+fn parse_setting(
+    schema: &EngineSchema,
+    key: &str,
+    value: &ast::SettingValue,
+    span: Span,
+) -> Result<SettingVal, Vec<Error>> {
+    let Some(spec) = schema.settings.iter().find(|s| s.name == key) else {
+        let names: Vec<&str> = schema.settings.iter().map(|s| s.name).collect();
+        return Err(vec![
+            Error::at(
+                ErrorKind::Settings,
+                span,
+                format!("engine `{}` has no setting `{key}`", schema.name),
+            )
+            .with_label("unknown setting")
+            .with_note(format!(
+                "settings of `{}`: {}",
+                schema.name,
+                names.join(", ")
+            )),
+        ]);
+    };
+    match (&spec.kind, value) {
+        (SettingKind::Engine, ast::SettingValue::Engine(e)) => {
+            EngineConfig::from_ast(e).map(|c| SettingVal::Engine(Box::new(c)))
+        }
+        (SettingKind::Engine, ast::SettingValue::Expr(e)) => match &e.kind {
+            ExprKind::Var(name) => {
+                let spec = ast::EngineSpec {
+                    name: ast::Ident {
+                        name: name.clone(),
+                        span: e.span,
+                    },
+                    settings: vec![],
+                    span: e.span,
+                };
+                EngineConfig::from_ast(&spec).map(|c| SettingVal::Engine(Box::new(c)))
+            }
+            _ => Err(setting_error(
+                e.span,
+                format!("`{key}` expects an engine such as `nuts {{ draws = 500 }}`"),
+            )),
+        },
+        (_, ast::SettingValue::Engine(e)) => Err(setting_error(
+            e.span,
+            format!("`{key}` expects {}, not an engine", expects(&spec.kind)),
+        )),
+        (SettingKind::Method, ast::SettingValue::Expr(e)) => match &e.kind {
+            ExprKind::Var(_) | ExprKind::Call(..) => Ok(SettingVal::Method(e.clone())),
+            _ => Err(setting_error(
+                e.span,
+                format!("`{key}` expects a method name or call such as `stein(rbf(1.0))`"),
+            )),
+        },
+        (kind, ast::SettingValue::Expr(e)) => {
+            literal(kind, e).map_err(|m| setting_error(e.span, format!("`{key}` {m}")))
+        }
+    }
+}
+
+fn expects(kind: &SettingKind) -> String {
+    match kind {
+        SettingKind::Bool => "`true` or `false`".into(),
+        SettingKind::Int(min) => format!("an integer ≥ {min}"),
+        SettingKind::Real(lo, hi) if hi.is_infinite() => format!("a number ≥ {lo}"),
+        SettingKind::Real(lo, hi) => format!("a number in [{lo}, {hi}]"),
+        SettingKind::Choice(cs) => format!("one of {}", cs.join(", ")),
+        SettingKind::Engine => "an engine".into(),
+        SettingKind::Method => "a method".into(),
+    }
+}
+
+fn number(e: &ast::Expr) -> Option<f64> {
+    match &e.kind {
+        ExprKind::Int(i) => Some(*i as f64),
+        ExprKind::Real(r) => Some(*r),
+        ExprKind::Unary(ast::UnOp::Neg, x) => number(x).map(|v| -v),
+        _ => None,
+    }
+}
+
+fn literal(kind: &SettingKind, e: &ast::Expr) -> Result<SettingVal, String> {
+    let bad = || Err(format!("expects {}", expects(kind)));
+    match kind {
+        SettingKind::Bool => match e.kind {
+            ExprKind::Bool(b) => Ok(SettingVal::Bool(b)),
+            _ => bad(),
+        },
+        SettingKind::Int(min) => match number(e) {
+            Some(v) if v.fract() == 0.0 && v >= *min as f64 && v.abs() < 9e15 => {
+                Ok(SettingVal::Int(v as i64))
+            }
+            _ => bad(),
+        },
+        SettingKind::Real(lo, hi) => match number(e) {
+            Some(v) if v >= *lo && v <= *hi => Ok(SettingVal::Real(v)),
+            _ => bad(),
+        },
+        SettingKind::Choice(cs) => match &e.kind {
+            ExprKind::Var(n) if cs.contains(&n.as_str()) => Ok(SettingVal::Name(n.clone())),
+            _ => bad(),
+        },
+        SettingKind::Engine | SettingKind::Method => bad(),
+    }
+}

@@ -1,0 +1,371 @@
+//! Typed, name-resolved expressions: the checker's output and what the
+//! evaluator runs.
+
+use super::types::Ty;
+use crate::model::custom::DynKernel;
+use crate::model::kernel::KernelKind;
+use crate::syntax::ast::{BinOp, Span, UnOp};
+use std::sync::Arc;
+
+/// What a name refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ref {
+    /// A `data` declaration (index into `Graph::data`).
+    Data(usize),
+    /// A `hyper` declaration.
+    Hyper(usize),
+    /// A `param` declaration.
+    Param(usize),
+    /// A `let` in the model block.
+    Let(usize),
+    /// A parameter, input or local `let` of a user function body.
+    Local(usize),
+    /// The temperature of a power likelihood (set by the evidence engine).
+    Temperature,
+}
+
+/// Built-in functions. Element-wise ones map over vectors and matrices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    /// `exp(x)`
+    Exp,
+    /// `log(x)`
+    Log,
+    /// `log1p(x)`
+    Log1p,
+    /// `expm1(x)`
+    Expm1,
+    /// `sqrt(x)`
+    Sqrt,
+    /// `abs(x)`
+    Abs,
+    /// `sin(x)`
+    Sin,
+    /// `cos(x)`
+    Cos,
+    /// `tanh(x)`
+    Tanh,
+    /// `sigmoid(x)`
+    Sigmoid,
+    /// `log_sigmoid(x)`
+    LogSigmoid,
+    /// `softplus(x)`
+    Softplus,
+    /// `lgamma(x)`
+    Lgamma,
+    /// `digamma(x)`
+    Digamma,
+    /// `erf(x)`
+    Erf,
+    /// `Phi(x)` (standard normal CDF)
+    Phi,
+    /// `pow(x, y)`
+    Pow,
+    /// `logsumexp(v)`
+    Logsumexp,
+    /// `sum(v)`
+    Sum,
+    /// `mean(v)`
+    Mean,
+    /// `dot(a, b)`
+    Dot,
+    /// `sqdist(a, b)`
+    Sqdist,
+    /// `rows(m)`
+    Rows,
+    /// `cols(m)`
+    Cols,
+    /// `pi()`
+    Pi,
+    /// `e()`
+    E,
+}
+
+impl Builtin {
+    /// All built-in functions.
+    pub const ALL: [Builtin; 26] = [
+        Builtin::Exp,
+        Builtin::Log,
+        Builtin::Log1p,
+        Builtin::Expm1,
+        Builtin::Sqrt,
+        Builtin::Abs,
+        Builtin::Sin,
+        Builtin::Cos,
+        Builtin::Tanh,
+        Builtin::Sigmoid,
+        Builtin::LogSigmoid,
+        Builtin::Softplus,
+        Builtin::Lgamma,
+        Builtin::Digamma,
+        Builtin::Erf,
+        Builtin::Phi,
+        Builtin::Pow,
+        Builtin::Logsumexp,
+        Builtin::Sum,
+        Builtin::Mean,
+        Builtin::Dot,
+        Builtin::Sqdist,
+        Builtin::Rows,
+        Builtin::Cols,
+        Builtin::Pi,
+        Builtin::E,
+    ];
+
+    /// The name used in model files.
+    pub fn name(self) -> &'static str {
+        use Builtin::*;
+        match self {
+            Exp => "exp",
+            Log => "log",
+            Log1p => "log1p",
+            Expm1 => "expm1",
+            Sqrt => "sqrt",
+            Abs => "abs",
+            Sin => "sin",
+            Cos => "cos",
+            Tanh => "tanh",
+            Sigmoid => "sigmoid",
+            LogSigmoid => "log_sigmoid",
+            Softplus => "softplus",
+            Lgamma => "lgamma",
+            Digamma => "digamma",
+            Erf => "erf",
+            Phi => "Phi",
+            Pow => "pow",
+            Logsumexp => "logsumexp",
+            Sum => "sum",
+            Mean => "mean",
+            Dot => "dot",
+            Sqdist => "sqdist",
+            Rows => "rows",
+            Cols => "cols",
+            Pi => "pi",
+            E => "e",
+        }
+    }
+
+    /// Look a function up by name.
+    pub fn from_name(name: &str) -> Option<Builtin> {
+        Builtin::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// The number of arguments.
+    pub fn arity(self) -> usize {
+        use Builtin::*;
+        match self {
+            Pi | E => 0,
+            Pow | Dot | Sqdist => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether it maps element by element over vectors and matrices.
+    pub fn is_elementwise(self) -> bool {
+        use Builtin::*;
+        !matches!(
+            self,
+            Pow | Logsumexp | Sum | Mean | Dot | Sqdist | Rows | Cols | Pi | E
+        )
+    }
+}
+
+/// A typed expression.
+#[derive(Clone)]
+pub struct TExpr {
+    /// What it computes.
+    pub kind: TKind,
+    /// Its type (sizes may be symbolic).
+    pub ty: Ty,
+    /// Where it was written.
+    pub span: Span,
+}
+
+/// The kinds of typed expression.
+#[derive(Clone)]
+pub enum TKind {
+    /// An integer literal.
+    Int(i64),
+    /// A real literal.
+    Real(f64),
+    /// A boolean literal.
+    Bool(bool),
+    /// A string literal.
+    Str(String),
+    /// A resolved name.
+    Ref(Ref),
+    /// An array literal (a vector, matrix or list of strings).
+    Array(Vec<TExpr>),
+    /// An inclusive range.
+    Range(Box<TExpr>, Box<TExpr>),
+    /// A unary operation.
+    Unary(UnOp, Box<TExpr>),
+    /// A binary operation (arithmetic, comparison, logic, kernel algebra).
+    Binary(BinOp, Box<TExpr>, Box<TExpr>),
+    /// A built-in function call.
+    Builtin(Builtin, Vec<TExpr>),
+    /// A built-in kernel; `args` in declaration order, `None` for defaults.
+    Kernel {
+        /// Which kernel.
+        kind: KernelKind,
+        /// Its arguments.
+        args: Vec<Option<TExpr>>,
+        /// The input columns it sees.
+        dims: Option<Box<TExpr>>,
+    },
+    /// A kernel defined in the model file (index into `Graph::functions`).
+    UserKernel {
+        /// The function.
+        func: usize,
+        /// Its arguments.
+        args: Vec<TExpr>,
+        /// The input columns it sees.
+        dims: Option<Box<TExpr>>,
+    },
+    /// A kernel registered from Rust.
+    RustKernel {
+        /// The kernel.
+        kernel: Arc<dyn DynKernel>,
+        /// Its arguments.
+        args: Vec<TExpr>,
+        /// The input columns it sees.
+        dims: Option<Box<TExpr>>,
+    },
+    /// `deep(kernel, mlp([...]))`: a kernel on learned features.
+    Deep {
+        /// The base kernel.
+        kernel: Box<TExpr>,
+        /// The feature network.
+        net: Box<TExpr>,
+    },
+    /// `mlp([64, 8])`: a feature network with these layer widths.
+    Mlp(Vec<usize>),
+    /// A latent function at inputs: `f(X)`.
+    GpApply {
+        /// The latent GP (index into `Graph::gps`).
+        gp: usize,
+        /// The inputs, [N, D] (or a vector of N 1-D inputs).
+        input: Box<TExpr>,
+        /// The latent site (index into `Graph::sites`), set by lowering.
+        site: usize,
+    },
+    /// Indexing (0-based).
+    Index(Box<TExpr>, Vec<TExpr>),
+    /// `if c then a else b`.
+    If(Box<TExpr>, Box<TExpr>, Box<TExpr>),
+}
+
+impl TExpr {
+    /// A new typed expression.
+    pub fn new(kind: TKind, ty: Ty, span: Span) -> Self {
+        TExpr { kind, ty, span }
+    }
+
+    /// Visit this expression and every sub-expression, parents first.
+    pub fn walk(&self, f: &mut dyn FnMut(&TExpr)) {
+        f(self);
+        match &self.kind {
+            TKind::Array(xs) | TKind::Builtin(_, xs) => xs.iter().for_each(|x| x.walk(f)),
+            TKind::Range(a, b) | TKind::Binary(_, a, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            TKind::Unary(_, a) => a.walk(f),
+            TKind::Kernel { args, dims, .. } => {
+                args.iter().flatten().for_each(|x| x.walk(f));
+                if let Some(d) = dims {
+                    d.walk(f);
+                }
+            }
+            TKind::UserKernel { args, dims, .. } | TKind::RustKernel { args, dims, .. } => {
+                args.iter().for_each(|x| x.walk(f));
+                if let Some(d) = dims {
+                    d.walk(f);
+                }
+            }
+            TKind::Deep { kernel, net } => {
+                kernel.walk(f);
+                net.walk(f);
+            }
+            TKind::GpApply { input, .. } => input.walk(f),
+            TKind::Index(b, idx) => {
+                b.walk(f);
+                idx.iter().for_each(|x| x.walk(f));
+            }
+            TKind::If(c, a, b) => {
+                c.walk(f);
+                a.walk(f);
+                b.walk(f);
+            }
+            TKind::Int(_)
+            | TKind::Real(_)
+            | TKind::Bool(_)
+            | TKind::Str(_)
+            | TKind::Ref(_)
+            | TKind::Mlp(_) => {}
+        }
+    }
+
+    /// Mutable pre-order visit (used by lowering to number latent sites).
+    pub fn walk_mut(&mut self, f: &mut dyn FnMut(&mut TExpr)) {
+        f(self);
+        match &mut self.kind {
+            TKind::Array(xs) | TKind::Builtin(_, xs) => xs.iter_mut().for_each(|x| x.walk_mut(f)),
+            TKind::Range(a, b) | TKind::Binary(_, a, b) => {
+                a.walk_mut(f);
+                b.walk_mut(f);
+            }
+            TKind::Unary(_, a) => a.walk_mut(f),
+            TKind::Kernel { args, dims, .. } => {
+                args.iter_mut().flatten().for_each(|x| x.walk_mut(f));
+                if let Some(d) = dims {
+                    d.walk_mut(f);
+                }
+            }
+            TKind::UserKernel { args, dims, .. } | TKind::RustKernel { args, dims, .. } => {
+                args.iter_mut().for_each(|x| x.walk_mut(f));
+                if let Some(d) = dims {
+                    d.walk_mut(f);
+                }
+            }
+            TKind::Deep { kernel, net } => {
+                kernel.walk_mut(f);
+                net.walk_mut(f);
+            }
+            TKind::GpApply { input, .. } => input.walk_mut(f),
+            TKind::Index(b, idx) => {
+                b.walk_mut(f);
+                idx.iter_mut().for_each(|x| x.walk_mut(f));
+            }
+            TKind::If(c, a, b) => {
+                c.walk_mut(f);
+                a.walk_mut(f);
+                b.walk_mut(f);
+            }
+            TKind::Int(_)
+            | TKind::Real(_)
+            | TKind::Bool(_)
+            | TKind::Str(_)
+            | TKind::Ref(_)
+            | TKind::Mlp(_) => {}
+        }
+    }
+
+    /// Every name this expression refers to.
+    pub fn refs(&self) -> Vec<Ref> {
+        let mut out = Vec::new();
+        self.walk(&mut |e| {
+            if let TKind::Ref(r) = e.kind {
+                out.push(r);
+            }
+        });
+        out
+    }
+
+    /// Whether the expression applies a latent function anywhere.
+    pub fn uses_latent(&self) -> bool {
+        let mut found = false;
+        self.walk(&mut |e| found |= matches!(e.kind, TKind::GpApply { .. }));
+        found
+    }
+}

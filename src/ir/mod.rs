@@ -1,0 +1,9 @@
+//! The typed graph IR: expressions, nodes, lowering, binding and evaluation.
+
+pub mod expr;
+pub mod graph;
+pub mod lower;
+pub mod print;
+pub mod types;
+
+pub use graph::Graph;

@@ -1,0 +1,480 @@
+//! Checking declared types and the `data`, `hyper` and `param` blocks.
+
+use super::Checker;
+use super::scope::{Context, Symbol};
+use crate::error::{Error, ErrorKind};
+use crate::ir::expr::{Ref, TExpr, TKind};
+use crate::ir::graph::{BoundExprs, DataNode, DataSource, HyperNode, ParamNode, PriorNode};
+use crate::ir::types::{Size, Ty};
+use crate::syntax::ast::{BaseType, BoundKind, Decl, Expr, ExprKind, Ident, TypeExpr};
+
+impl Checker<'_> {
+    /// Declare a global name, reporting a duplicate.
+    pub(super) fn declare(&mut self, name: &Ident, sym: Symbol) -> bool {
+        if let Some(prev) = self.scope.globals.get(&name.name) {
+            let what = prev.describe();
+            let prev_span = prev.span();
+            self.error(
+                Error::at(
+                    ErrorKind::Name,
+                    name.span,
+                    format!("`{}` is declared twice", name.name),
+                )
+                .with_label("second declaration")
+                .with_secondary(prev_span, format!("first declared here as {what}")),
+            );
+            return false;
+        }
+        self.scope.globals.insert(name.name.clone(), sym);
+        true
+    }
+
+    /// A size in a type: an integer literal or an `int` data declaration.
+    fn size(&mut self, e: &Expr) -> Size {
+        match &e.kind {
+            ExprKind::Int(i) if *i >= 0 => Size::Lit(*i as usize),
+            ExprKind::Var(name) => match self.scope.globals.get(name) {
+                Some(Symbol::Value {
+                    r: Ref::Data(_),
+                    ty: Ty::Int,
+                    ..
+                }) => Size::Sym(name.clone()),
+                Some(s) => {
+                    let what = s.describe();
+                    let span = s.span();
+                    self.error(
+                        Error::at(ErrorKind::Type, e.span, format!("`{name}` cannot be a size: it is {what}"))
+                            .with_label("not an int data declaration")
+                            .with_secondary(span, "declared here")
+                            .with_note("a size must be an integer literal or the name of an `int` declared in `data`"),
+                    );
+                    Size::Any
+                }
+                None => {
+                    let hint = self.scope.suggest(name, &[]);
+                    let mut err = Error::at(ErrorKind::Name, e.span, format!("unknown size `{name}`"))
+                        .with_label("not declared")
+                        .with_note("a size must be an integer literal or the name of an `int` declared earlier in `data`");
+                    if let Some(h) = hint {
+                        err = err.with_note(format!("did you mean `{h}`?"));
+                    }
+                    self.error(err);
+                    Size::Any
+                }
+            },
+            _ => {
+                self.error(
+                    Error::at(ErrorKind::Type, e.span, "a size must be an integer literal or the name of an `int` declared in `data`")
+                        .with_label("not a size"),
+                );
+                Size::Any
+            }
+        }
+    }
+
+    /// Check a declared type; `ctx` decides what bounds may use.
+    pub(super) fn type_expr(&mut self, t: &TypeExpr, ctx: Context) -> (Ty, BoundExprs) {
+        let mut bounds = BoundExprs::default();
+        let sugar = match t.base {
+            BaseType::Positive => Some((Some(0.0), None, "positive")),
+            BaseType::Unit => Some((Some(0.0), Some(1.0), "unit")),
+            _ => None,
+        };
+        if let Some((lo, hi, name)) = sugar {
+            if !t.bounds.is_empty() {
+                self.error(
+                    Error::at(
+                        ErrorKind::Constraint,
+                        t.bounds[0].span,
+                        format!("`{name}` already has bounds"),
+                    )
+                    .with_label("extra bound")
+                    .with_note(format!(
+                        "`{name}` means `real<lower=0{}>`",
+                        if hi.is_some() { ", upper=1" } else { "" }
+                    )),
+                );
+            }
+            let lit = |v: f64| TExpr::new(TKind::Real(v), Ty::Real, t.span);
+            bounds.lower = lo.map(lit);
+            bounds.upper = hi.map(lit);
+        }
+        for b in &t.bounds {
+            let e = self.expr(&b.value, ctx);
+            if !e.ty.is_scalar() {
+                self.error(
+                    Error::at(
+                        ErrorKind::Constraint,
+                        b.value.span,
+                        format!("a bound must be a number, found {}", e.ty),
+                    )
+                    .with_label("not a number"),
+                );
+            }
+            let slot = match b.kind {
+                BoundKind::Lower => &mut bounds.lower,
+                BoundKind::Upper => &mut bounds.upper,
+            };
+            if slot.is_some() {
+                self.error(
+                    Error::at(ErrorKind::Constraint, b.span, "this bound is given twice")
+                        .with_label("repeated bound"),
+                );
+            }
+            *slot = Some(e);
+        }
+        if matches!(t.base, BaseType::Vector | BaseType::Matrix) && !t.bounds.is_empty() {
+            // allowed: element-wise bounds
+        }
+        let dims: Vec<Size> = t.dims.iter().map(|d| self.size(d)).collect();
+        let wrong_dims = |c: &mut Self, want: &str| {
+            c.error(
+                Error::at(
+                    ErrorKind::Type,
+                    t.span,
+                    format!("wrong number of dimensions: expected {want}"),
+                )
+                .with_label("here"),
+            );
+            Ty::Unknown
+        };
+        let ty = match (t.base, dims.len()) {
+            (BaseType::Int, 0) => Ty::Int,
+            (BaseType::Int, 1) => Ty::IntArray(dims[0].clone()),
+            (BaseType::Int, _) => wrong_dims(self, "`int` or `int[n]`"),
+            (BaseType::Real | BaseType::Positive | BaseType::Unit, 0) => Ty::Real,
+            (BaseType::Real | BaseType::Positive | BaseType::Unit | BaseType::Vector, 1) => {
+                Ty::Vector(dims[0].clone())
+            }
+            (BaseType::Real | BaseType::Positive | BaseType::Unit, _) => {
+                wrong_dims(self, "a scalar or one length, e.g. `positive[d]`")
+            }
+            (BaseType::Vector, _) => wrong_dims(self, "one length, e.g. `vector[n]`"),
+            (BaseType::Matrix, 2) => Ty::Matrix(dims[0].clone(), dims[1].clone()),
+            (BaseType::Matrix, _) => wrong_dims(self, "rows and columns, e.g. `matrix[n, d]`"),
+        };
+        (ty, bounds)
+    }
+
+    /// The `data` block.
+    pub(super) fn data_block(&mut self, decls: &[Decl]) {
+        for d in decls {
+            let (ty, bounds) = self.type_expr(&d.ty, Context::Data);
+            if d.fixed || d.prior.is_some() {
+                self.error(
+                    Error::at(
+                        ErrorKind::Syntax,
+                        d.span,
+                        "data declarations take no `fixed` or prior",
+                    )
+                    .with_label("here"),
+                );
+            }
+            let (source, value) = match &d.init {
+                None => (DataSource::ByName, None),
+                Some(init) => self.data_init(init, &ty),
+            };
+            let index = self.graph.data.len();
+            self.graph.data.push(DataNode {
+                name: d.name.name.clone(),
+                ty: ty.clone(),
+                bounds,
+                source,
+                value,
+                span: d.span,
+            });
+            self.declare(
+                &d.name,
+                Symbol::Value {
+                    r: Ref::Data(index),
+                    ty,
+                    span: d.span,
+                },
+            );
+        }
+    }
+
+    /// `= columns(...)`, `= column("name")` or a constant.
+    fn data_init(&mut self, init: &Expr, ty: &Ty) -> (DataSource, Option<TExpr>) {
+        if let ExprKind::Call(callee, args) = &init.kind {
+            if callee.name == "columns" || callee.name == "column" {
+                let mut names = Vec::new();
+                let mut except = Vec::new();
+                for a in args {
+                    let target = match &a.name {
+                        None => &mut names,
+                        Some(n) if n.name == "except" && callee.name == "columns" => &mut except,
+                        Some(n) => {
+                            self.error(
+                                Error::at(ErrorKind::Name, n.span, format!("`{}` takes no argument `{}`", callee.name, n.name))
+                                    .with_label("unknown argument")
+                                    .with_note("use `columns(\"a\", \"b\"..\"d\")` or `columns(except = [\"row\"])`"),
+                            );
+                            continue;
+                        }
+                    };
+                    match column_names(&a.value) {
+                        Ok(ns) => target.extend(ns),
+                        Err(msg) => self.error(
+                            Error::at(ErrorKind::Type, a.value.span, msg)
+                                .with_label("not a column name"),
+                        ),
+                    }
+                }
+                let single = matches!(ty, Ty::Vector(_) | Ty::IntArray(_));
+                let is_table = matches!(ty, Ty::Matrix(..));
+                if !single && !is_table && !ty.is_unknown() {
+                    self.error(
+                        Error::at(
+                            ErrorKind::Type,
+                            init.span,
+                            format!(
+                                "`{}` gives columns, but the declaration is {ty}",
+                                callee.name
+                            ),
+                        )
+                        .with_label("columns need a vector, int array or matrix"),
+                    );
+                }
+                if single && (names.len() != 1 || !except.is_empty()) {
+                    self.error(
+                        Error::at(
+                            ErrorKind::Shape,
+                            init.span,
+                            format!("a {ty} takes exactly one column, found {}", names.len()),
+                        )
+                        .with_label("here"),
+                    );
+                }
+                if !except.is_empty() {
+                    if !names.is_empty() {
+                        self.error(
+                            Error::at(
+                                ErrorKind::Syntax,
+                                init.span,
+                                "give either column names or `except`, not both",
+                            )
+                            .with_label("here"),
+                        );
+                    }
+                    return (DataSource::Except(except), None);
+                }
+                return (DataSource::Columns(names), None);
+            }
+        }
+        let v = self.expr(init, Context::Data);
+        let ok = match (ty, &v.ty) {
+            (_, Ty::Unknown) | (Ty::Unknown, _) => true,
+            (Ty::Int, t) => *t == Ty::Int,
+            (Ty::Real, t) => t.is_scalar(),
+            (Ty::Vector(_), Ty::Vector(_) | Ty::IntArray(_)) => true,
+            (Ty::IntArray(_), Ty::IntArray(_)) => true,
+            (Ty::Matrix(..), Ty::Matrix(..)) => true,
+            _ => false,
+        };
+        if !ok {
+            self.error(
+                Error::at(
+                    ErrorKind::Type,
+                    init.span,
+                    format!("the value is {}, but the declaration is {ty}", v.ty),
+                )
+                .with_label("wrong type"),
+            );
+        }
+        (DataSource::Value, Some(v))
+    }
+
+    /// The `hyper` block.
+    pub(super) fn hyper_block(&mut self, decls: &[Decl]) {
+        for d in decls {
+            let (ty, bounds) = self.type_expr(&d.ty, Context::HyperInit);
+            if matches!(ty, Ty::Int | Ty::IntArray(_)) {
+                self.error(
+                    Error::at(
+                        ErrorKind::Type,
+                        d.ty.span,
+                        "a hyper must be real-valued (a real, vector or matrix)",
+                    )
+                    .with_label("integer hyper")
+                    .with_note("put fixed integers in `data`"),
+                );
+            }
+            if let Some(p) = &d.prior {
+                self.error(
+                    Error::at(
+                        ErrorKind::Syntax,
+                        p.span,
+                        "a hyper is a point estimate and takes no prior",
+                    )
+                    .with_label("prior on a hyper")
+                    .with_note(format!(
+                        "declare `{}` in `param` to give it a prior",
+                        d.name.name
+                    )),
+                );
+            }
+            let init = d.init.as_ref().map(|e| {
+                let v = self.expr(e, Context::HyperInit);
+                let fits = v.ty.is_unknown()
+                    || v.ty.is_scalar()
+                    || v.ty.as_real().compatible_shape(&ty.as_real());
+                if !fits {
+                    self.error(
+                        Error::at(
+                            ErrorKind::Type,
+                            e.span,
+                            format!(
+                                "the initial value is {}, but `{}` is {ty}",
+                                v.ty, d.name.name
+                            ),
+                        )
+                        .with_label("wrong shape"),
+                    );
+                }
+                v
+            });
+            let index = self.graph.hypers.len();
+            self.graph.hypers.push(HyperNode {
+                name: d.name.name.clone(),
+                ty: ty.clone(),
+                bounds,
+                init,
+                fixed: d.fixed,
+                span: d.span,
+            });
+            self.declare(
+                &d.name,
+                Symbol::Value {
+                    r: Ref::Hyper(index),
+                    ty,
+                    span: d.span,
+                },
+            );
+        }
+    }
+
+    /// The `param` block: declarations first, then their priors (which may
+    /// refer to any param).
+    pub(super) fn param_block(&mut self, decls: &[Decl]) {
+        for d in decls {
+            let (ty, bounds) = self.type_expr(&d.ty, Context::ParamBound);
+            if matches!(ty, Ty::Int | Ty::IntArray(_)) {
+                self.error(
+                    Error::at(
+                        ErrorKind::Type,
+                        d.ty.span,
+                        "a param must be continuous (a real, vector or matrix)",
+                    )
+                    .with_label("integer param"),
+                );
+            }
+            if d.fixed {
+                self.error(
+                    Error::at(ErrorKind::Syntax, d.span, "`fixed` applies to hypers only")
+                        .with_label("here"),
+                );
+            }
+            if let Some(init) = &d.init {
+                self.error(
+                    Error::at(
+                        ErrorKind::Syntax,
+                        init.span,
+                        "a param takes a prior `~ dist(...)`, not a value",
+                    )
+                    .with_label("value on a param")
+                    .with_note(
+                        "declare it in `hyper` for a point estimate, or in `data` for a constant",
+                    ),
+                );
+            }
+            let index = self.graph.params.len();
+            self.graph.params.push(ParamNode {
+                name: d.name.name.clone(),
+                ty: ty.clone(),
+                bounds,
+                span: d.span,
+            });
+            self.declare(
+                &d.name,
+                Symbol::Value {
+                    r: Ref::Param(index),
+                    ty,
+                    span: d.span,
+                },
+            );
+        }
+        for (index, d) in decls.iter().enumerate() {
+            if let Some(prior) = &d.prior {
+                let ty = self.graph.params[index].ty.clone();
+                if let Some(dist) = self.dist_call(prior, &ty) {
+                    self.graph.priors.push(PriorNode {
+                        param: index,
+                        dist,
+                        span: prior.span,
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Ty {
+    /// Whether two types have the same rank and possibly equal sizes.
+    pub fn compatible_shape(&self, other: &Ty) -> bool {
+        match (self, other) {
+            (Ty::Vector(a), Ty::Vector(b)) => a.compatible(b) != Some(false),
+            (Ty::Matrix(a, b), Ty::Matrix(c, d)) => {
+                a.compatible(c) != Some(false) && b.compatible(d) != Some(false)
+            }
+            (a, b) => a == b,
+        }
+    }
+}
+
+/// The column names an argument of `columns(...)` denotes.
+fn column_names(e: &Expr) -> Result<Vec<String>, String> {
+    match &e.kind {
+        ExprKind::Str(s) => Ok(vec![s.clone()]),
+        ExprKind::Array(xs) => {
+            let mut out = Vec::new();
+            for x in xs {
+                out.extend(column_names(x)?);
+            }
+            Ok(out)
+        }
+        ExprKind::Range(a, b) => match (&a.kind, &b.kind) {
+            (ExprKind::Str(a), ExprKind::Str(b)) => string_range(a, b),
+            _ => Err(
+                "a column range needs two strings with a numeric suffix, e.g. \"x1\"..\"x8\""
+                    .to_string(),
+            ),
+        },
+        _ => Err(
+            "expected a column name in double quotes, a list of them, or a range \"x1\"..\"x8\""
+                .to_string(),
+        ),
+    }
+}
+
+/// Expand `"x1".."x8"` to x1, x2, ..., x8 (inclusive).
+pub(crate) fn string_range(a: &str, b: &str) -> Result<Vec<String>, String> {
+    let split = |s: &str| {
+        let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let (p, n) = s.split_at(s.len() - digits);
+        (p.to_string(), n.parse::<usize>().ok())
+    };
+    let (pa, na) = split(a);
+    let (pb, nb) = split(b);
+    match (na, nb) {
+        (Some(x), Some(y)) if pa == pb && x <= y => {
+            Ok((x..=y).map(|i| format!("{pa}{i}")).collect())
+        }
+        (Some(_), Some(_)) if pa == pb => Err(format!(
+            "the range \"{a}\"..\"{b}\" is empty: its end comes before its start"
+        )),
+        _ => Err(format!(
+            "\"{a}\"..\"{b}\" is not a column range: both ends need the same prefix and a numeric suffix"
+        )),
+    }
+}

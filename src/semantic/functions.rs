@@ -1,0 +1,150 @@
+//! Checking user-defined `likelihood` and `kernel` definitions.
+
+use super::Checker;
+use super::scope::{Context, Symbol};
+use crate::error::{Error, ErrorKind};
+use crate::ir::graph::Function;
+use crate::ir::types::{Size, Ty};
+use crate::syntax::ast::{FunctionDef, FunctionKind};
+
+impl Checker<'_> {
+    /// Check one definition and declare its name.
+    pub(super) fn function(&mut self, f: &FunctionDef) {
+        let name = &f.name.name;
+        if self.is_builtin_name(name)
+            || self.registry.kernel(name).is_some()
+            || self.registry.likelihood(name).is_some()
+        {
+            self.error(
+                Error::at(
+                    ErrorKind::Name,
+                    f.name.span,
+                    format!("`{name}` is already a built-in name"),
+                )
+                .with_label("choose another name"),
+            );
+        }
+        self.scope.locals.clear();
+        let mut params = Vec::new();
+        for (i, p) in f.params.iter().enumerate() {
+            let (ty, bounds) = self.type_expr(&p.ty, Context::Function);
+            if bounds.lower.is_some() || bounds.upper.is_some() {
+                // Bounds on function parameters document intent; values are
+                // checked where the model declares them.
+            }
+            let allowed = match f.kind {
+                FunctionKind::Likelihood => ty.is_scalar(),
+                FunctionKind::Kernel => ty.is_scalar() || matches!(ty, Ty::Vector(_)),
+            };
+            if !allowed {
+                self.error(
+                    Error::at(
+                        ErrorKind::Type,
+                        p.ty.span,
+                        format!(
+                            "a {} parameter must be a number{}, found {ty}",
+                            kind_word(f.kind),
+                            if f.kind == FunctionKind::Kernel {
+                                " or a vector"
+                            } else {
+                                ""
+                            }
+                        ),
+                    )
+                    .with_label("unsupported parameter type"),
+                );
+            }
+            if self.scope.local(&p.name.name).is_some() {
+                self.error(
+                    Error::at(
+                        ErrorKind::Name,
+                        p.name.span,
+                        format!("parameter `{}` is declared twice", p.name.name),
+                    )
+                    .with_label("repeated"),
+                );
+            }
+            self.scope.locals.push((p.name.name.clone(), i, ty.clone()));
+            params.push((p.name.name.clone(), ty));
+        }
+        match (f.kind, &f.inputs) {
+            (FunctionKind::Likelihood, _) => {
+                if params.len() < 2 {
+                    self.error(
+                        Error::at(ErrorKind::Type, f.name.span, "a likelihood takes the observation and the latent value first: `(y : real, f : real, ...)`")
+                            .with_label("too few parameters"),
+                    );
+                } else if params[1].1 == Ty::Int {
+                    self.error(
+                        Error::at(
+                            ErrorKind::Type,
+                            f.params[1].ty.span,
+                            "the latent value (second parameter) must be `real`",
+                        )
+                        .with_label("latent value is real"),
+                    );
+                }
+            }
+            (FunctionKind::Kernel, Some((a, b))) => {
+                for x in [a, b] {
+                    let slot = params.len();
+                    self.scope
+                        .locals
+                        .push((x.name.clone(), slot, Ty::Vector(Size::Any)));
+                    params.push((x.name.clone(), Ty::Vector(Size::Any)));
+                }
+            }
+            (FunctionKind::Kernel, None) => {
+                self.error(Error::internal("kernel definition without inputs"));
+            }
+        }
+        let mut lets = Vec::new();
+        for (n, e) in &f.body.lets {
+            let v = self.expr(e, Context::Function);
+            let slot = self.scope.locals.len();
+            self.scope.locals.push((n.name.clone(), slot, v.ty.clone()));
+            lets.push((slot, v));
+        }
+        let body = self.expr(&f.body.value, Context::Function);
+        if !body.ty.is_scalar() {
+            self.error(
+                Error::at(
+                    ErrorKind::Type,
+                    f.body.value.span,
+                    format!(
+                        "the body of a {} must be a number, found {}",
+                        kind_word(f.kind),
+                        body.ty
+                    ),
+                )
+                .with_label("not a number"),
+            );
+        }
+        let n_locals = self.scope.locals.len();
+        self.scope.locals.clear();
+        let index = self.graph.functions.len();
+        self.graph.functions.push(Function {
+            kind: f.kind,
+            name: name.clone(),
+            params,
+            lets,
+            body,
+            n_locals,
+            span: f.span,
+        });
+        self.declare(
+            &f.name,
+            Symbol::Function {
+                index,
+                span: f.span,
+            },
+        );
+    }
+}
+
+fn kind_word(k: FunctionKind) -> &'static str {
+    match k {
+        FunctionKind::Likelihood => "likelihood",
+        FunctionKind::Kernel => "kernel",
+    }
+}
