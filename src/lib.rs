@@ -1,5 +1,6 @@
 //! tempest: a probabilistic-programming language for Gaussian-process models.
 
+pub mod data;
 pub mod error;
 pub mod infer;
 pub mod ir;

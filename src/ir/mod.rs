@@ -7,3 +7,7 @@ pub mod print;
 pub mod types;
 
 pub use graph::Graph;
+pub mod bind;
+pub mod eval;
+pub mod ops;
+pub mod value;

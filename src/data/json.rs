@@ -1,0 +1,122 @@
+//! JSON data in Stan's convention: an object with one key per declaration;
+//! scalars are numbers, vectors arrays, matrices arrays of rows.
+
+use crate::error::{DataLocation, Error, ErrorKind, Result};
+use serde_json::{Map, Value};
+
+/// A parsed JSON data object.
+#[derive(Clone, Debug)]
+pub struct JsonData {
+    /// The file name, for messages.
+    pub file: String,
+    /// The top-level object.
+    pub map: Map<String, Value>,
+}
+
+impl JsonData {
+    /// Parse JSON text whose top level is an object.
+    pub fn parse(file: &str, text: &str) -> Result<JsonData> {
+        let v: Value = serde_json::from_str(text).map_err(|e| {
+            Error::new(
+                ErrorKind::Data,
+                format!("{file}:{}:{}: invalid JSON: {e}", e.line(), e.column()),
+            )
+        })?;
+        match v {
+            Value::Object(map) => Ok(JsonData {
+                file: file.to_string(),
+                map,
+            }),
+            _ => Err(Error::new(
+                ErrorKind::Data,
+                format!("{file}: the top level must be an object {{\"name\": value, ...}}"),
+            )
+            .into()),
+        }
+    }
+
+    fn loc(&self, key: &str, row: Option<usize>) -> DataLocation {
+        DataLocation {
+            file: self.file.clone(),
+            row,
+            column: Some(key.to_string()),
+        }
+    }
+
+    fn number(&self, v: &Value, key: &str, row: Option<usize>, what: &str) -> Result<f64, Error> {
+        match v.as_f64() {
+            Some(x) if x.is_finite() => Ok(x),
+            _ => Err(
+                Error::new(ErrorKind::Data, format!("expected {what}, found `{v}`"))
+                    .in_data(self.loc(key, row)),
+            ),
+        }
+    }
+
+    /// A scalar number.
+    pub fn scalar(&self, key: &str) -> Option<Result<f64, Error>> {
+        self.map
+            .get(key)
+            .map(|v| self.number(v, key, None, "a number"))
+    }
+
+    /// An array of numbers.
+    pub fn array(&self, key: &str) -> Option<Result<Vec<f64>, Error>> {
+        let v = self.map.get(key)?;
+        Some(match v {
+            Value::Array(xs) => xs
+                .iter()
+                .enumerate()
+                .map(|(i, x)| self.number(x, key, Some(i), "a number"))
+                .collect(),
+            other => Err(Error::new(
+                ErrorKind::Data,
+                format!("expected an array of numbers, found `{}`", short(other)),
+            )
+            .in_data(self.loc(key, None))),
+        })
+    }
+
+    /// An array of rows (a matrix): returns the rows.
+    pub fn rows(&self, key: &str) -> Option<Result<Vec<Vec<f64>>, Error>> {
+        let v = self.map.get(key)?;
+        let Value::Array(rows) = v else {
+            return Some(Err(Error::new(
+                ErrorKind::Data,
+                format!("expected an array of rows, found `{}`", short(v)),
+            )
+            .in_data(self.loc(key, None))));
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for (i, r) in rows.iter().enumerate() {
+            let row = match r {
+                Value::Array(xs) => xs
+                    .iter()
+                    .map(|x| self.number(x, key, Some(i), "a number"))
+                    .collect::<Result<Vec<f64>, Error>>(),
+                other => Err(Error::new(
+                    ErrorKind::Data,
+                    format!(
+                        "expected a row (an array of numbers), found `{}`",
+                        short(other)
+                    ),
+                )
+                .in_data(self.loc(key, Some(i)))),
+            };
+            match row {
+                Ok(r) => out.push(r),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(Ok(out))
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 40 {
+        format!("{}...", &s[..40])
+    } else {
+        s
+    }
+}

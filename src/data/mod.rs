@@ -1,0 +1,109 @@
+//! Data sources: CSV files (columns by name), JSON files (Stan's
+//! convention: one key per declaration) and values given from Rust.
+//!
+//! A source only hands out raw columns, arrays and numbers; binding
+//! ([`crate::ir::bind`]) matches them to declarations and checks them.
+
+mod csv_table;
+mod json;
+
+pub use csv_table::CsvTable;
+pub use json::JsonData;
+
+use crate::error::{DataLocation, Error, ErrorKind, Result};
+use nalgebra::DMatrix;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A value given from Rust for a data declaration.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DataValue {
+    /// An `int`.
+    Int(i64),
+    /// A `real`.
+    Real(f64),
+    /// A `vector[n]`.
+    Vector(Vec<f64>),
+    /// An `int[n]`.
+    IntArray(Vec<i64>),
+    /// A `matrix[n, d]`.
+    Matrix(DMatrix<f64>),
+}
+
+/// Data for a model: a CSV table, a JSON object, or values from Rust.
+#[derive(Clone, Debug)]
+pub enum Data {
+    /// A CSV file with a header row.
+    Csv(CsvTable),
+    /// A JSON object in Stan's convention.
+    Json(JsonData),
+    /// Values given from Rust, by declaration name.
+    Values(BTreeMap<String, DataValue>),
+}
+
+impl Data {
+    /// Read a data file; `.json` is JSON, anything else CSV.
+    pub fn read(path: &Path) -> Result<Data> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot read data file `{name}`: {e}"),
+            )
+        })?;
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        {
+            Ok(Data::Json(JsonData::parse(&name, &text)?))
+        } else {
+            Ok(Data::Csv(CsvTable::parse(&name, &text)?))
+        }
+    }
+
+    /// Values from Rust, starting empty; add with [`Data::with`].
+    pub fn values() -> Data {
+        Data::Values(BTreeMap::new())
+    }
+
+    /// Add a value (for [`Data::Values`]).
+    pub fn with(mut self, name: &str, value: DataValue) -> Data {
+        if let Data::Values(m) = &mut self {
+            m.insert(name.to_string(), value);
+        }
+        self
+    }
+
+    /// Keep only rows `first..=last` (CSV only).
+    pub fn select_rows(self, first: usize, last: usize) -> Result<Data> {
+        match self {
+            Data::Csv(t) => Ok(Data::Csv(t.select_rows(first, last)?)),
+            other => Err(Error::new(
+                ErrorKind::Settings,
+                format!(
+                    "row selection applies to CSV files, not to {}",
+                    other.file()
+                ),
+            )
+            .into()),
+        }
+    }
+
+    /// The file name (or `<rust values>`), for messages.
+    pub fn file(&self) -> &str {
+        match self {
+            Data::Csv(t) => &t.file,
+            Data::Json(j) => &j.file,
+            Data::Values(_) => "<rust values>",
+        }
+    }
+
+    /// A location in this source.
+    pub fn at(&self, row: Option<usize>, column: &str) -> DataLocation {
+        DataLocation {
+            file: self.file().to_string(),
+            row,
+            column: Some(column.to_string()),
+        }
+    }
+}

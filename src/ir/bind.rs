@@ -1,0 +1,1004 @@
+//! Binding: data + graph → [`Bound`]. Resolves every size, checks every
+//! shape, bound and support, sets initial values, then evaluates the whole
+//! model once at its initial values so that shape errors surface now, with
+//! the span of the expression at fault.
+
+use super::eval::Env;
+use super::expr::TExpr;
+use super::graph::{DataSource, DistRef, Graph};
+use super::types::{Size, Ty};
+use super::value::Value;
+use crate::data::{Data, DataValue};
+use crate::error::{DataLocation, Error, ErrorKind, Errors, Result};
+use crate::model::constraint::Bounds;
+use crate::model::dist::{Dist, Support};
+use nalgebra::{DMatrix, DVector};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A model with its data: every size known, every value checked.
+#[derive(Clone)]
+pub struct Bound {
+    /// The graph.
+    pub graph: Arc<Graph>,
+    /// The value of each data declaration (see `present`).
+    pub data: Vec<Value<f64>>,
+    /// Whether each data declaration has a value (test data may lack outcomes).
+    pub present: Vec<bool>,
+    /// The value of each size name.
+    pub sizes: BTreeMap<String, usize>,
+    /// Initial (or fixed) value of each hyper.
+    pub hyper_init: Vec<Value<f64>>,
+    /// Bounds of each hyper.
+    pub hyper_bounds: Vec<Bounds>,
+    /// Bounds of each param.
+    pub param_bounds: Vec<Bounds>,
+    /// The data file name.
+    pub data_file: String,
+}
+
+/// Values given on the command line (`--set name=value`) for data scalars
+/// and hyper initial values; other names are engine settings.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `(name, value text)` pairs.
+    pub values: Vec<(String, String)>,
+}
+
+impl Overrides {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Read a literal value given on the command line: a number or a list.
+pub fn literal_value(name: &str, text: &str) -> Result<Value<f64>, Error> {
+    let bad = || {
+        Error::new(
+            ErrorKind::Settings,
+            format!("--set {name}={text}: expected a number or a list of numbers like [1, 2.5]"),
+        )
+    };
+    let e = crate::syntax::parse_expr(text).map_err(|_| bad())?;
+    fn lit(e: &crate::syntax::ast::Expr) -> Option<Value<f64>> {
+        use crate::syntax::ast::{ExprKind, UnOp};
+        match &e.kind {
+            ExprKind::Int(i) => Some(Value::Int(*i)),
+            ExprKind::Real(r) => Some(Value::Real(*r)),
+            ExprKind::Bool(b) => Some(Value::Bool(*b)),
+            ExprKind::Unary(UnOp::Neg, x) => match lit(x)? {
+                Value::Int(i) => Some(Value::Int(-i)),
+                Value::Real(r) => Some(Value::Real(-r)),
+                _ => None,
+            },
+            ExprKind::Array(xs) => {
+                let vals: Vec<f64> = xs
+                    .iter()
+                    .map(|x| lit(x).and_then(|v| v.scalar()))
+                    .collect::<Option<_>>()?;
+                Some(Value::Vector(DVector::from_vec(vals)))
+            }
+            _ => None,
+        }
+    }
+    lit(&e).ok_or_else(bad)
+}
+
+struct Binder<'a> {
+    graph: &'a Graph,
+    data: &'a Data,
+    base: Option<&'a Bound>,
+    sizes: BTreeMap<String, (usize, String)>,
+    values: Vec<Value<f64>>,
+    present: Vec<bool>,
+    claimed: Vec<String>,
+}
+
+fn data_err(msg: String, loc: DataLocation, span: crate::syntax::ast::Span) -> Error {
+    Error::new(ErrorKind::Data, msg)
+        .in_data(loc)
+        .with_span(span)
+        .with_label("declared here")
+}
+
+impl Binder<'_> {
+    /// Record that size `s` is `actual`, or report a mismatch.
+    fn unify(&mut self, s: &Size, actual: usize, decl: usize, what: &str) -> Result<(), Error> {
+        let d = &self.graph.data[decl];
+        match s {
+            Size::Lit(k) if *k != actual => Err(data_err(
+                format!(
+                    "`{}` is declared with {k} {what}, but the data has {actual}",
+                    d.name
+                ),
+                self.data.at(None, &d.name),
+                d.span,
+            )),
+            Size::Sym(n) => match self.sizes.get(n) {
+                Some((v, origin)) if *v != actual => Err(data_err(
+                    format!(
+                        "`{}` has {actual} {what}, but `{n}` = {v} ({origin})",
+                        d.name
+                    ),
+                    self.data.at(None, &d.name),
+                    d.span,
+                )),
+                Some(_) => Ok(()),
+                None => {
+                    self.sizes
+                        .insert(n.clone(), (actual, format!("the {what} of `{}`", d.name)));
+                    Ok(())
+                }
+            },
+            _ => Ok(()),
+        }
+    }
+
+    fn missing(&self, i: usize) -> Error {
+        let d = &self.graph.data[i];
+        let how = match (&self.data, &d.ty) {
+            (Data::Csv(_), Ty::Int | Ty::Real) => format!(
+                "a CSV file holds columns only: give `{}` with `--set {}=...`, a value in the model (`{} : {} = ...`), or a JSON file",
+                d.name, d.name, d.name, d.ty
+            ),
+            (Data::Csv(t), _) => format!("the CSV columns are: {}", t.header.join(", ")),
+            (Data::Json(j), _) => format!(
+                "the JSON keys are: {}",
+                j.map.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+            (Data::Values(m), _) => format!(
+                "the values given are: {}",
+                m.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        };
+        let what = match &d.source {
+            DataSource::Columns(cs) if cs.len() == 1 => format!("column `{}`", cs[0]),
+            DataSource::Columns(cs) => format!("columns {}", cs.join(", ")),
+            _ => format!("`{}`", d.name),
+        };
+        data_err(
+            format!("the data has no {what} for `{}` : {}", d.name, d.ty),
+            self.data.at(None, &d.name),
+            d.span,
+        )
+        .with_note(how)
+    }
+
+    fn bind_decl(&mut self, i: usize, overrides: &Overrides) -> Result<(), Error> {
+        let d = &self.graph.data[i];
+        let ty = d.ty.clone();
+        match (&ty, &d.source) {
+            (_, DataSource::Value) => {
+                let e = d
+                    .value
+                    .as_ref()
+                    .ok_or_else(|| Error::internal("data value without expression"))?;
+                let v = self.constant(e)?;
+                let v = match (&ty, v) {
+                    (Ty::Real, Value::Int(k)) => Value::Real(k as f64),
+                    (Ty::Vector(_), Value::IntArray(xs)) => Value::Vector(DVector::from_iterator(
+                        xs.len(),
+                        xs.iter().map(|&x| x as f64),
+                    )),
+                    (_, v) => v,
+                };
+                self.shape_check(i, &v)?;
+                self.values[i] = v;
+                self.present[i] = true;
+            }
+            (Ty::Int | Ty::Real, _) => {
+                let given: Option<Result<f64, Error>> = if let Some(text) = overrides.get(&d.name) {
+                    Some(literal_value(&d.name, text).and_then(|v| {
+                        v.scalar().ok_or_else(|| {
+                            Error::new(
+                                ErrorKind::Settings,
+                                format!("--set {}: expected a number", d.name),
+                            )
+                        })
+                    }))
+                } else {
+                    match self.data {
+                        Data::Json(j) => j.scalar(&d.name),
+                        Data::Values(m) => m.get(&d.name).map(|v| match v {
+                            DataValue::Int(k) => Ok(*k as f64),
+                            DataValue::Real(r) => Ok(*r),
+                            _ => Err(data_err(
+                                format!(
+                                    "`{}` is declared {}, but the value given is not a number",
+                                    d.name, d.ty
+                                ),
+                                self.data.at(None, &d.name),
+                                d.span,
+                            )),
+                        }),
+                        Data::Csv(_) => None,
+                    }
+                };
+                match given {
+                    Some(v) => {
+                        let v = v?;
+                        let val = if ty == Ty::Int {
+                            if v.fract() != 0.0 {
+                                return Err(data_err(
+                                    format!("`{}` is an int, found {v}", d.name),
+                                    self.data.at(None, &d.name),
+                                    d.span,
+                                ));
+                            }
+                            Value::Int(v as i64)
+                        } else {
+                            Value::Real(v)
+                        };
+                        if ty == Ty::Int {
+                            if v < 0.0 && self.is_size(&d.name) {
+                                return Err(data_err(
+                                    format!(
+                                        "the size `{}` must be non-negative, found {v}",
+                                        d.name
+                                    ),
+                                    self.data.at(None, &d.name),
+                                    d.span,
+                                ));
+                            }
+                            if v >= 0.0 {
+                                self.sizes
+                                    .insert(d.name.clone(), (v as usize, "the data".to_string()));
+                            }
+                        }
+                        self.values[i] = val;
+                        self.present[i] = true;
+                    }
+                    None => {
+                        // A size with no value: inferred from the shapes that use it.
+                    }
+                }
+            }
+            (Ty::Vector(n) | Ty::IntArray(n), _) => {
+                let int = matches!(ty, Ty::IntArray(_));
+                let col = match &d.source {
+                    DataSource::Columns(cs) if cs.len() == 1 => cs[0].clone(),
+                    _ => d.name.clone(),
+                };
+                let v: Option<Result<Value<f64>, Error>> = match self.data {
+                    Data::Csv(t) => t.column_index(&col).map(|c| {
+                        self.claimed.push(col.clone());
+                        if int {
+                            t.int_column(c).map(Value::IntArray)
+                        } else {
+                            t.real_column(c)
+                                .map(|v| Value::Vector(DVector::from_vec(v)))
+                        }
+                    }),
+                    Data::Json(j) => j.array(&col).map(|r| {
+                        r.and_then(|xs| {
+                            if int {
+                                xs.iter()
+                                    .enumerate()
+                                    .map(|(k, &x)| {
+                                        if x.fract() == 0.0 {
+                                            Ok(x as i64)
+                                        } else {
+                                            Err(Error::new(
+                                                ErrorKind::Data,
+                                                format!("expected an integer, found {x}"),
+                                            )
+                                            .in_data(self.data.at(Some(k), &col)))
+                                        }
+                                    })
+                                    .collect::<Result<Vec<_>, _>>()
+                                    .map(Value::IntArray)
+                            } else {
+                                Ok(Value::Vector(DVector::from_vec(xs)))
+                            }
+                        })
+                    }),
+                    Data::Values(m) => m.get(&col).map(|v| match (v, int) {
+                        (DataValue::Vector(x), false) => {
+                            Ok(Value::Vector(DVector::from_vec(x.clone())))
+                        }
+                        (DataValue::IntArray(x), true) => Ok(Value::IntArray(x.clone())),
+                        (DataValue::IntArray(x), false) => Ok(Value::Vector(
+                            DVector::from_iterator(x.len(), x.iter().map(|&k| k as f64)),
+                        )),
+                        _ => Err(data_err(
+                            format!(
+                                "`{}` is declared {}, but the value given has another type",
+                                d.name, d.ty
+                            ),
+                            self.data.at(None, &col),
+                            d.span,
+                        )),
+                    }),
+                };
+                match v {
+                    Some(v) => {
+                        let v = v.map_err(|e| e.with_span(d.span).with_label("declared here"))?;
+                        if let Value::Vector(x) = &v {
+                            if let Some(k) = x.iter().position(|a| !a.is_finite()) {
+                                return Err(data_err(
+                                    format!("expected a finite number, found {}", x[k]),
+                                    self.data.at(Some(k), &col),
+                                    d.span,
+                                ));
+                            }
+                        }
+                        let len = v.len().unwrap_or(0);
+                        self.unify(n, len, i, "entries")?;
+                        self.values[i] = v;
+                        self.present[i] = true;
+                    }
+                    None => return self.fallback(i),
+                }
+            }
+            (Ty::Matrix(n, m), _) => {
+                let rows: Option<Result<(DMatrix<f64>, Vec<String>), Error>> = match self.data {
+                    Data::Csv(t) => {
+                        let cols: Option<Vec<String>> = match &d.source {
+                            DataSource::Columns(cs) => Some(cs.clone()),
+                            DataSource::Except(ex) => Some(
+                                t.header
+                                    .iter()
+                                    .filter(|h| !ex.contains(h))
+                                    .cloned()
+                                    .collect(),
+                            ),
+                            _ => {
+                                let claimed: Vec<String> = self
+                                    .graph
+                                    .data
+                                    .iter()
+                                    .enumerate()
+                                    .filter(|(k, _)| *k != i)
+                                    .map(|(_, o)| o.name.clone())
+                                    .chain(self.claimed.iter().cloned())
+                                    .collect();
+                                let rest: Vec<String> = t
+                                    .header
+                                    .iter()
+                                    .filter(|h| !claimed.contains(h))
+                                    .cloned()
+                                    .collect();
+                                (!rest.is_empty()).then_some(rest)
+                            }
+                        };
+                        cols.map(|cols| {
+                            let mut m = DMatrix::zeros(t.nrows(), cols.len());
+                            for (j, c) in cols.iter().enumerate() {
+                                let Some(ci) = t.column_index(c) else {
+                                    return Err(data_err(
+                                        format!("the data has no column `{c}` for `{}`", d.name),
+                                        self.data.at(None, c),
+                                        d.span,
+                                    )
+                                    .with_note(format!(
+                                        "the CSV columns are: {}",
+                                        t.header.join(", ")
+                                    )));
+                                };
+                                let v = t
+                                    .real_column(ci)
+                                    .map_err(|e| e.with_span(d.span).with_label("declared here"))?;
+                                m.set_column(j, &DVector::from_vec(v));
+                            }
+                            Ok((m, cols))
+                        })
+                    }
+                    Data::Json(j) => j.rows(&d.name).map(|r| {
+                        r.and_then(|rows| {
+                            let ncol = rows.first().map(|r| r.len()).unwrap_or(0);
+                            if let Some(k) = rows.iter().position(|r| r.len() != ncol) {
+                                return Err(data_err(
+                                    format!(
+                                        "row {k} of `{}` has {} entries, but row 0 has {ncol}",
+                                        d.name,
+                                        rows[k].len()
+                                    ),
+                                    self.data.at(Some(k), &d.name),
+                                    d.span,
+                                ));
+                            }
+                            let m = DMatrix::from_fn(rows.len(), ncol, |a, b| rows[a][b]);
+                            Ok((m, vec![]))
+                        })
+                    }),
+                    Data::Values(vals) => vals.get(&d.name).map(|v| match v {
+                        DataValue::Matrix(m) => Ok((m.clone(), vec![])),
+                        DataValue::Vector(x) => {
+                            Ok((DMatrix::from_column_slice(x.len(), 1, x), vec![]))
+                        }
+                        _ => Err(data_err(
+                            format!(
+                                "`{}` is declared {}, but the value given is not a matrix",
+                                d.name, d.ty
+                            ),
+                            self.data.at(None, &d.name),
+                            d.span,
+                        )),
+                    }),
+                };
+                match rows {
+                    Some(r) => {
+                        let (mat, cols) = r?;
+                        if let Some(k) = mat.iter().position(|a| !a.is_finite()) {
+                            let (r, c) = (k % mat.nrows().max(1), k / mat.nrows().max(1));
+                            let col = cols
+                                .get(c)
+                                .cloned()
+                                .unwrap_or_else(|| format!("{}[{r}][{c}]", d.name));
+                            return Err(data_err(
+                                format!("expected a finite number, found {}", mat[(r, c)]),
+                                self.data.at(Some(r), &col),
+                                d.span,
+                            ));
+                        }
+                        self.claimed.extend(cols);
+                        self.unify(n, mat.nrows(), i, "rows")?;
+                        self.unify(m, mat.ncols(), i, "columns")?;
+                        self.values[i] = Value::Matrix(mat);
+                        self.present[i] = true;
+                    }
+                    None => return self.fallback(i),
+                }
+            }
+            _ => return Err(Error::internal(format!("cannot bind data of type {ty}"))),
+        }
+        Ok(())
+    }
+
+    fn is_size(&self, name: &str) -> bool {
+        self.graph.data.iter().any(|d| match &d.ty {
+            Ty::Vector(s) | Ty::IntArray(s) => *s == Size::Sym(name.to_string()),
+            Ty::Matrix(a, b) => {
+                *a == Size::Sym(name.to_string()) || *b == Size::Sym(name.to_string())
+            }
+            _ => false,
+        })
+    }
+
+    /// A declaration missing from test data: reuse the training value when
+    /// its shape still fits, else leave it absent.
+    fn fallback(&mut self, i: usize) -> Result<(), Error> {
+        let Some(base) = self.base else {
+            return Err(self.missing(i));
+        };
+        if !base.present[i] {
+            return Ok(());
+        }
+        let v = base.data[i].clone();
+        if self.shape_check(i, &v).is_ok() {
+            self.values[i] = v;
+            self.present[i] = true;
+        }
+        Ok(())
+    }
+
+    fn shape_check(&mut self, i: usize, v: &Value<f64>) -> Result<(), Error> {
+        let ty = self.graph.data[i].ty.clone();
+        match (&ty, v) {
+            (Ty::Vector(n) | Ty::IntArray(n), _) => {
+                self.unify(n, v.len().unwrap_or(1), i, "entries")
+            }
+            (Ty::Matrix(n, m), Value::Matrix(x)) => {
+                self.unify(n, x.nrows(), i, "rows")?;
+                self.unify(m, x.ncols(), i, "columns")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn constant(&self, e: &TExpr) -> Result<Value<f64>, Error> {
+        let tmp = self.snapshot();
+        let env = Env::new(&tmp, &[], &[], &[]);
+        env.eval(e)
+    }
+
+    fn snapshot(&self) -> Bound {
+        Bound {
+            graph: Arc::new(self.graph.clone()),
+            data: self.values.clone(),
+            present: self.present.clone(),
+            sizes: self
+                .sizes
+                .iter()
+                .map(|(k, (v, _))| (k.clone(), *v))
+                .collect(),
+            hyper_init: vec![],
+            hyper_bounds: vec![],
+            param_bounds: vec![],
+            data_file: self.data.file().to_string(),
+        }
+    }
+}
+
+fn eval_bounds(env: &Env<f64>, b: &super::graph::BoundExprs) -> Result<Bounds, Error> {
+    let get = |e: &Option<TExpr>| -> Result<Option<f64>, Error> {
+        e.as_ref().map(|x| env.scalar(x)).transpose()
+    };
+    let bounds = Bounds {
+        lower: get(&b.lower)?,
+        upper: get(&b.upper)?,
+    };
+    if let (Some(lo), Some(hi), Some(e)) = (bounds.lower, bounds.upper, b.upper.as_ref()) {
+        if lo >= hi {
+            return Err(Error::at(
+                ErrorKind::Constraint,
+                e.span,
+                format!("the upper bound {hi} is not above the lower bound {lo}"),
+            )
+            .with_label("empty range"));
+        }
+    }
+    Ok(bounds)
+}
+
+/// The shape of a declared type once sizes are known: (rows, cols); (0, 0)
+/// for scalars, (n, 0) for vectors.
+pub fn concrete_shape(ty: &Ty, sizes: &BTreeMap<String, usize>) -> Option<(usize, usize)> {
+    let s = |x: &Size| match x {
+        Size::Lit(k) => Some(*k),
+        Size::Sym(n) => sizes.get(n).copied(),
+        Size::Any => None,
+    };
+    match ty {
+        Ty::Int | Ty::Real => Some((0, 0)),
+        Ty::Vector(n) | Ty::IntArray(n) => Some((s(n)?, 0)),
+        Ty::Matrix(n, m) => Some((s(n)?, s(m)?)),
+        _ => None,
+    }
+}
+
+/// A value of the given shape filled with `x`.
+pub fn filled(shape: (usize, usize), ty: &Ty, x: f64) -> Value<f64> {
+    match (ty, shape) {
+        (Ty::Matrix(..), (n, m)) => Value::Matrix(DMatrix::from_element(n, m, x)),
+        (Ty::Vector(_), (n, _)) => Value::Vector(DVector::from_element(n, x)),
+        _ => Value::Real(x),
+    }
+}
+
+/// Bind training data to a graph. `overrides` may give data scalars and
+/// hyper initial values (`--set`).
+pub fn bind(graph: Graph, data: &Data, overrides: &Overrides) -> Result<Bound> {
+    bind_inner(graph, data, overrides, None)
+}
+
+/// Bind test data (for prediction) like the training data in `base`:
+/// declarations missing from the test data keep their training values where
+/// their shapes still fit, and are absent otherwise.
+pub fn bind_test(base: &Bound, data: &Data) -> Result<Bound> {
+    bind_inner(
+        (*base.graph).clone(),
+        data,
+        &Overrides::default(),
+        Some(base),
+    )
+}
+
+fn bind_inner(
+    graph: Graph,
+    data: &Data,
+    overrides: &Overrides,
+    base: Option<&Bound>,
+) -> Result<Bound> {
+    let n = graph.data.len();
+    let mut b = Binder {
+        graph: &graph,
+        data,
+        base,
+        sizes: BTreeMap::new(),
+        values: vec![Value::Int(0); n],
+        present: vec![false; n],
+        claimed: vec![],
+    };
+    for i in 0..n {
+        b.bind_decl(i, overrides)?;
+    }
+    // Sizes with no value: inferred, or from the training data.
+    for (i, d) in graph.data.iter().enumerate() {
+        if d.ty == Ty::Int && !b.present[i] {
+            if let Some((v, _)) = b.sizes.get(&d.name) {
+                b.values[i] = Value::Int(*v as i64);
+                b.present[i] = true;
+            } else if let Some(base) = base {
+                b.values[i] = base.data[i].clone();
+                b.present[i] = true;
+                if let Value::Int(v) = base.data[i] {
+                    b.sizes
+                        .insert(d.name.clone(), (v as usize, "the training data".into()));
+                }
+            } else if b.is_size(&d.name) {
+                return Err(data_err(
+                    format!("cannot infer the size `{}`: no declaration that uses it was found in the data", d.name),
+                    data.at(None, &d.name),
+                    d.span,
+                )
+                .into());
+            } else {
+                return Err(b.missing(i).into());
+            }
+        } else if d.ty == Ty::Real && !b.present[i] {
+            match base {
+                Some(base) => {
+                    b.values[i] = base.data[i].clone();
+                    b.present[i] = base.present[i];
+                }
+                None => return Err(b.missing(i).into()),
+            }
+        }
+    }
+    let mut bound = b.snapshot();
+    drop(b);
+    let errors = check_data_bounds(&mut bound)?;
+    if !errors.is_empty() {
+        return Err(Errors(errors));
+    }
+    init_hypers(&mut bound, overrides, base)?;
+    if base.is_none() {
+        dry_run(&bound)?;
+    }
+    Ok(bound)
+}
+
+/// Check declared bounds of data and the support of observed outcomes.
+fn check_data_bounds(bound: &mut Bound) -> Result<Vec<Error>> {
+    let g = bound.graph.clone();
+    let env_b = bound.clone();
+    let env = Env::new(&env_b, &[], &[], &[]);
+    let mut errors = Vec::new();
+    for (i, d) in g.data.iter().enumerate() {
+        if !bound.present[i] {
+            continue;
+        }
+        let bounds = eval_bounds(&env, &d.bounds)?;
+        if let Some(k) = bound.data[i]
+            .flatten()
+            .iter()
+            .position(|x| !bounds.contains(*x))
+        {
+            let x = bound.data[i].flatten()[k];
+            let (row, col) = element_location(&bound.data[i], k, &d.name, &d.source);
+            errors.push(data_err(
+                format!("`{}` must be {}, found {x}", d.name, bounds.describe()),
+                DataLocation {
+                    file: bound.data_file.clone(),
+                    row,
+                    column: Some(col),
+                },
+                d.span,
+            ));
+        }
+    }
+    for o in &g.observations {
+        if !bound.present[o.data] {
+            continue;
+        }
+        let support = match &o.dist.dist {
+            DistRef::Builtin(Dist::CategoricalLogit) => Support::Category,
+            DistRef::Builtin(d) => d.support(),
+            _ => Support::Real,
+        };
+        if support == Support::Interval {
+            continue;
+        }
+        let d = &g.data[o.data];
+        let vals = bound.data[o.data].flatten();
+        if let Some(k) = vals.iter().position(|&y| !support.contains(y, None)) {
+            let (row, col) = element_location(&bound.data[o.data], k, &d.name, &d.source);
+            errors.push(
+                Error::new(
+                    ErrorKind::Data,
+                    format!(
+                        "`{}` is observed with `{}`, which needs {}; found {}",
+                        d.name,
+                        o.dist.name,
+                        support.describe(),
+                        vals[k]
+                    ),
+                )
+                .in_data(DataLocation {
+                    file: bound.data_file.clone(),
+                    row,
+                    column: Some(col),
+                })
+                .with_span(o.span)
+                .with_label("observed here"),
+            );
+        }
+    }
+    Ok(errors)
+}
+
+fn element_location(
+    v: &Value<f64>,
+    k: usize,
+    name: &str,
+    source: &DataSource,
+) -> (Option<usize>, String) {
+    let col = match source {
+        DataSource::Columns(cs) if cs.len() == 1 => cs[0].clone(),
+        _ => name.to_string(),
+    };
+    match v {
+        Value::Matrix(m) => (
+            Some(k / m.ncols().max(1)),
+            format!("{name}[.., {}]", k % m.ncols().max(1)),
+        ),
+        Value::Vector(_) | Value::IntArray(_) => (Some(k), col),
+        _ => (None, col),
+    }
+}
+
+fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -> Result<()> {
+    if let Some(base) = base {
+        bound.hyper_init = base.hyper_init.clone();
+        bound.hyper_bounds = base.hyper_bounds.clone();
+        bound.param_bounds = base.param_bounds.clone();
+        return Ok(());
+    }
+    let g = bound.graph.clone();
+    let snapshot = bound.clone();
+    let env = Env::new(&snapshot, &[], &[], &[]);
+    let mut errors = Vec::new();
+    for h in &g.hypers {
+        let bounds = match eval_bounds(&env, &h.bounds) {
+            Ok(b) => b,
+            Err(e) => {
+                errors.push(e);
+                Bounds::NONE
+            }
+        };
+        bound.hyper_bounds.push(bounds);
+        let Some(shape) = concrete_shape(&h.ty, &bound.sizes) else {
+            errors.push(Error::at(
+                ErrorKind::Shape,
+                h.span,
+                format!("the size of `{}` is unknown", h.name),
+            ));
+            bound.hyper_init.push(Value::Real(0.0));
+            continue;
+        };
+        let default = match (bounds.lower, bounds.upper) {
+            (Some(a), Some(b)) => 0.5 * (a + b),
+            (Some(a), None) => a + 1.0,
+            (None, Some(b)) => b - 1.0,
+            (None, None) => 0.0,
+        };
+        let given: Result<Value<f64>, Error> = match (overrides.get(&h.name), &h.init) {
+            (Some(text), _) => literal_value(&h.name, text),
+            (None, Some(e)) => env.eval(e),
+            (None, None) => Ok(Value::Real(default)),
+        };
+        let v = match given.and_then(|v| broadcast(&v, &h.ty, shape, &h.name, h.span)) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(e);
+                bound.hyper_init.push(Value::Real(0.0));
+                continue;
+            }
+        };
+        let ok = |x: f64| {
+            if h.fixed {
+                bounds.contains(x)
+            } else {
+                bounds.contains_strictly(x)
+            }
+        };
+        if let Some(x) = v.flatten().into_iter().find(|&x| !ok(x)) {
+            let span = h.init.as_ref().map(|e| e.span).unwrap_or(h.span);
+            let mut e = Error::at(
+                ErrorKind::Constraint,
+                span,
+                format!(
+                    "the initial value {x} of `{}` is outside its bounds {}",
+                    h.name,
+                    bounds.describe()
+                ),
+            )
+            .with_label("initial value");
+            if !h.fixed && bounds.contains(x) {
+                e = e.with_note("a learned hyper must start strictly inside its bounds");
+            }
+            errors.push(e);
+        }
+        bound.hyper_init.push(v);
+    }
+    for p in &g.params {
+        match eval_bounds(&env, &p.bounds) {
+            Ok(b) => bound.param_bounds.push(b),
+            Err(e) => {
+                errors.push(e);
+                bound.param_bounds.push(Bounds::NONE);
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Errors(errors))
+    }
+}
+
+/// A scalar broadcast to the declared shape, or a value of exactly that shape.
+fn broadcast(
+    v: &Value<f64>,
+    ty: &Ty,
+    shape: (usize, usize),
+    name: &str,
+    span: crate::syntax::ast::Span,
+) -> Result<Value<f64>, Error> {
+    if let Some(x) = v.scalar() {
+        return Ok(filled(shape, ty, x));
+    }
+    let ok = match (ty, v) {
+        (Ty::Vector(_), Value::Vector(x)) => x.len() == shape.0,
+        (Ty::Vector(_), Value::IntArray(x)) => x.len() == shape.0,
+        (Ty::Matrix(..), Value::Matrix(m)) => m.shape() == shape,
+        _ => false,
+    };
+    if !ok {
+        return Err(Error::at(
+            ErrorKind::Shape,
+            span,
+            format!(
+                "`{name}` is {} but its value is {}",
+                describe_shape(ty, shape),
+                v.shape()
+            ),
+        )
+        .with_label("declared here"));
+    }
+    Ok(match v {
+        Value::IntArray(x) => {
+            Value::Vector(DVector::from_iterator(x.len(), x.iter().map(|&k| k as f64)))
+        }
+        v => v.clone(),
+    })
+}
+
+fn describe_shape(ty: &Ty, shape: (usize, usize)) -> String {
+    match ty {
+        Ty::Vector(_) => format!("vector[{}]", shape.0),
+        Ty::Matrix(..) => format!("matrix[{}, {}]", shape.0, shape.1),
+        t => t.to_string(),
+    }
+}
+
+impl Bound {
+    /// Initial param values: the constrained image of 0 on the unconstrained scale.
+    pub fn param_init(&self) -> Result<Vec<Value<f64>>, Error> {
+        self.graph
+            .params
+            .iter()
+            .zip(&self.param_bounds)
+            .map(|(p, b)| {
+                let shape = concrete_shape(&p.ty, &self.sizes).ok_or_else(|| {
+                    Error::at(
+                        ErrorKind::Shape,
+                        p.span,
+                        format!("the size of `{}` is unknown", p.name),
+                    )
+                })?;
+                Ok(filled(shape, &p.ty, b.constrain(0.0)))
+            })
+            .collect()
+    }
+
+    /// The inputs of a latent site, evaluated with these hypers and params.
+    pub fn site_inputs(
+        &self,
+        site: usize,
+        hypers: &[Value<f64>],
+        params: &[Value<f64>],
+    ) -> Result<crate::model::kernel::Inputs, Error> {
+        let s = &self.graph.sites[site];
+        let env = Env::new(self, hypers, params, &[]);
+        match env.eval(&s.input)? {
+            Value::Matrix(m) => Ok(crate::model::kernel::Inputs::from_matrix(&m)),
+            Value::Vector(v) => Ok(crate::model::kernel::Inputs::from_vector(&v)),
+            v => Err(Error::at(
+                ErrorKind::Type,
+                s.input.span,
+                format!(
+                    "the inputs of a latent function must be a matrix or vector, found {}",
+                    v.shape()
+                ),
+            )),
+        }
+    }
+
+    /// The number of copies of a latent GP (1 when not replicated).
+    pub fn replicas(&self, gp: usize) -> Result<usize, Error> {
+        match &self.graph.gps[gp].replicas {
+            None => Ok(1),
+            Some(e) => {
+                let env = Env::<f64>::new(self, &[], &[], &[]);
+                match env.eval(e)? {
+                    Value::Int(c) if c > 0 => Ok(c as usize),
+                    v => Err(Error::at(
+                        ErrorKind::Data,
+                        e.span,
+                        format!("the number of copies must be a positive integer, found {v}"),
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// Evaluate everything once at the initial values; latent sites are zero.
+fn dry_run(bound: &Bound) -> Result<()> {
+    let g = &bound.graph;
+    let hypers = bound.hyper_init.clone();
+    let params = bound.param_init()?;
+    let mut sites: Vec<Option<Value<f64>>> = Vec::with_capacity(g.sites.len());
+    let env0 = Env::new(bound, &hypers, &params, &[]);
+    for (si, s) in g.sites.iter().enumerate() {
+        let gp = &g.gps[s.gp];
+        let inputs = bound.site_inputs(si, &hypers, &params)?;
+        let k = env0.kernel(&gp.kernel)?;
+        k.validate(inputs.dim()).map_err(|e| {
+            e.with_secondary(
+                s.span,
+                format!("applied to inputs with {} columns here", inputs.dim()),
+            )
+        })?;
+        if inputs.len() > 0 {
+            k.entry(inputs.row(0), inputs.row(0), true)?;
+        }
+        env0.scalar(&gp.mean)?;
+        let c = bound.replicas(s.gp)?;
+        sites.push(Some(if gp.replicas.is_some() {
+            Value::Matrix(DMatrix::zeros(inputs.len(), c))
+        } else {
+            Value::Vector(DVector::zeros(inputs.len()))
+        }));
+    }
+    for gp in g.gps.iter() {
+        env0.kernel(&gp.kernel)?;
+    }
+    let env = Env::new(bound, &hypers, &params, &sites);
+    for l in &g.lets {
+        env.eval(&l.value)?;
+    }
+    for (oi, o) in g.observations.iter().enumerate() {
+        env.observation_terms(oi)?;
+        env.temperature_of(oi)?;
+        if let DistRef::Builtin(Dist::CategoricalLogit) = o.dist.dist {
+            if let Value::Matrix(m) = env.eval(&o.dist.args[0])? {
+                let labels = bound.data[o.data].flatten();
+                if let Some(k) = labels.iter().position(|&y| y as usize >= m.ncols()) {
+                    let d = &g.data[o.data];
+                    let (row, col) = element_location(&bound.data[o.data], k, &d.name, &d.source);
+                    return Err(Error::new(
+                        ErrorKind::Data,
+                        format!(
+                            "label {} is outside the classes 0..{} of `categorical_logit`",
+                            labels[k],
+                            m.ncols() - 1
+                        ),
+                    )
+                    .in_data(DataLocation {
+                        file: bound.data_file.clone(),
+                        row,
+                        column: Some(col),
+                    })
+                    .with_span(o.span)
+                    .with_label("observed here")
+                    .into());
+                }
+            }
+        }
+    }
+    for p in &g.priors {
+        let y = &params[p.param];
+        super::eval::dist_terms(&env, &p.dist, y, p.span)?;
+    }
+    for e in &g.estimates {
+        env.eval(&e.expr)?;
+    }
+    Ok(())
+}
