@@ -1,10 +1,40 @@
 //! tempest: a probabilistic-programming language for Gaussian-process models.
+//!
+//! A model file is text in the tempest language. The pipeline is a line of
+//! stages, one type per stage and one function per arrow:
+//!
+//! ```text
+//!  .tempest text ──parse──▶ ast::Program (spans) ──check──▶ Checked
+//!    ──lower──▶ ir::Graph (typed nodes, symbolic shapes) ──bind(data)──▶ ir::bind::Bound
+//!    ──run(engine settings, observers)──▶ Fit ──▶ summary, JSON, plots
+//! ```
+//!
+//! [`parse`], [`check`], [`lower`], [`bind`] and [`run`] are those arrows;
+//! [`Model`] bundles the first three with the source text so errors render
+//! with file, line, column and a caret. Likelihoods and kernels written in
+//! Rust ([`UserLikelihood`], [`UserKernel`]) are registered in a [`Registry`]
+//! and used by name in model files; autodiff supplies their derivatives.
+//!
+//! Shapes follow one notation: inputs X are [N, D], outcomes y are [N], test
+//! inputs X* are [M, D].
 
+pub mod api;
 pub mod data;
 pub mod error;
 pub mod infer;
 pub mod ir;
 pub mod math;
 pub mod model;
+pub mod output;
 pub mod semantic;
 pub mod syntax;
+
+pub use api::{Model, Rendered, RunOptions, bind, check, engine_config, lower, parse, run};
+pub use data::{Data, DataValue};
+pub use error::{Error, ErrorKind, Errors, Result};
+pub use infer::fit::Fit;
+pub use ir::Graph;
+pub use ir::bind::{Bound, Overrides};
+pub use math::scalar::{Real, RealExt};
+pub use model::custom::{Registry, Scalar, UserKernel, UserLikelihood};
+pub use syntax::diagnostics::SourceFile;

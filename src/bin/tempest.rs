@@ -1,3 +1,422 @@
-fn main() {
-    println!("Hello, world!");
+//! The `tempest` command line: run, check and inspect model files.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use tempest::error::{Error, ErrorKind, Errors};
+use tempest::output::plot::{RegressionPlot, regression_1d};
+use tempest::output::progress::BarProgress;
+use tempest::syntax::diagnostics::{SourceFile, render};
+use tempest::{Data, Fit, Overrides, Registry, RunOptions};
+
+/// tempest: Gaussian-process models from model files.
+#[derive(Parser)]
+#[command(name = "tempest", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Fit a model to data and report the results.
+    Run {
+        /// The model file (.tempest).
+        model: PathBuf,
+        /// The training data: CSV (columns by name) or JSON (Stan's convention).
+        #[arg(long)]
+        data: PathBuf,
+        /// Use only these rows of a CSV file, e.g. `0..299` (inclusive, 0-based).
+        #[arg(long, value_name = "A..B")]
+        rows: Option<String>,
+        /// Test data to predict at, bound like the training data.
+        #[arg(long)]
+        test: Option<PathBuf>,
+        /// Rows of the test CSV file, e.g. `300..304` (inclusive).
+        #[arg(long = "test-rows", value_name = "A..B")]
+        test_rows: Option<String>,
+        /// Override a data scalar, a hyper's value or an engine setting.
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        set: Vec<String>,
+        /// Use this engine instead of the model's `infer` block.
+        #[arg(long)]
+        engine: Option<String>,
+        /// Random seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write machine-readable results to this JSON file.
+        #[arg(long, value_name = "OUT")]
+        json: Option<PathBuf>,
+        /// Draw the fit (1-D inputs) to this PNG file.
+        #[arg(long, value_name = "OUT.png")]
+        plot: Option<PathBuf>,
+        /// No progress display.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Check a model (and its data, if given) without running it.
+    Check {
+        /// The model file.
+        model: PathBuf,
+        /// Data to bind and check.
+        #[arg(long)]
+        data: Option<PathBuf>,
+        /// Rows of a CSV file (inclusive).
+        #[arg(long, value_name = "A..B")]
+        rows: Option<String>,
+        /// Override a data scalar or a hyper's value.
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        set: Vec<String>,
+    },
+    /// Print a stage of the pipeline.
+    Emit {
+        /// `ast` (the parse tree) or `ir` (the typed graph).
+        stage: Stage,
+        /// The model file.
+        model: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Stage {
+    Ast,
+    Ir,
+}
+
+/// A failure: errors with the source to render them against.
+struct Failure {
+    errors: Errors,
+    source: Option<SourceFile>,
+}
+
+impl From<Errors> for Failure {
+    fn from(errors: Errors) -> Self {
+        Failure {
+            errors,
+            source: None,
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure {
+            errors: e.into(),
+            source: None,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown cause".into());
+        let at = info
+            .location()
+            .map(|l| format!(" ({}:{})", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "error[{}]: tempest stopped unexpectedly: {msg}{at}",
+            ErrorKind::Internal.code()
+        );
+        eprintln!(
+            "  = note: this is a bug in tempest, not in your model; please report it with the model and data"
+        );
+    }));
+    let cli = Cli::parse();
+    let color = std::io::stderr().is_terminal();
+    match run_cli(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprint!("{}", render(&f.errors, f.source.as_ref(), color));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn read_source(path: &Path) -> Result<SourceFile, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("cannot read model file `{}`: {e}", path.display()),
+        )
+    })?;
+    Ok(SourceFile::new(path.display().to_string(), text))
+}
+
+fn compile(src: &SourceFile) -> Result<tempest::Graph, Errors> {
+    let registry = Registry::default();
+    tempest::parse(&src.text)
+        .and_then(|p| tempest::check(&p, &registry))
+        .and_then(tempest::lower)
+}
+
+fn parse_rows(flag: &str, text: &str) -> Result<(usize, usize), Error> {
+    let bad = || {
+        Error::new(
+            ErrorKind::Settings,
+            format!(
+                "{flag} {text}: expected two row numbers `A..B` (inclusive, 0-based), e.g. `0..299`"
+            ),
+        )
+    };
+    let (a, b) = text.split_once("..").ok_or_else(bad)?;
+    let a: usize = a.trim().parse().map_err(|_| bad())?;
+    let b: usize = b
+        .trim()
+        .trim_start_matches('=')
+        .parse()
+        .map_err(|_| bad())?;
+    if a > b {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+fn load_data(path: &Path, rows: Option<&str>, flag: &str) -> Result<Data, Errors> {
+    let d = Data::read(path)?;
+    match rows {
+        Some(r) => {
+            let (a, b) = parse_rows(flag, r)?;
+            d.select_rows(a, b)
+        }
+        None => Ok(d),
+    }
+}
+
+/// Split `--set` pairs into model overrides (data scalars, hypers,
+/// `temperature`) and engine settings.
+fn split_sets(
+    graph: &tempest::Graph,
+    sets: &[String],
+) -> Result<(Overrides, Vec<(String, String)>), Error> {
+    let mut model = Overrides::default();
+    let mut engine = Vec::new();
+    for s in sets {
+        let (k, v) = s.split_once('=').ok_or_else(|| {
+            Error::new(
+                ErrorKind::Settings,
+                format!("--set {s}: expected NAME=VALUE"),
+            )
+        })?;
+        let (k, v) = (k.trim().to_string(), v.trim().to_string());
+        if graph.data_index(&k).is_some() || graph.hyper_index(&k).is_some() {
+            model.values.push((k, v));
+        } else {
+            engine.push((k, v));
+        }
+    }
+    Ok((model, engine))
+}
+
+fn with_source(src: &SourceFile) -> impl Fn(Errors) -> Failure + '_ {
+    move |errors| Failure {
+        errors,
+        source: Some(src.clone()),
+    }
+}
+
+fn run_cli(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Emit { stage, model } => {
+            let src = read_source(&model)?;
+            match stage {
+                Stage::Ast => {
+                    let p = tempest::parse(&src.text).map_err(with_source(&src))?;
+                    print!("{}", tempest::syntax::print::program(&p, &src));
+                }
+                Stage::Ir => {
+                    let g = compile(&src).map_err(with_source(&src))?;
+                    print!("{}", tempest::ir::print::graph(&g));
+                }
+            }
+            Ok(())
+        }
+        Command::Check {
+            model,
+            data,
+            rows,
+            set,
+        } => {
+            let src = read_source(&model)?;
+            let graph = compile(&src).map_err(with_source(&src))?;
+            let n_obs = graph.observations.len();
+            if let Some(d) = data {
+                let data = load_data(&d, rows.as_deref(), "--rows").map_err(with_source(&src))?;
+                let (overrides, _) = split_sets(&graph, &set)?;
+                let bound = tempest::bind(graph, &data, &overrides).map_err(with_source(&src))?;
+                let sizes: Vec<String> = bound
+                    .sizes
+                    .iter()
+                    .map(|(k, v)| format!("{k} = {v}"))
+                    .collect();
+                println!(
+                    "{}: ok ({} observation statement{}; data {}: {})",
+                    src.name,
+                    n_obs,
+                    if n_obs == 1 { "" } else { "s" },
+                    d.display(),
+                    if sizes.is_empty() {
+                        "no sizes".into()
+                    } else {
+                        sizes.join(", ")
+                    }
+                );
+            } else {
+                println!(
+                    "{}: ok ({} observation statement{})",
+                    src.name,
+                    n_obs,
+                    if n_obs == 1 { "" } else { "s" }
+                );
+            }
+            Ok(())
+        }
+        Command::Run {
+            model,
+            data,
+            rows,
+            test,
+            test_rows,
+            set,
+            engine,
+            seed,
+            json,
+            plot,
+            quiet,
+        } => {
+            let src = read_source(&model)?;
+            let graph = compile(&src).map_err(with_source(&src))?;
+            let train = load_data(&data, rows.as_deref(), "--rows").map_err(with_source(&src))?;
+            let test_data = match &test {
+                Some(t) => Some(
+                    load_data(t, test_rows.as_deref(), "--test-rows").map_err(with_source(&src))?,
+                ),
+                None => None,
+            };
+            let (overrides, settings) = split_sets(&graph, &set)?;
+            let bound = tempest::bind(graph, &train, &overrides).map_err(with_source(&src))?;
+            let mut options = RunOptions {
+                engine,
+                settings,
+                seed,
+                test: test_data,
+                ..Default::default()
+            };
+            if !quiet {
+                options.observers.push(Box::new(BarProgress::new()));
+            }
+            let fit = tempest::run(&bound, options).map_err(with_source(&src))?;
+            print!("{}", fit.summary());
+            if let Some(path) = &json {
+                let mut j = fit.to_json();
+                j["model"] = serde_json::json!(src.name);
+                j["data"] = serde_json::json!(data.display().to_string());
+                if let Some(s) = seed {
+                    j["seed"] = serde_json::json!(s);
+                }
+                write_json(path, &j)?;
+            }
+            if let Some(path) = &plot {
+                draw(&fit, path)?;
+                println!("plot written to {}", path.display());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn write_json(path: &Path, j: &serde_json::Value) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(j)
+        .context("serialising results")
+        .map_err(|e| Error::internal(e.to_string()))?;
+    std::fs::write(path, text + "\n").map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("cannot write `{}`: {e}", path.display()),
+        )
+    })?;
+    Ok(())
+}
+
+fn draw(fit: &Fit, path: &Path) -> Result<(), Failure> {
+    let Some(f) = fit.as_exact() else {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("--plot is not available for the `{}` engine", fit.engine()),
+        )
+        .into());
+    };
+    let x = &f.model.inputs;
+    if x.dim() != 1 {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!(
+                "--plot draws fits with 1-D inputs; this model's inputs have {} columns",
+                x.dim()
+            ),
+        )
+        .into());
+    }
+    let xs: Vec<f64> = (0..x.len()).map(|i| x.row(i)[0]).collect();
+    let (lo, hi) = xs
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    let pad = 0.05 * (hi - lo).max(1e-9);
+    let grid: Vec<f64> = (0..300)
+        .map(|i| lo - pad + (hi - lo + 2.0 * pad) * i as f64 / 299.0)
+        .collect();
+    let gi = tempest::model::kernel::Inputs::from_rows(
+        &grid.iter().map(|&g| vec![g]).collect::<Vec<_>>(),
+    );
+    let p = f.predict_inputs(&gi).map_err(|e| {
+        Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "--plot needs the offset and noise to be the same at every point: {}",
+                e.message
+            ),
+        )
+    })?;
+    let ys: Vec<f64> = f.model.y.iter().copied().collect();
+    let test_pts: Option<(Vec<f64>, Vec<f64>)> = f
+        .predictions
+        .as_ref()
+        .and_then(|pr| pr.y.clone())
+        .and_then(|ty| {
+            let tx = f.test_inputs.as_ref()?;
+            Some(((0..tx.len()).map(|i| tx.row(i)[0]).collect(), ty))
+        });
+    let obs = &f.model.bound.graph.observations[f.model.obs];
+    let yname = f.model.bound.graph.data[obs.data].name.clone();
+    let xname = tempest::ir::print::expr_in(
+        &f.model.bound.graph.sites[f.model.site].input,
+        &f.model.bound.graph,
+    )
+    .replace("data:", "");
+    let title = format!(
+        "exact GP regression: log marginal likelihood {:.3}",
+        f.log_marginal_likelihood
+    );
+    regression_1d(
+        path,
+        &RegressionPlot {
+            title: &title,
+            train: (&xs, &ys),
+            test: test_pts.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice())),
+            grid: &grid,
+            mean: &p.mean,
+            var: &p.var_y,
+            labels: (&xname, &yname),
+        },
+    )?;
+    Ok(())
 }

@@ -1,3 +1,8 @@
-//! Inference engines and their settings.
+//! Inference engines, their settings, the executor that drives them, and
+//! their results.
 
+pub mod engine;
+pub mod exact;
+pub mod fit;
+pub mod hypers;
 pub mod settings;

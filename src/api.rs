@@ -1,0 +1,215 @@
+//! The pipeline as library calls: parse → check → lower → bind → run.
+//!
+//! ```no_run
+//! use tempest::{Data, Model, Overrides, Registry, RunOptions};
+//!
+//! let model = Model::from_file("examples/diabetes.tempest", &Registry::default())
+//!     .map_err(|e| e.to_string())?;
+//! let data = Data::read("examples/data/diabetes_train.csv".as_ref()).map_err(|e| e.to_string())?;
+//! let bound = model.bind(&data, &Overrides::default()).map_err(|e| model.render(&e))?;
+//! let fit = tempest::run(&bound, RunOptions::default()).map_err(|e| model.render(&e))?;
+//! println!("{}", fit.summary());
+//! # Ok::<(), String>(())
+//! ```
+
+use crate::data::Data;
+use crate::error::{Error, ErrorKind, Errors, Result};
+use crate::infer::engine::{Executor, Observer};
+use crate::infer::exact::{engine::ExactEngine, model::ExactModel};
+use crate::infer::fit::Fit;
+use crate::infer::settings::{self, ENGINES, EngineConfig};
+use crate::ir::bind::{self, Bound, Overrides};
+use crate::ir::graph::Graph;
+use crate::model::custom::Registry;
+use crate::semantic::Checked;
+use crate::syntax::ast::Program;
+use crate::syntax::diagnostics::{self, SourceFile};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// Parse model text into a spanned AST.
+pub fn parse(text: &str) -> Result<Program> {
+    crate::syntax::parse(text)
+}
+
+/// Resolve names and check types, with kernels and likelihoods from `registry`.
+pub fn check(program: &Program, registry: &Registry) -> Result<Checked> {
+    crate::semantic::check(program, registry)
+}
+
+/// Lower a checked model to its graph.
+pub fn lower(checked: Checked) -> Result<Graph> {
+    crate::ir::lower::lower(checked)
+}
+
+/// Bind data (and `--set` overrides of data scalars and hyper values).
+pub fn bind(graph: Graph, data: &Data, overrides: &Overrides) -> Result<Bound> {
+    bind::bind(graph, data, overrides)
+}
+
+/// How to run an engine.
+#[derive(Default)]
+pub struct RunOptions {
+    /// Use this engine instead of the model's `infer` block.
+    pub engine: Option<String>,
+    /// Engine settings `(name, value)`, in model syntax (`"true"`, `"200"`).
+    pub settings: Vec<(String, String)>,
+    /// Random seed (overrides the engine's `seed` setting).
+    pub seed: Option<u64>,
+    /// Test data to predict at, bound like the training data.
+    pub test: Option<Data>,
+    /// Observers of the run (progress bars, traces).
+    pub observers: Vec<Box<dyn Observer>>,
+    /// Stop early when set (Ctrl-C).
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+/// The engine configuration a run will use: the model's `infer` block or
+/// `options.engine`, with `options.settings` applied.
+pub fn engine_config(graph: &Graph, options: &RunOptions) -> Result<EngineConfig, Error> {
+    let mut cfg = match (&options.engine, &graph.engine) {
+        (Some(name), existing) => {
+            let schema = settings::schema(name).ok_or_else(|| {
+                let names: Vec<&str> = ENGINES.iter().map(|e| e.name).collect();
+                Error::new(
+                    ErrorKind::Settings,
+                    format!(
+                        "--engine {name}: unknown engine; engines: {}",
+                        names.join(", ")
+                    ),
+                )
+            })?;
+            match existing {
+                Some(e) if e.name == *name => e.clone(),
+                _ => EngineConfig::defaults(schema, Default::default()),
+            }
+        }
+        (None, Some(e)) => e.clone(),
+        (None, None) => {
+            return Err(Error::new(
+                ErrorKind::Settings,
+                "the model has no `infer` block: add one, e.g. `infer exact {}`, or pass `--engine exact`",
+            ));
+        }
+    };
+    for (k, v) in &options.settings {
+        cfg.set(k, v)?;
+    }
+    if let Some(seed) = options.seed {
+        if cfg.values.contains_key("seed") {
+            cfg.set("seed", &seed.to_string())?;
+        }
+    }
+    Ok(cfg)
+}
+
+/// Run the engine on a bound model, then predict at the test data if given.
+pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Fit> {
+    let cfg = engine_config(&bound.graph, &options)?;
+    let schema =
+        settings::schema(&cfg.name).ok_or_else(|| Error::internal("engine without schema"))?;
+    if !schema.implemented {
+        let have: Vec<&str> = ENGINES
+            .iter()
+            .filter(|e| e.implemented)
+            .map(|e| e.name)
+            .collect();
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "the `{}` engine ({}) is not available in this version of tempest",
+                cfg.name, schema.doc
+            ),
+        )
+        .with_span(cfg.span)
+        .with_label("engine not available")
+        .with_note(format!("available engines: {}", have.join(", ")))
+        .into());
+    }
+    let test = match &options.test {
+        Some(d) => Some(bind::bind_test(bound, d)?),
+        None => None,
+    };
+    let shared = Arc::new(bound.clone());
+    let engine = match cfg.name.as_str() {
+        "exact" => Box::new(ExactEngine::new(ExactModel::new(shared, &cfg)?, &cfg)?),
+        other => {
+            return Err(Error::internal(format!(
+                "engine `{other}` is marked available but has no runner"
+            ))
+            .into());
+        }
+    };
+    let mut exec = Executor::new();
+    for o in std::mem::take(&mut options.observers) {
+        exec = exec.observe(o);
+    }
+    if let Some(c) = &options.cancel {
+        exec = exec.cancel_on(c.clone());
+    }
+    let mut fit = exec.run(engine)?;
+    if let Some(t) = &test {
+        match &mut fit {
+            Fit::Exact(f) => f.attach_test(t)?,
+        }
+    }
+    Ok(fit)
+}
+
+/// A model's source and graph together, so errors can be rendered against
+/// the source.
+pub struct Model {
+    /// The model text and its name.
+    pub source: SourceFile,
+    /// The lowered graph.
+    pub graph: Graph,
+}
+
+/// Errors rendered against their source, ready to print.
+#[derive(Debug)]
+pub struct Rendered(pub String);
+
+impl std::fmt::Display for Rendered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Rendered {}
+
+impl Model {
+    /// Parse, check and lower model text. Errors come back rendered.
+    pub fn from_str(
+        name: &str,
+        text: &str,
+        registry: &Registry,
+    ) -> std::result::Result<Model, Rendered> {
+        let source = SourceFile::new(name, text);
+        let graph = parse(text)
+            .and_then(|p| check(&p, registry))
+            .and_then(lower)
+            .map_err(|e| Rendered(diagnostics::render(&e, Some(&source), false)))?;
+        Ok(Model { source, graph })
+    }
+
+    /// Read and compile a model file.
+    pub fn from_file(path: &str, registry: &Registry) -> std::result::Result<Model, Rendered> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Rendered(format!(
+                "error[{}]: cannot read model file `{path}`: {e}\n",
+                ErrorKind::Io.code()
+            ))
+        })?;
+        Model::from_str(path, &text, registry)
+    }
+
+    /// Bind data to this model.
+    pub fn bind(&self, data: &Data, overrides: &Overrides) -> Result<Bound> {
+        bind::bind(self.graph.clone(), data, overrides)
+    }
+
+    /// Render errors against this model's source.
+    pub fn render(&self, errors: &Errors) -> String {
+        diagnostics::render(errors, Some(&self.source), false)
+    }
+}

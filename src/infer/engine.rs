@@ -1,0 +1,118 @@
+//! Engines are state machines; one [`Executor`] drives them: it owns the
+//! loop, cancellation and the observers (progress display, traces).
+
+use super::fit::Fit;
+use crate::error::{Error, ErrorKind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What an engine reports after each step.
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    /// Steps taken so far.
+    pub step: usize,
+    /// The planned number of steps, when known.
+    pub total: Option<usize>,
+    /// The current value of the objective, if any.
+    pub objective: Option<f64>,
+    /// What the objective is (e.g. "log marginal likelihood").
+    pub objective_name: &'static str,
+    /// A short status line.
+    pub message: String,
+}
+
+/// Whether an engine wants more steps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Call `step` again.
+    Running,
+    /// Finished, with the reason.
+    Done(String),
+}
+
+/// An inference engine as a state machine: built in its initial state, then
+/// advanced one step at a time, then turned into a [`Fit`].
+pub trait Engine {
+    /// Advance one step.
+    fn step(&mut self) -> Result<Status, Error>;
+    /// The progress so far.
+    fn progress(&self) -> Progress;
+    /// The result (after `Done`, or early when cancelled).
+    fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error>;
+}
+
+/// Watches an engine run.
+pub trait Observer {
+    /// Called after every step.
+    fn observe(&mut self, progress: &Progress);
+    /// Called once at the end.
+    fn finish(&mut self) {}
+}
+
+/// Drives an engine to completion.
+#[derive(Default)]
+pub struct Executor {
+    observers: Vec<Box<dyn Observer>>,
+    cancel: Option<Arc<AtomicBool>>,
+    max_steps: Option<usize>,
+}
+
+impl Executor {
+    /// An executor with no observers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Add an observer.
+    pub fn observe(mut self, o: Box<dyn Observer>) -> Self {
+        self.observers.push(o);
+        self
+    }
+    /// Stop early (keeping the result so far) when the flag is set.
+    pub fn cancel_on(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+    /// A hard limit on the number of steps.
+    pub fn max_steps(mut self, n: usize) -> Self {
+        self.max_steps = Some(n);
+        self
+    }
+
+    /// Run the engine until it is done, cancelled or out of steps.
+    pub fn run(mut self, mut engine: Box<dyn Engine>) -> Result<Fit, Error> {
+        let mut steps = 0usize;
+        let reason = loop {
+            if self
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.load(Ordering::SeqCst))
+            {
+                break "cancelled".to_string();
+            }
+            if self.max_steps.is_some_and(|m| steps >= m) {
+                break "step limit reached".to_string();
+            }
+            let status = engine.step()?;
+            steps += 1;
+            let p = engine.progress();
+            if let Some(o) = p.objective {
+                if o.is_nan() {
+                    return Err(Error::new(
+                        ErrorKind::Numerical,
+                        format!("the {} became NaN at step {}", p.objective_name, p.step),
+                    ));
+                }
+            }
+            for o in &mut self.observers {
+                o.observe(&p);
+            }
+            if let Status::Done(r) = status {
+                break r;
+            }
+        };
+        for o in &mut self.observers {
+            o.finish();
+        }
+        engine.finish(reason)
+    }
+}

@@ -1,0 +1,266 @@
+//! The results of running an engine: summary text and JSON.
+
+use super::exact::model::ExactModel;
+use super::exact::objective::LmlState;
+use super::exact::predict::Predictions;
+use super::hypers::hypers_json;
+use crate::error::Error;
+use crate::ir::bind::Bound;
+use crate::ir::value::Value;
+use crate::model::kernel::Inputs;
+use serde_json::{Map, json};
+use std::fmt::Write;
+
+/// The result of an engine.
+pub enum Fit {
+    /// Exact GP regression.
+    Exact(Box<ExactFit>),
+}
+
+impl Fit {
+    /// The name of the engine that produced it.
+    pub fn engine(&self) -> &'static str {
+        match self {
+            Fit::Exact(_) => "exact",
+        }
+    }
+    /// Machine-readable results.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Fit::Exact(f) => f.to_json(),
+        }
+    }
+    /// A readable summary.
+    pub fn summary(&self) -> String {
+        match self {
+            Fit::Exact(f) => f.summary(),
+        }
+    }
+    /// The exact fit, if this is one.
+    pub fn as_exact(&self) -> Option<&ExactFit> {
+        match self {
+            Fit::Exact(f) => Some(f),
+        }
+    }
+}
+
+/// The result of exact GP regression.
+pub struct ExactFit {
+    /// The model.
+    pub model: ExactModel,
+    /// The final θ (unconstrained learned hypers).
+    pub theta: Vec<f64>,
+    /// The factorisation at θ.
+    pub state: LmlState,
+    /// Every hyper's value at θ.
+    pub hypers: Vec<Value<f64>>,
+    /// The log marginal likelihood at θ.
+    pub log_marginal_likelihood: f64,
+    /// ∂ lml / ∂θ at θ (unconstrained scale).
+    pub gradient: Vec<f64>,
+    /// L-BFGS iterations taken.
+    pub iterations: usize,
+    /// The log marginal likelihood after each iteration.
+    pub trace: Vec<f64>,
+    /// Why the optimiser stopped.
+    pub reason: String,
+    /// Whether the gradient norm fell below 1e-5 (or nothing was learned).
+    pub converged: bool,
+    /// Predictions at the test data, when given.
+    pub predictions: Option<Predictions>,
+    /// The test inputs X* [M, D] of those predictions.
+    pub test_inputs: Option<Inputs>,
+}
+
+impl ExactFit {
+    /// Collect the result.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        model: ExactModel,
+        theta: Vec<f64>,
+        state: LmlState,
+        gradient: Vec<f64>,
+        iterations: usize,
+        trace: Vec<f64>,
+        reason: String,
+        converged: bool,
+    ) -> Self {
+        let hypers = model.layout.values::<f64>(&model.bound, &theta);
+        ExactFit {
+            log_marginal_likelihood: state.lml,
+            model,
+            theta,
+            state,
+            hypers,
+            gradient,
+            iterations,
+            trace,
+            reason,
+            converged,
+            predictions: None,
+            test_inputs: None,
+        }
+    }
+
+    /// Predict at test data and keep the predictions (and test inputs) in the fit.
+    pub fn attach_test(&mut self, test: &Bound) -> Result<(), Error> {
+        let p = self.predict(test)?;
+        self.test_inputs = Some(test.site_inputs(self.model.site, &self.hypers, &[])?);
+        self.predictions = Some(p);
+        Ok(())
+    }
+
+    /// Predict at the inputs of test data bound like the training data.
+    pub fn predict(&self, test: &Bound) -> Result<Predictions, Error> {
+        self.model.predict(&self.theta, &self.state, test)
+    }
+
+    /// Predict at given inputs (offset and noise evaluated on the training
+    /// data, so they must not depend on per-point data).
+    pub fn predict_inputs(&self, x: &Inputs) -> Result<Predictions, Error> {
+        self.model
+            .predict_at(&self.theta, &self.state, x, &self.model.bound)
+    }
+
+    /// The gradient norm on the unconstrained scale.
+    pub fn gradient_norm(&self) -> f64 {
+        self.gradient.iter().map(|g| g * g).sum::<f64>().sqrt()
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        let b = &self.model.bound;
+        let names = self.model.layout.names(b);
+        let mut grad = Map::new();
+        for (n, g) in names.iter().zip(&self.gradient) {
+            grad.insert(n.clone(), json!(g));
+        }
+        let mut out = json!({
+            "engine": "exact",
+            "log_marginal_likelihood": self.log_marginal_likelihood,
+            "hypers": hypers_json(b, &self.hypers),
+            "learned": names,
+            "gradient_unconstrained": grad,
+            "optimizer": {
+                "method": "L-BFGS",
+                "iterations": self.iterations,
+                "converged": self.converged,
+                "reason": self.reason,
+                "gradient_norm": self.gradient_norm(),
+                "trace": self.trace,
+            },
+            "jitter": self.state.chol.as_ref().map(|c| c.jitter).unwrap_or(0.0),
+            "n": self.model.inputs.len(),
+        });
+        if let Some(p) = &self.predictions {
+            out["predictions"] = serde_json::to_value(p).unwrap_or(serde_json::Value::Null);
+        }
+        out
+    }
+
+    fn summary(&self) -> String {
+        let b = &self.model.bound;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "engine: exact GP regression ({} points, {} input column{})",
+            self.model.inputs.len(),
+            self.model.inputs.dim(),
+            if self.model.inputs.dim() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        );
+        let _ = writeln!(
+            s,
+            "log marginal likelihood: {:.10}",
+            self.log_marginal_likelihood
+        );
+        let learned: Vec<usize> = self.model.layout.slots.iter().map(|sl| sl.hyper).collect();
+        let _ = writeln!(s, "hypers:");
+        let width = b
+            .graph
+            .hypers
+            .iter()
+            .map(|h| h.name.len())
+            .max()
+            .unwrap_or(0);
+        for (i, (h, v)) in b.graph.hypers.iter().zip(&self.hypers).enumerate() {
+            let tag = if learned.contains(&i) {
+                "learned"
+            } else if h.fixed {
+                "fixed"
+            } else {
+                "given"
+            };
+            let _ = writeln!(s, "  {:width$}  {:<14}  ({tag})", h.name, fmt_value(v));
+        }
+        if !learned.is_empty() {
+            let _ = writeln!(
+                s,
+                "optimizer: L-BFGS, {} iteration{}, |gradient| = {:.2e} ({})",
+                self.iterations,
+                if self.iterations == 1 { "" } else { "s" },
+                self.gradient_norm(),
+                self.reason
+            );
+            if !self.converged {
+                let _ = writeln!(
+                    s,
+                    "warning: the optimizer stopped before the gradient norm fell below 1e-5"
+                );
+            }
+        }
+        if let Some(c) = &self.state.chol {
+            if c.jitter > 0.0 {
+                let _ = writeln!(
+                    s,
+                    "note: jitter {:.1e} was added to the covariance diagonal",
+                    c.jitter
+                );
+            }
+        }
+        if let Some(p) = &self.predictions {
+            let _ = write!(
+                s,
+                "predictions: {} test point{}",
+                p.mean.len(),
+                if p.mean.len() == 1 { "" } else { "s" }
+            );
+            if let (Some(r), Some(m)) = (p.rmse, p.mean_log_predictive_density) {
+                let _ = write!(s, ", RMSE {r:.4}, mean log predictive density {m:.4}");
+            }
+            s.push('\n');
+            let show = p.mean.len().min(10);
+            let _ = writeln!(
+                s,
+                "  {:>6}  {:>12}  {:>12}  {:>12}",
+                "point", "mean", "sd(f)", "sd(y)"
+            );
+            for i in 0..show {
+                let _ = writeln!(
+                    s,
+                    "  {:>6}  {:>12.6}  {:>12.6}  {:>12.6}",
+                    i,
+                    p.mean[i],
+                    p.var_f[i].sqrt(),
+                    p.var_y[i].sqrt()
+                );
+            }
+            if p.mean.len() > show {
+                let _ = writeln!(s, "  ... {} more in the JSON output", p.mean.len() - show);
+            }
+        }
+        s
+    }
+}
+
+fn fmt_value(v: &Value<f64>) -> String {
+    match v {
+        Value::Real(x) => format!("{x:.6}"),
+        other => {
+            let xs: Vec<String> = other.flatten().iter().map(|x| format!("{x:.4}")).collect();
+            format!("[{}]", xs.join(", "))
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Dense linear algebra: Cholesky with jitter escalation (f64), and a plain
+//! generic Cholesky for dual numbers (used to check hand-derived gradients
+//! against forward-mode autodiff).
+
+use crate::error::{Error, ErrorKind};
+use crate::math::scalar::Real;
+use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
+
+/// A Cholesky factor A + jitter·I = L Lᵀ, with the jitter that was needed.
+pub struct JitteredCholesky {
+    /// The factorisation.
+    pub chol: Cholesky<f64, Dyn>,
+    /// The jitter added to the diagonal (0 when none was needed).
+    pub jitter: f64,
+}
+
+impl JitteredCholesky {
+    /// log |A + jitter·I| = 2 Σ log Lᵢᵢ.
+    pub fn log_det(&self) -> f64 {
+        let l = self.chol.l_dirty();
+        (0..l.nrows()).map(|i| l[(i, i)].ln()).sum::<f64>() * 2.0
+    }
+    /// Solve (A + jitter·I) x = b.
+    pub fn solve(&self, b: &DVector<f64>) -> DVector<f64> {
+        self.chol.solve(b)
+    }
+    /// L⁻¹ B (forward substitution), shape of B.
+    pub fn solve_lower(&self, b: &DMatrix<f64>) -> DMatrix<f64> {
+        let l = self.chol.l_dirty();
+        let mut x = b.clone();
+        let n = l.nrows();
+        for c in 0..x.ncols() {
+            for i in 0..n {
+                let mut s = x[(i, c)];
+                for k in 0..i {
+                    s -= l[(i, k)] * x[(k, c)];
+                }
+                x[(i, c)] = s / l[(i, i)];
+            }
+        }
+        x
+    }
+    /// (A + jitter·I)⁻¹.
+    pub fn inverse(&self) -> DMatrix<f64> {
+        self.chol.inverse()
+    }
+}
+
+/// Factor a symmetric matrix, adding jitter to the diagonal when it is not
+/// numerically positive definite: first `initial` (may be 0), then
+/// 1e-10, 1e-9, ... up to `max_rel`, each times the mean diagonal. `what`
+/// names the matrix in the error.
+pub fn cholesky_jitter(
+    a: &DMatrix<f64>,
+    initial: f64,
+    max_rel: f64,
+    what: &str,
+) -> Result<JitteredCholesky, Error> {
+    let n = a.nrows();
+    if let Some(k) = a.iter().position(|x| !x.is_finite()) {
+        return Err(Error::new(
+            ErrorKind::Numerical,
+            format!(
+                "{what} has a non-finite entry {} at ({}, {})",
+                a[k],
+                k % n.max(1),
+                k / n.max(1)
+            ),
+        )
+        .with_note("check the kernel's hyperparameters and the inputs"));
+    }
+    let mean_diag = if n == 0 {
+        1.0
+    } else {
+        (a.diagonal().sum() / n as f64).abs().max(f64::MIN_POSITIVE)
+    };
+    let mut tries = vec![initial];
+    let mut rel = 1e-10;
+    while rel <= max_rel * (1.0 + 1e-12) {
+        if rel * mean_diag > initial {
+            tries.push(rel * mean_diag);
+        }
+        rel *= 10.0;
+    }
+    for jitter in tries {
+        let mut m = a.clone();
+        if jitter > 0.0 {
+            for i in 0..n {
+                m[(i, i)] += jitter;
+            }
+        }
+        if let Some(chol) = Cholesky::new(m) {
+            return Ok(JitteredCholesky { chol, jitter });
+        }
+    }
+    Err(Error::new(
+        ErrorKind::Numerical,
+        format!("{what} ({n} × {n}) is not positive definite, even with jitter {:.1e} added to its diagonal", max_rel * mean_diag),
+    )
+    .with_note("the kernel may be degenerate at these hyperparameters (e.g. a huge lengthscale) or the inputs may repeat; add a `white()` term or noise"))
+}
+
+/// Cholesky factor L of a symmetric positive-definite matrix over any
+/// [`Real`] scalar, by the plain algorithm; `None` when a pivot is not
+/// positive.
+pub fn cholesky_generic<T: Real>(a: &DMatrix<T>) -> Option<DMatrix<T>> {
+    let n = a.nrows();
+    let mut l = DMatrix::from_element(n, n, T::zero());
+    for j in 0..n {
+        let mut d = a[(j, j)];
+        for k in 0..j {
+            d -= l[(j, k)] * l[(j, k)];
+        }
+        if !(d.to_constant() > 0.0) {
+            return None;
+        }
+        let djj = d.sqrt();
+        l[(j, j)] = djj;
+        for i in j + 1..n {
+            let mut s = a[(i, j)];
+            for k in 0..j {
+                s -= l[(i, k)] * l[(j, k)];
+            }
+            l[(i, j)] = s / djj;
+        }
+    }
+    Some(l)
+}
+
+/// Solve L x = b for lower-triangular L, over any [`Real`] scalar.
+pub fn solve_lower_generic<T: Real>(l: &DMatrix<T>, b: &DVector<T>) -> DVector<T> {
+    let n = l.nrows();
+    let mut x = b.clone();
+    for i in 0..n {
+        let mut s = x[i];
+        for k in 0..i {
+            s -= l[(i, k)] * x[k];
+        }
+        x[i] = s / l[(i, i)];
+    }
+    x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_rescues_a_singular_matrix() {
+        let a = DMatrix::from_element(3, 3, 1.0);
+        let c = cholesky_jitter(&a, 0.0, 1e-2, "K").unwrap();
+        assert!(c.jitter > 0.0 && c.jitter < 1e-6);
+        let bad = DMatrix::from_row_slice(2, 2, &[1.0, 0.0, 0.0, -1.0]);
+        let e = cholesky_jitter(&bad, 0.0, 1e-2, "K").err().unwrap();
+        assert_eq!(e.kind, ErrorKind::Numerical);
+    }
+
+    #[test]
+    fn generic_cholesky_matches_nalgebra() {
+        let a = DMatrix::from_row_slice(3, 3, &[4.0, 1.0, 0.5, 1.0, 3.0, 0.2, 0.5, 0.2, 2.0]);
+        let l = cholesky_generic(&a).unwrap();
+        let c = Cholesky::new(a.clone()).unwrap();
+        assert!((l - c.l()).abs().max() < 1e-14);
+        let b = DVector::from_vec(vec![1.0, 2.0, 3.0]);
+        let x = solve_lower_generic(&c.l(), &b);
+        assert!((c.l() * x - b).abs().max() < 1e-14);
+    }
+}

@@ -1,0 +1,4 @@
+//! Output: plots, progress display and result files.
+
+pub mod plot;
+pub mod progress;
