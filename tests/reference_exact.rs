@@ -28,10 +28,22 @@ fn check_case(case: &serde_json::Value, lengthscale: f64) {
     let train = csv("diabetes_prepared.csv", Some((0, 299)));
     let test = csv("diabetes_prepared.csv", Some((300, 304)));
     let bound = m
-        .bind(&train, &tempest::Overrides { values: vec![("lengthscale".into(), lengthscale.to_string())] })
+        .bind(
+            &train,
+            &tempest::Overrides {
+                values: vec![("lengthscale".into(), lengthscale.to_string())],
+            },
+        )
         .unwrap_or_else(|e| panic!("{}", m.render(&e)));
     // The objective and gradient at the initial values, through the engine's model.
-    let fit = tempest::run(&bound, RunOptions { settings: vec![("max_iters".into(), "1".into())], ..Default::default() }).unwrap();
+    let fit = tempest::run(
+        &bound,
+        RunOptions {
+            settings: vec![("max_iters".into(), "1".into())],
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let Fit::Exact(f) = fit;
     let model = &f.model;
     let theta0 = model.layout.initial(&bound).unwrap();
@@ -40,14 +52,23 @@ fn check_case(case: &serde_json::Value, lengthscale: f64) {
     // θ holds log-values: ∂/∂x = (∂/∂θ) / x.
     let g = &case["grad"];
     let hyp = [lengthscale, 1.0, 0.1];
-    let want = [g["d_lengthscale"].as_f64().unwrap(), g["d_variance"].as_f64().unwrap(), g["d_noise_variance"].as_f64().unwrap()];
+    let want = [
+        g["d_lengthscale"].as_f64().unwrap(),
+        g["d_variance"].as_f64().unwrap(),
+        g["d_noise_variance"].as_f64().unwrap(),
+    ];
     for k in 0..3 {
         assert_rel(grad[k] / hyp[k], want[k], 1e-9, &format!("gradient {k}"));
     }
     let test_bound = tempest::ir::bind::bind_test(&bound, &test).unwrap();
     let p = model.predict(&theta0, &state, &test_bound).unwrap();
     for (key, got) in [("mean", &p.mean), ("var_f", &p.var_f), ("var_y", &p.var_y)] {
-        let want: Vec<f64> = case[key].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        let want: Vec<f64> = case[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
         assert_eq!(got.len(), want.len());
         for (a, b) in got.iter().zip(&want) {
             assert_rel(*a, *b, 1e-9, key);
@@ -72,7 +93,9 @@ fn autodiff_gradient_equals_analytic_gradient() {
     let m = model(MODEL);
     let bound = bind(&m, &csv("diabetes_prepared.csv", Some((0, 99))));
     let cfg = tempest::engine_config(&bound.graph, &RunOptions::default()).unwrap();
-    let model = tempest::infer::exact::model::ExactModel::new(std::sync::Arc::new(bound.clone()), &cfg).unwrap();
+    let model =
+        tempest::infer::exact::model::ExactModel::new(std::sync::Arc::new(bound.clone()), &cfg)
+            .unwrap();
     for theta in [vec![0.3, -0.2, -1.5], vec![1.1, 0.4, -0.3]] {
         let (s, g) = model.lml_grad(&theta).unwrap();
         let (v, ga) = model.lml_grad_autodiff(&theta).unwrap();
@@ -94,14 +117,32 @@ fn autodiff_gradient_equals_analytic_gradient() {
 fn learning_hypers_reaches_a_stationary_point() {
     let m = model(MODEL);
     let bound = bind(&m, &csv("diabetes_prepared.csv", Some((0, 299))));
-    let fit = tempest::run(&bound, RunOptions { settings: vec![("max_iters".into(), "200".into())], ..Default::default() }).unwrap();
+    let fit = tempest::run(
+        &bound,
+        RunOptions {
+            settings: vec![("max_iters".into(), "200".into())],
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let Fit::Exact(f) = fit;
     let start = f.trace[0];
     assert_rel(start, -548.0784357421873, 1e-9, "starting lml");
-    assert!(f.log_marginal_likelihood > start + 100.0, "lml rose from {start} to {}", f.log_marginal_likelihood);
+    assert!(
+        f.log_marginal_likelihood > start + 100.0,
+        "lml rose from {start} to {}",
+        f.log_marginal_likelihood
+    );
     for w in f.trace.windows(2) {
-        assert!(w[1] >= w[0] - 1e-9, "lml decreased along the L-BFGS trace: {w:?}");
+        assert!(
+            w[1] >= w[0] - 1e-9,
+            "lml decreased along the L-BFGS trace: {w:?}"
+        );
     }
-    assert!(f.gradient_norm() < 1e-5, "gradient norm {}", f.gradient_norm());
+    assert!(
+        f.gradient_norm() < 1e-5,
+        "gradient norm {}",
+        f.gradient_norm()
+    );
     assert!(f.converged);
 }

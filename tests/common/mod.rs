@@ -6,12 +6,15 @@ use tempest::{Bound, Data, Model, Overrides, Registry};
 
 /// The shared folder beside the repository (data and reference numbers).
 pub fn shared() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("shared")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("shared")
 }
 
 /// Parse a JSON file from the shared reference folder.
 pub fn reference(name: &str) -> serde_json::Value {
-    let text = std::fs::read_to_string(shared().join("reference").join(name)).expect("reference file");
+    let text =
+        std::fs::read_to_string(shared().join("reference").join(name)).expect("reference file");
     serde_json::from_str(&text).expect("reference JSON")
 }
 
@@ -22,7 +25,8 @@ pub fn model(text: &str) -> Model {
 
 /// Bind data, panicking with the rendered errors.
 pub fn bind(m: &Model, data: &Data) -> Bound {
-    m.bind(data, &Overrides::default()).unwrap_or_else(|e| panic!("{}", m.render(&e)))
+    m.bind(data, &Overrides::default())
+        .unwrap_or_else(|e| panic!("{}", m.render(&e)))
 }
 
 /// A shared CSV file, optionally restricted to rows a..=b.
@@ -37,5 +41,9 @@ pub fn csv(name: &str, rows: Option<(usize, usize)>) -> Data {
 /// |a − b| ≤ tol · max(|b|, tiny).
 pub fn assert_rel(a: f64, b: f64, tol: f64, what: &str) {
     let scale = b.abs().max(1e-300);
-    assert!((a - b).abs() <= tol * scale, "{what}: {a} vs {b} (relative error {:.3e})", (a - b).abs() / scale);
+    assert!(
+        (a - b).abs() <= tol * scale,
+        "{what}: {a} vs {b} (relative error {:.3e})",
+        (a - b).abs() / scale
+    );
 }

@@ -9,11 +9,12 @@
 //! | `matern12` | exp(−r)                                    |
 //! | `matern32` | (1 + √3 r) exp(−√3 r)                      |
 //! | `matern52` | (1 + √5 r + 5r²/3) exp(−√5 r)              |
-//! | `periodic` | exp(−2 sin²(π ‖x − x′‖ / p) / ℓ²)          |
+//! | `periodic` | exp(−2 Σₖ sin²(π (xₖ − x′ₖ) / p) / ℓ²)      |
 //!
-//! All have unit variance: scale with `sf^2 * rbf(ell)`. The periodic kernel
-//! uses the Euclidean distance ‖x − x′‖ (Rasmussen & Williams Eq. 4.31) and a
-//! single lengthscale.
+//! All have unit variance: scale with `sf^2 * rbf(ell)`. In one dimension the
+//! periodic kernel is Rasmussen & Williams Eq. 4.31; in several it is the
+//! product of one-dimensional periodic kernels (positive semi-definite in any
+//! dimension, unlike a sine of the Euclidean distance).
 
 use crate::math::scalar::{Real, RealExt};
 use ad_trait::F64;
@@ -96,10 +97,12 @@ pub fn matern52<T: Real>(r2: T) -> T {
     (T::one() + s + r2 * F64(5.0 / 3.0)) * (-s).exp()
 }
 
-/// exp(−2 sin²(π ‖x − x′‖ / p) / ℓ²).
+/// exp(−2 Σₖ sin²(π (xₖ − x′ₖ) / p) / ℓ²).
 pub fn periodic<T: Real>(x: &[f64], y: &[f64], dims: Option<&[usize]>, ell: T, period: T) -> T {
-    let d2: f64 = pairs(x, y, dims).map(|(_, d)| d * d).sum();
-    let dist = d2.sqrt();
-    let s = (T::constant(std::f64::consts::PI * dist) / period).sin();
-    (-(s * s) * F64(2.0) / (ell * ell)).exp()
+    let mut acc = T::zero();
+    for (_, d) in pairs(x, y, dims) {
+        let s = (T::constant(std::f64::consts::PI * d) / period).sin();
+        acc += s * s;
+    }
+    (-acc * F64(2.0) / (ell * ell)).exp()
 }
