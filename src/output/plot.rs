@@ -83,6 +83,7 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
         .configure_mesh()
         .x_desc(p.labels.0)
         .y_desc(p.labels.1)
+        .light_line_style(RGBColor(238, 238, 238))
         .label_style(("sans-serif", 14))
         .draw()
         .map_err(|e| plot_err(path, e))?;
@@ -130,6 +131,7 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
     }
     chart
         .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 14))

@@ -13,10 +13,11 @@ use argmin::core::{
 use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::quasinewton::LBFGS;
 use std::cell::RefCell;
+use std::sync::Arc;
 
 /// −lml and its gradient for argmin, caching the last evaluation.
 struct Objective {
-    model: ExactModel,
+    model: Arc<ExactModel>,
     autodiff: bool,
     cache: RefCell<Option<(Vec<f64>, f64, Vec<f64>)>>,
 }
@@ -63,6 +64,7 @@ type Lbfgs = LBFGS<MoreThuenteLineSearch<Vec<f64>, Vec<f64>, f64>, Vec<f64>, Vec
 
 /// The exact engine's state.
 pub struct ExactEngine {
+    model: Arc<ExactModel>,
     problem: Problem<Objective>,
     solver: Lbfgs,
     state: Option<IterState<Vec<f64>, Vec<f64>, (), (), (), f64>>,
@@ -86,7 +88,9 @@ impl ExactEngine {
             .with_tolerance_grad(grad_tol)
             .and_then(|s| s.with_tolerance_cost(0.0))
             .map_err(|e| Error::internal(format!("L-BFGS setup: {e}")))?;
+        let model = Arc::new(model);
         Ok(ExactEngine {
+            model: model.clone(),
             problem: Problem::new(Objective {
                 model,
                 autodiff,
@@ -103,15 +107,6 @@ impl ExactEngine {
             last_grad_norm: f64::NAN,
         })
     }
-
-    fn model(&self) -> &ExactModel {
-        &self
-            .problem
-            .problem
-            .as_ref()
-            .expect("objective present")
-            .model
-    }
 }
 
 fn norm(g: &[f64]) -> f64 {
@@ -121,14 +116,18 @@ fn norm(g: &[f64]) -> f64 {
 impl Engine for ExactEngine {
     fn step(&mut self) -> Result<Status, Error> {
         if !self.learn {
-            let s = self.model().lml(&self.theta0)?;
+            let s = self.model.lml(&self.theta0)?;
             self.trace.push(s.lml);
             return Ok(Status::Done("no hypers to learn".into()));
         }
         let state = match self.state.take() {
             None => {
                 // Fail early with the real error if the start is infeasible.
-                let obj = self.problem.problem.as_ref().expect("objective present");
+                let obj = self
+                    .problem
+                    .problem
+                    .as_ref()
+                    .ok_or_else(|| Error::internal("objective missing"))?;
                 let (v, g) = obj.eval(&self.theta0)?;
                 self.trace.push(-v);
                 self.last_grad_norm = norm(&g);
@@ -149,6 +148,9 @@ impl Engine for ExactEngine {
             }
             Some(st) => st,
         };
+        if self.problem.problem.is_none() {
+            return Err(Error::internal("the optimizer lost its objective"));
+        }
         let (mut st, _) = self
             .solver
             .next_iter(&mut self.problem, state)
@@ -198,15 +200,13 @@ impl Engine for ExactEngine {
                 .unwrap_or_else(|| self.theta0.clone()),
             None => self.theta0.clone(),
         };
-        let model = self
-            .problem
-            .take_problem()
-            .ok_or_else(|| Error::internal("objective missing"))?
-            .model;
+        let this = *self;
+        drop(this.problem);
+        let model = Arc::try_unwrap(this.model).unwrap_or_else(|m| (*m).clone());
         let (state, grad): (LmlState, Vec<f64>) = model.lml_grad(&theta)?;
-        let converged = !self.learn || norm(&grad) < self.grad_tol.max(1e-5);
+        let converged = !this.learn || norm(&grad) < this.grad_tol.max(1e-5);
         Ok(Fit::Exact(Box::new(ExactFit::new(
-            model, theta, state, grad, self.iter, self.trace, reason, converged,
+            model, theta, state, grad, this.iter, this.trace, reason, converged,
         ))))
     }
 }
