@@ -1,48 +1,55 @@
-//! Dense linear algebra: Cholesky with jitter escalation (f64), and a plain
-//! generic Cholesky for dual numbers (used to check hand-derived gradients
-//! against forward-mode autodiff).
+//! Dense linear algebra: Cholesky with jitter escalation in f64 (faer's
+//! blocked factorisation, run on one thread so results never depend on the
+//! machine), and a plain generic Cholesky for dual numbers (used to check
+//! hand-derived gradients against forward-mode autodiff).
 
 use crate::error::{Error, ErrorKind};
 use crate::math::scalar::Real;
-use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
+use faer::linalg::solvers::{DenseSolveCore, Llt, Solve};
+use faer::{Mat, Par, Side};
+use nalgebra::{DMatrix, DVector};
 
 /// A Cholesky factor A + jitter·I = L Lᵀ, with the jitter that was needed.
 pub struct JitteredCholesky {
-    /// The factorisation.
-    pub chol: Cholesky<f64, Dyn>,
+    llt: Llt<f64>,
     /// The jitter added to the diagonal (0 when none was needed).
     pub jitter: f64,
 }
 
+fn to_faer(a: &DMatrix<f64>) -> Mat<f64> {
+    Mat::from_fn(a.nrows(), a.ncols(), |i, j| a[(i, j)])
+}
+
+fn from_faer(a: &Mat<f64>) -> DMatrix<f64> {
+    DMatrix::from_fn(a.nrows(), a.ncols(), |i, j| a[(i, j)])
+}
+
 impl JitteredCholesky {
+    /// The lower-triangular factor L, [N, N].
+    pub fn l(&self) -> DMatrix<f64> {
+        let l = self.llt.L();
+        DMatrix::from_fn(l.nrows(), l.ncols(), |i, j| l[(i, j)])
+    }
     /// log |A + jitter·I| = 2 Σ log Lᵢᵢ.
     pub fn log_det(&self) -> f64 {
-        let l = self.chol.l_dirty();
+        let l = self.llt.L();
         (0..l.nrows()).map(|i| l[(i, i)].ln()).sum::<f64>() * 2.0
     }
     /// Solve (A + jitter·I) x = b.
     pub fn solve(&self, b: &DVector<f64>) -> DVector<f64> {
-        self.chol.solve(b)
+        let rhs = Mat::from_fn(b.len(), 1, |i, _| b[i]);
+        let x = self.llt.solve(&rhs);
+        DVector::from_fn(b.len(), |i, _| x[(i, 0)])
     }
     /// L⁻¹ B (forward substitution), shape of B.
     pub fn solve_lower(&self, b: &DMatrix<f64>) -> DMatrix<f64> {
-        let l = self.chol.l_dirty();
-        let mut x = b.clone();
-        let n = l.nrows();
-        for c in 0..x.ncols() {
-            for i in 0..n {
-                let mut s = x[(i, c)];
-                for k in 0..i {
-                    s -= l[(i, k)] * x[(k, c)];
-                }
-                x[(i, c)] = s / l[(i, i)];
-            }
-        }
-        x
+        let mut x = to_faer(b);
+        faer::linalg::triangular_solve::solve_lower_triangular_in_place(self.llt.L(), x.as_mut(), Par::Seq);
+        from_faer(&x)
     }
     /// (A + jitter·I)⁻¹.
     pub fn inverse(&self) -> DMatrix<f64> {
-        self.chol.inverse()
+        from_faer(&self.llt.inverse())
     }
 }
 
@@ -50,30 +57,16 @@ impl JitteredCholesky {
 /// numerically positive definite: first `initial` (may be 0), then
 /// 1e-10, 1e-9, ... up to `max_rel`, each times the mean diagonal. `what`
 /// names the matrix in the error.
-pub fn cholesky_jitter(
-    a: &DMatrix<f64>,
-    initial: f64,
-    max_rel: f64,
-    what: &str,
-) -> Result<JitteredCholesky, Error> {
+pub fn cholesky_jitter(a: &DMatrix<f64>, initial: f64, max_rel: f64, what: &str) -> Result<JitteredCholesky, Error> {
     let n = a.nrows();
     if let Some(k) = a.iter().position(|x| !x.is_finite()) {
         return Err(Error::new(
             ErrorKind::Numerical,
-            format!(
-                "{what} has a non-finite entry {} at ({}, {})",
-                a[k],
-                k % n.max(1),
-                k / n.max(1)
-            ),
+            format!("{what} has a non-finite entry {} at ({}, {})", a[k], k % n.max(1), k / n.max(1)),
         )
         .with_note("check the kernel's hyperparameters and the inputs"));
     }
-    let mean_diag = if n == 0 {
-        1.0
-    } else {
-        (a.diagonal().sum() / n as f64).abs().max(f64::MIN_POSITIVE)
-    };
+    let mean_diag = if n == 0 { 1.0 } else { (a.diagonal().sum() / n as f64).abs().max(f64::MIN_POSITIVE) };
     let mut tries = vec![initial];
     let mut rel = 1e-10;
     while rel <= max_rel * (1.0 + 1e-12) {
@@ -82,15 +75,16 @@ pub fn cholesky_jitter(
         }
         rel *= 10.0;
     }
+    let base = to_faer(a);
     for jitter in tries {
-        let mut m = a.clone();
+        let mut m = base.clone();
         if jitter > 0.0 {
             for i in 0..n {
                 m[(i, i)] += jitter;
             }
         }
-        if let Some(chol) = Cholesky::new(m) {
-            return Ok(JitteredCholesky { chol, jitter });
+        if let Ok(llt) = Llt::new(m.as_ref(), Side::Lower) {
+            return Ok(JitteredCholesky { llt, jitter });
         }
     }
     Err(Error::new(
@@ -159,10 +153,15 @@ mod tests {
     fn generic_cholesky_matches_nalgebra() {
         let a = DMatrix::from_row_slice(3, 3, &[4.0, 1.0, 0.5, 1.0, 3.0, 0.2, 0.5, 0.2, 2.0]);
         let l = cholesky_generic(&a).unwrap();
-        let c = Cholesky::new(a.clone()).unwrap();
-        assert!((l - c.l()).abs().max() < 1e-14);
+        let c = cholesky_jitter(&a, 0.0, 1e-2, "A").unwrap();
+        assert!((&l - c.l()).abs().max() < 1e-14);
         let b = DVector::from_vec(vec![1.0, 2.0, 3.0]);
         let x = solve_lower_generic(&c.l(), &b);
-        assert!((c.l() * x - b).abs().max() < 1e-14);
+        assert!((c.l() * x - &b).abs().max() < 1e-14);
+        assert!((&a * c.solve(&b) - &b).abs().max() < 1e-13);
+        assert!((&a * c.inverse() - DMatrix::identity(3, 3)).abs().max() < 1e-13);
+        let y = c.solve_lower(&DMatrix::from_column_slice(3, 1, b.as_slice()));
+        assert!((c.l() * y - DMatrix::from_column_slice(3, 1, b.as_slice())).abs().max() < 1e-14);
+        assert!((c.log_det() - a.determinant().ln()).abs() < 1e-13);
     }
 }
