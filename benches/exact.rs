@@ -2,7 +2,7 @@
 //! with its gradient, at n = 300 (diabetes, d = 10) and n = 2000 (synthetic,
 //! d = 10). See benches/README.md for the figures and the comparison.
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{Criterion, criterion_group, criterion_main};
 use nalgebra::DMatrix;
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -30,25 +30,40 @@ fn exact_model(data: &Data) -> (ExactModel, Vec<f64>) {
 }
 
 fn diabetes() -> Data {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/diabetes_prepared.csv");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/diabetes_prepared.csv");
     let d = Data::read(&path).expect("diabetes data");
-    let Data::Csv(t) = d.select_rows(0, 299).expect("rows") else { unreachable!() };
+    let Data::Csv(t) = d.select_rows(0, 299).expect("rows") else {
+        unreachable!()
+    };
     let cols: Vec<usize> = (1..11).collect();
-    let x = DMatrix::from_fn(t.nrows(), 10, |i, j| t.rows[i][cols[j]].parse().expect("number"));
-    let y: Vec<f64> = (0..t.nrows()).map(|i| t.rows[i][11].parse().expect("number")).collect();
-    Data::values().with("X", DataValue::Matrix(x)).with("y", DataValue::Vector(y))
+    let x = DMatrix::from_fn(t.nrows(), 10, |i, j| {
+        t.rows[i][cols[j]].parse().expect("number")
+    });
+    let y: Vec<f64> = (0..t.nrows())
+        .map(|i| t.rows[i][11].parse().expect("number"))
+        .collect();
+    Data::values()
+        .with("X", DataValue::Matrix(x))
+        .with("y", DataValue::Vector(y))
 }
 
 fn synthetic(n: usize) -> Data {
     // A fixed pseudo-random design (a linear congruential sequence).
     let mut s: u64 = 12345;
     let mut next = || {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     };
     let x = DMatrix::from_fn(n, 10, |_, _| next());
-    let y: Vec<f64> = (0..n).map(|i| x.row(i).sum().sin() + 0.1 * next()).collect();
-    Data::values().with("X", DataValue::Matrix(x)).with("y", DataValue::Vector(y))
+    let y: Vec<f64> = (0..n)
+        .map(|i| x.row(i).sum().sin() + 0.1 * next())
+        .collect();
+    Data::values()
+        .with("X", DataValue::Matrix(x))
+        .with("y", DataValue::Vector(y))
 }
 
 fn bench(c: &mut Criterion) {
@@ -56,8 +71,12 @@ fn bench(c: &mut Criterion) {
     g.sample_size(20);
     for (label, data) in [("n300_d10", diabetes()), ("n2000_d10", synthetic(2000))] {
         let (em, theta) = exact_model(&data);
-        g.bench_function(format!("lml/{label}"), |b| b.iter(|| black_box(em.lml(black_box(&theta)).expect("lml").lml)));
-        g.bench_function(format!("lml_grad/{label}"), |b| b.iter(|| black_box(em.lml_grad(black_box(&theta)).expect("grad").1)));
+        g.bench_function(format!("lml/{label}"), |b| {
+            b.iter(|| black_box(em.lml(black_box(&theta)).expect("lml").lml))
+        });
+        g.bench_function(format!("lml_grad/{label}"), |b| {
+            b.iter(|| black_box(em.lml_grad(black_box(&theta)).expect("grad").1))
+        });
     }
     g.finish();
 }

@@ -53,25 +53,56 @@ impl ErrorKind {
     }
 }
 
+/// The kind of data source, which decides how a location is described.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DataFormat {
+    /// A CSV file: rows (0-based, header excluded) and named columns.
+    Csv,
+    /// A JSON file: keys and array indices.
+    Json,
+    /// Values given from Rust or on the command line.
+    #[default]
+    Values,
+}
+
 /// Where in a data file a problem is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DataLocation {
-    /// The data file (or `<api>` for data given from Rust).
+    /// The data file (or `<rust values>` for data given from Rust).
     pub file: String,
-    /// The data row (0-based, not counting the header), if known.
+    /// The data row (CSV: 0-based, header excluded) or array index (JSON).
     pub row: Option<usize>,
-    /// The column name or JSON key, if known.
+    /// The column name (CSV) or key (JSON).
     pub column: Option<String>,
+    /// What kind of source this is.
+    pub format: DataFormat,
 }
 
 impl fmt::Display for DataLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.file)?;
-        if let Some(r) = self.row {
-            write!(f, ", row {r}")?;
-        }
-        if let Some(c) = &self.column {
-            write!(f, ", column `{c}`")?;
+        match self.format {
+            DataFormat::Csv => {
+                if let Some(r) = self.row {
+                    write!(f, ", row {r} (line {})", r + 2)?;
+                }
+                if let Some(c) = &self.column {
+                    write!(f, ", column `{c}`")?;
+                }
+            }
+            DataFormat::Json | DataFormat::Values => {
+                if let Some(c) = &self.column {
+                    let what = if self.format == DataFormat::Json {
+                        "key "
+                    } else {
+                        ""
+                    };
+                    write!(f, ", {what}`{c}`")?;
+                }
+                if let Some(r) = self.row {
+                    write!(f, ", index {r}")?;
+                }
+            }
         }
         Ok(())
     }

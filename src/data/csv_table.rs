@@ -1,7 +1,7 @@
 //! CSV tables: a header row, then one row per observation. Columns are
 //! read by name; every bad cell is reported with its row and column.
 
-use crate::error::{DataLocation, Error, ErrorKind, Result};
+use crate::error::{DataFormat, DataLocation, Error, ErrorKind, Result};
 
 /// A CSV file held as text cells.
 #[derive(Clone, Debug)]
@@ -58,6 +58,7 @@ impl CsvTable {
                     file: file.to_string(),
                     row: Some(i),
                     column: None,
+                    format: DataFormat::Csv,
                 };
                 let msg = match e.kind() {
                     csv::ErrorKind::UnequalLengths {
@@ -72,6 +73,13 @@ impl CsvTable {
                 Error::new(ErrorKind::Data, msg).in_data(loc)
             })?;
             rows.push(rec.iter().map(|s| s.to_string()).collect());
+        }
+        if rows.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Data,
+                format!("{file}: the CSV file has a header but no data rows"),
+            )
+            .into());
         }
         let row_ids = (0..rows.len()).collect();
         Ok(CsvTable {
@@ -117,6 +125,7 @@ impl CsvTable {
             file: self.file.clone(),
             row: Some(self.row_ids[row]),
             column: Some(self.header[col].clone()),
+            format: DataFormat::Csv,
         }
     }
 

@@ -1,7 +1,7 @@
 //! JSON data in Stan's convention: an object with one key per declaration;
 //! scalars are numbers, vectors arrays, matrices arrays of rows.
 
-use crate::error::{DataLocation, Error, ErrorKind, Result};
+use crate::error::{DataFormat, DataLocation, Error, ErrorKind, Result};
 use serde_json::{Map, Value};
 
 /// A parsed JSON data object.
@@ -19,7 +19,11 @@ impl JsonData {
         let v: Value = serde_json::from_str(text).map_err(|e| {
             Error::new(
                 ErrorKind::Data,
-                format!("{file}:{}:{}: invalid JSON: {e}", e.line(), e.column()),
+                format!(
+                    "{file}, line {}: invalid JSON: {}",
+                    e.line(),
+                    json_reason(&e)
+                ),
             )
         })?;
         match v {
@@ -40,6 +44,7 @@ impl JsonData {
             file: self.file.clone(),
             row,
             column: Some(key.to_string()),
+            format: DataFormat::Json,
         }
     }
 
@@ -118,5 +123,14 @@ fn short(v: &Value) -> String {
         format!("{}...", &s[..40])
     } else {
         s
+    }
+}
+
+/// serde_json's message without its own "at line L column C" suffix.
+fn json_reason(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
     }
 }

@@ -10,7 +10,7 @@ mod json;
 pub use csv_table::CsvTable;
 pub use json::JsonData;
 
-use crate::error::{DataLocation, Error, ErrorKind, Result};
+use crate::error::{DataFormat, DataLocation, Error, ErrorKind, Result};
 use nalgebra::DMatrix;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -104,6 +104,26 @@ impl Data {
             file: self.file().to_string(),
             row,
             column: Some(column.to_string()),
+            format: self.format(),
+        }
+    }
+
+    /// The whole source, with no row or column.
+    pub fn whole(&self) -> DataLocation {
+        DataLocation {
+            file: self.file().to_string(),
+            row: None,
+            column: None,
+            format: self.format(),
+        }
+    }
+
+    /// The kind of source.
+    pub fn format(&self) -> DataFormat {
+        match self {
+            Data::Csv(_) => DataFormat::Csv,
+            Data::Json(_) => DataFormat::Json,
+            Data::Values(_) => DataFormat::Values,
         }
     }
 }

@@ -454,15 +454,18 @@ impl EngineConfig {
         let mut errors = Vec::new();
         let Some(schema) = schema(&spec.name.name) else {
             let names: Vec<&str> = ENGINES.iter().map(|e| e.name).collect();
-            return Err(vec![
-                Error::at(
-                    ErrorKind::Name,
-                    spec.name.span,
-                    format!("unknown engine `{}`", spec.name.name),
-                )
-                .with_label("not an engine")
-                .with_note(format!("engines: {}", names.join(", "))),
-            ]);
+            let mut e = Error::at(
+                ErrorKind::Name,
+                spec.name.span,
+                format!("unknown engine `{}`", spec.name.name),
+            )
+            .with_label("not an engine")
+            .with_note(format!("engines: {}", names.join(", ")));
+            if let Some(h) = crate::semantic::scope::suggest(&spec.name.name, names.iter().copied())
+            {
+                e = e.with_note(format!("did you mean `{h}`?"));
+            }
+            return Err(vec![e]);
         };
         let mut cfg = EngineConfig::defaults(schema, spec.span);
         for st in &spec.settings {
@@ -573,19 +576,21 @@ fn parse_setting(
 ) -> Result<SettingVal, Vec<Error>> {
     let Some(spec) = schema.settings.iter().find(|s| s.name == key) else {
         let names: Vec<&str> = schema.settings.iter().map(|s| s.name).collect();
-        return Err(vec![
-            Error::at(
-                ErrorKind::Settings,
-                span,
-                format!("engine `{}` has no setting `{key}`", schema.name),
-            )
-            .with_label("unknown setting")
-            .with_note(format!(
-                "settings of `{}`: {}",
-                schema.name,
-                names.join(", ")
-            )),
-        ]);
+        let mut e = Error::at(
+            ErrorKind::Settings,
+            span,
+            format!("engine `{}` has no setting `{key}`", schema.name),
+        )
+        .with_label("unknown setting")
+        .with_note(format!(
+            "settings of `{}`: {}",
+            schema.name,
+            names.join(", ")
+        ));
+        if let Some(h) = crate::semantic::scope::suggest(key, names.iter().copied()) {
+            e = e.with_note(format!("did you mean `{h}`?"));
+        }
+        return Err(vec![e]);
     };
     match (&spec.kind, value) {
         (SettingKind::Engine, ast::SettingValue::Engine(e)) => {
@@ -647,7 +652,13 @@ fn number(e: &ast::Expr) -> Option<f64> {
 }
 
 fn literal(kind: &SettingKind, e: &ast::Expr) -> Result<SettingVal, String> {
-    let bad = || Err(format!("expects {}", expects(kind)));
+    let bad = || {
+        Err(format!(
+            "expects {}, found `{}`",
+            expects(kind),
+            crate::syntax::print::expr(e)
+        ))
+    };
     match kind {
         SettingKind::Bool => match e.kind {
             ExprKind::Bool(b) => Ok(SettingVal::Bool(b)),

@@ -9,7 +9,7 @@ use super::graph::{DataSource, DistRef, Graph};
 use super::types::{Size, Ty};
 use super::value::Value;
 use crate::data::{Data, DataValue};
-use crate::error::{DataLocation, Error, ErrorKind, Errors, Result};
+use crate::error::{DataFormat, DataLocation, Error, ErrorKind, Errors, Result};
 use crate::model::constraint::Bounds;
 use crate::model::dist::{Dist, Support};
 use nalgebra::{DMatrix, DVector};
@@ -35,6 +35,10 @@ pub struct Bound {
     pub param_bounds: Vec<Bounds>,
     /// The data file name.
     pub data_file: String,
+    /// The kind of data source.
+    pub data_format: DataFormat,
+    /// For CSV data: the original row number of each bound row.
+    pub row_ids: Vec<usize>,
 }
 
 /// Values given on the command line (`--set name=value`) for data scalars
@@ -112,25 +116,32 @@ impl Binder<'_> {
         match s {
             Size::Lit(k) if *k != actual => Err(data_err(
                 format!(
-                    "`{}` is declared with {k} {what}, but the data has {actual}",
-                    d.name
+                    "`{}` is declared with {}, but the data has {actual}",
+                    d.name,
+                    plural(*k, what)
                 ),
-                self.data.at(None, &d.name),
+                self.data.whole(),
                 d.span,
             )),
             Size::Sym(n) => match self.sizes.get(n) {
                 Some((v, origin)) if *v != actual => Err(data_err(
                     format!(
-                        "`{}` has {actual} {what}, but `{n}` = {v} ({origin})",
-                        d.name
+                        "`{}` has {}, but `{n}` = {v} ({origin})",
+                        d.name,
+                        plural(actual, what)
                     ),
-                    self.data.at(None, &d.name),
+                    self.data.whole(),
                     d.span,
                 )),
                 Some(_) => Ok(()),
                 None => {
-                    self.sizes
-                        .insert(n.clone(), (actual, format!("the {what} of `{}`", d.name)));
+                    self.sizes.insert(
+                        n.clone(),
+                        (
+                            actual,
+                            format!("the number of {} of `{}`", plural_word(what), d.name),
+                        ),
+                    );
                     Ok(())
                 }
             },
@@ -191,6 +202,19 @@ impl Binder<'_> {
                 self.present[i] = true;
             }
             (Ty::Int | Ty::Real, _) => {
+                let from_set = overrides
+                    .get(&d.name)
+                    .map(|t| format!("--set {}={t}", d.name));
+                let origin = from_set
+                    .clone()
+                    .unwrap_or_else(|| format!("from {}", self.data.file()));
+                let here = |me: &Self| match &from_set {
+                    Some(f) => DataLocation {
+                        file: f.clone(),
+                        ..Default::default()
+                    },
+                    None => me.data.at(None, &d.name),
+                };
                 let given: Option<Result<f64, Error>> = if let Some(text) = overrides.get(&d.name) {
                     Some(literal_value(&d.name, text).and_then(|v| {
                         v.scalar().ok_or_else(|| {
@@ -220,12 +244,18 @@ impl Binder<'_> {
                 };
                 match given {
                     Some(v) => {
-                        let v = v?;
+                        let v = v.map_err(|e| {
+                            if e.span.is_none() {
+                                e.with_span(d.span).with_label("declared here")
+                            } else {
+                                e
+                            }
+                        })?;
                         let val = if ty == Ty::Int {
                             if v.fract() != 0.0 {
                                 return Err(data_err(
                                     format!("`{}` is an int, found {v}", d.name),
-                                    self.data.at(None, &d.name),
+                                    here(self),
                                     d.span,
                                 ));
                             }
@@ -240,13 +270,13 @@ impl Binder<'_> {
                                         "the size `{}` must be non-negative, found {v}",
                                         d.name
                                     ),
-                                    self.data.at(None, &d.name),
+                                    here(self),
                                     d.span,
                                 ));
                             }
                             if v >= 0.0 {
                                 self.sizes
-                                    .insert(d.name.clone(), (v as usize, "the data".to_string()));
+                                    .insert(d.name.clone(), (v as usize, origin.clone()));
                             }
                         }
                         self.values[i] = val;
@@ -327,7 +357,7 @@ impl Binder<'_> {
                             }
                         }
                         let len = v.len().unwrap_or(0);
-                        self.unify(n, len, i, "entries")?;
+                        self.unify(n, len, i, "entry")?;
                         self.values[i] = v;
                         self.present[i] = true;
                     }
@@ -393,9 +423,9 @@ impl Binder<'_> {
                             if let Some(k) = rows.iter().position(|r| r.len() != ncol) {
                                 return Err(data_err(
                                     format!(
-                                        "row {k} of `{}` has {} entries, but row 0 has {ncol}",
+                                        "row {k} of `{}` has {}, but row 0 has {ncol}",
                                         d.name,
-                                        rows[k].len()
+                                        plural(rows[k].len(), "entry"),
                                     ),
                                     self.data.at(Some(k), &d.name),
                                     d.span,
@@ -436,8 +466,8 @@ impl Binder<'_> {
                             ));
                         }
                         self.claimed.extend(cols);
-                        self.unify(n, mat.nrows(), i, "rows")?;
-                        self.unify(m, mat.ncols(), i, "columns")?;
+                        self.unify(n, mat.nrows(), i, "row")?;
+                        self.unify(m, mat.ncols(), i, "column")?;
                         self.values[i] = Value::Matrix(mat);
                         self.present[i] = true;
                     }
@@ -450,13 +480,17 @@ impl Binder<'_> {
     }
 
     fn is_size(&self, name: &str) -> bool {
-        self.graph.data.iter().any(|d| match &d.ty {
+        let uses = |t: &Ty| match t {
             Ty::Vector(s) | Ty::IntArray(s) => *s == Size::Sym(name.to_string()),
             Ty::Matrix(a, b) => {
                 *a == Size::Sym(name.to_string()) || *b == Size::Sym(name.to_string())
             }
             _ => false,
-        })
+        };
+        let g = self.graph;
+        g.data.iter().any(|d| uses(&d.ty))
+            || g.hypers.iter().any(|h| uses(&h.ty))
+            || g.params.iter().any(|p| uses(&p.ty))
     }
 
     /// A declaration missing from test data: reuse the training value when
@@ -479,12 +513,10 @@ impl Binder<'_> {
     fn shape_check(&mut self, i: usize, v: &Value<f64>) -> Result<(), Error> {
         let ty = self.graph.data[i].ty.clone();
         match (&ty, v) {
-            (Ty::Vector(n) | Ty::IntArray(n), _) => {
-                self.unify(n, v.len().unwrap_or(1), i, "entries")
-            }
+            (Ty::Vector(n) | Ty::IntArray(n), _) => self.unify(n, v.len().unwrap_or(1), i, "entry"),
             (Ty::Matrix(n, m), Value::Matrix(x)) => {
-                self.unify(n, x.nrows(), i, "rows")?;
-                self.unify(m, x.ncols(), i, "columns")
+                self.unify(n, x.nrows(), i, "row")?;
+                self.unify(m, x.ncols(), i, "column")
             }
             _ => Ok(()),
         }
@@ -510,6 +542,11 @@ impl Binder<'_> {
             hyper_bounds: vec![],
             param_bounds: vec![],
             data_file: self.data.file().to_string(),
+            data_format: self.data.format(),
+            row_ids: match self.data {
+                Data::Csv(t) => t.row_ids.clone(),
+                _ => vec![],
+            },
         }
     }
 }
@@ -612,10 +649,11 @@ fn bind_inner(
                 }
             } else if b.is_size(&d.name) {
                 return Err(data_err(
-                    format!("cannot infer the size `{}`: no declaration that uses it was found in the data", d.name),
-                    data.at(None, &d.name),
+                    format!("cannot infer the size `{}`: no data declaration that uses it was found in the data", d.name),
+                    data.whole(),
                     d.span,
                 )
+                .with_note(format!("give it a value in the model (`{} : int = 3`), in a JSON data file, or with `--set {}=3`", d.name, d.name))
                 .into());
             } else {
                 return Err(b.missing(i).into());
@@ -663,11 +701,7 @@ fn check_data_bounds(bound: &mut Bound) -> Result<Vec<Error>> {
             let (row, col) = element_location(&bound.data[i], k, &d.name, &d.source);
             errors.push(data_err(
                 format!("`{}` must be {}, found {x}", d.name, bounds.describe()),
-                DataLocation {
-                    file: bound.data_file.clone(),
-                    row,
-                    column: Some(col),
-                },
+                bound.location(row, col),
                 d.span,
             ));
         }
@@ -699,11 +733,7 @@ fn check_data_bounds(bound: &mut Bound) -> Result<Vec<Error>> {
                         vals[k]
                     ),
                 )
-                .in_data(DataLocation {
-                    file: bound.data_file.clone(),
-                    row,
-                    column: Some(col),
-                })
+                .in_data(bound.location(row, col))
                 .with_span(o.span)
                 .with_label("observed here"),
             );
@@ -788,17 +818,28 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
             }
         };
         if let Some(x) = v.flatten().into_iter().find(|&x| !ok(x)) {
-            let span = h.init.as_ref().map(|e| e.span).unwrap_or(h.span);
+            let from_set = overrides
+                .get(&h.name)
+                .map(|t| format!(" (given by --set {}={t})", h.name));
+            let span = match (&from_set, &h.init) {
+                (None, Some(e)) => e.span,
+                _ => h.span,
+            };
             let mut e = Error::at(
                 ErrorKind::Constraint,
                 span,
                 format!(
-                    "the initial value {x} of `{}` is outside its bounds {}",
+                    "the initial value {x} of `{}`{} is outside its bounds {}",
                     h.name,
+                    from_set.unwrap_or_default(),
                     bounds.describe()
                 ),
             )
-            .with_label("initial value");
+            .with_label(if span == h.span {
+                "declared here"
+            } else {
+                "initial value"
+            });
             if !h.fixed && bounds.contains(x) {
                 e = e.with_note("a learned hyper must start strictly inside its bounds");
             }
@@ -868,6 +909,16 @@ fn describe_shape(ty: &Ty, shape: (usize, usize)) -> String {
 }
 
 impl Bound {
+    /// A location in the bound data: `row` is the index among the bound rows.
+    pub fn location(&self, row: Option<usize>, column: String) -> DataLocation {
+        DataLocation {
+            file: self.data_file.clone(),
+            row: row.map(|r| self.row_ids.get(r).copied().unwrap_or(r)),
+            column: Some(column),
+            format: self.data_format,
+        }
+    }
+
     /// Initial param values: the constrained image of 0 on the unconstrained scale.
     pub fn param_init(&self) -> Result<Vec<Value<f64>>, Error> {
         self.graph
@@ -981,11 +1032,7 @@ fn dry_run(bound: &Bound) -> Result<()> {
                             m.ncols() - 1
                         ),
                     )
-                    .in_data(DataLocation {
-                        file: bound.data_file.clone(),
-                        row,
-                        column: Some(col),
-                    })
+                    .in_data(bound.location(row, col))
                     .with_span(o.span)
                     .with_label("observed here")
                     .into());
@@ -1001,4 +1048,21 @@ fn dry_run(bound: &Bound) -> Result<()> {
         env.eval(&e.expr)?;
     }
     Ok(())
+}
+
+/// "1 row", "3 rows", "1 entry", "2 entries".
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {}", plural_word(word))
+    }
+}
+
+/// The plural of a unit word.
+fn plural_word(word: &str) -> String {
+    match word.strip_suffix('y') {
+        Some(stem) => format!("{stem}ies"),
+        None => format!("{word}s"),
+    }
 }

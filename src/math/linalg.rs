@@ -44,7 +44,11 @@ impl JitteredCholesky {
     /// L⁻¹ B (forward substitution), shape of B.
     pub fn solve_lower(&self, b: &DMatrix<f64>) -> DMatrix<f64> {
         let mut x = to_faer(b);
-        faer::linalg::triangular_solve::solve_lower_triangular_in_place(self.llt.L(), x.as_mut(), Par::Seq);
+        faer::linalg::triangular_solve::solve_lower_triangular_in_place(
+            self.llt.L(),
+            x.as_mut(),
+            Par::Seq,
+        );
         from_faer(&x)
     }
     /// (A + jitter·I)⁻¹.
@@ -57,16 +61,30 @@ impl JitteredCholesky {
 /// numerically positive definite: first `initial` (may be 0), then
 /// 1e-10, 1e-9, ... up to `max_rel`, each times the mean diagonal. `what`
 /// names the matrix in the error.
-pub fn cholesky_jitter(a: &DMatrix<f64>, initial: f64, max_rel: f64, what: &str) -> Result<JitteredCholesky, Error> {
+pub fn cholesky_jitter(
+    a: &DMatrix<f64>,
+    initial: f64,
+    max_rel: f64,
+    what: &str,
+) -> Result<JitteredCholesky, Error> {
     let n = a.nrows();
     if let Some(k) = a.iter().position(|x| !x.is_finite()) {
         return Err(Error::new(
             ErrorKind::Numerical,
-            format!("{what} has a non-finite entry {} at ({}, {})", a[k], k % n.max(1), k / n.max(1)),
+            format!(
+                "{what} has a non-finite entry {} at ({}, {})",
+                a[k],
+                k % n.max(1),
+                k / n.max(1)
+            ),
         )
         .with_note("check the kernel's hyperparameters and the inputs"));
     }
-    let mean_diag = if n == 0 { 1.0 } else { (a.diagonal().sum() / n as f64).abs().max(f64::MIN_POSITIVE) };
+    let mean_diag = if n == 0 {
+        1.0
+    } else {
+        (a.diagonal().sum() / n as f64).abs().max(f64::MIN_POSITIVE)
+    };
     let mut tries = vec![initial];
     let mut rel = 1e-10;
     while rel <= max_rel * (1.0 + 1e-12) {
@@ -161,7 +179,12 @@ mod tests {
         assert!((&a * c.solve(&b) - &b).abs().max() < 1e-13);
         assert!((&a * c.inverse() - DMatrix::identity(3, 3)).abs().max() < 1e-13);
         let y = c.solve_lower(&DMatrix::from_column_slice(3, 1, b.as_slice()));
-        assert!((c.l() * y - DMatrix::from_column_slice(3, 1, b.as_slice())).abs().max() < 1e-14);
+        assert!(
+            (c.l() * y - DMatrix::from_column_slice(3, 1, b.as_slice()))
+                .abs()
+                .max()
+                < 1e-14
+        );
         assert!((c.log_det() - a.determinant().ln()).abs() < 1e-13);
     }
 }

@@ -451,7 +451,7 @@ impl Checker<'_> {
                 .with_secondary(f.span, "defined here"),
             );
         }
-        for (a, (pname, pty)) in positional.iter().zip(&f.params) {
+        for (a, (pname, pty)) in positional.iter().zip(&f.params[..n]) {
             if !a.ty.is_unknown()
                 && !a.ty.as_real().compatible_shape(&pty.as_real())
                 && !(a.ty.is_scalar() && pty.is_scalar())
@@ -785,6 +785,22 @@ impl Checker<'_> {
             return None;
         }
         let args: Vec<TExpr> = slots.into_iter().flatten().collect();
+        if let DistRef::Builtin(d) = &dist {
+            for (p, a) in d.params().iter().zip(&args) {
+                if let Some(x) = texpr_literal(a) {
+                    if p.positive && x <= 0.0 {
+                        self.error(
+                            Error::at(
+                                ErrorKind::Constraint,
+                                a.span,
+                                format!("`{}` of `{name}` must be positive, found {x}", p.name),
+                            )
+                            .with_label("not positive"),
+                        );
+                    }
+                }
+            }
+        }
         self.check_dist_shapes(name, &dist, &args, lhs, discrete, call.span);
         Some(DistCall {
             dist,
@@ -894,6 +910,16 @@ fn constant(e: &crate::syntax::ast::Expr) -> Option<f64> {
         ExprKind::Int(i) => Some(*i as f64),
         ExprKind::Real(r) => Some(*r),
         ExprKind::Unary(crate::syntax::ast::UnOp::Neg, x) => constant(x).map(|v| -v),
+        _ => None,
+    }
+}
+
+/// The value of a numeric literal expression, possibly negated.
+fn texpr_literal(e: &TExpr) -> Option<f64> {
+    match &e.kind {
+        TKind::Int(i) => Some(*i as f64),
+        TKind::Real(r) => Some(*r),
+        TKind::Unary(crate::syntax::ast::UnOp::Neg, x) => texpr_literal(x).map(|v| -v),
         _ => None,
     }
 }

@@ -99,7 +99,12 @@ impl Checker<'_> {
             bounds.lower = lo.map(lit);
             bounds.upper = hi.map(lit);
         }
-        for b in &t.bounds {
+        let explicit = if sugar.is_some() {
+            &t.bounds[..0]
+        } else {
+            &t.bounds[..]
+        };
+        for b in explicit {
             let e = self.expr(&b.value, ctx);
             if !e.ty.is_scalar() {
                 self.error(
@@ -122,9 +127,6 @@ impl Checker<'_> {
                 );
             }
             *slot = Some(e);
-        }
-        if matches!(t.base, BaseType::Vector | BaseType::Matrix) && !t.bounds.is_empty() {
-            // allowed: element-wise bounds
         }
         let dims: Vec<Size> = t.dims.iter().map(|d| self.size(d)).collect();
         let wrong_dims = |c: &mut Self, want: &str| {
@@ -222,6 +224,17 @@ impl Checker<'_> {
                     }
                 }
                 let single = matches!(ty, Ty::Vector(_) | Ty::IntArray(_));
+                if callee.name == "column" && matches!(ty, Ty::Matrix(..)) {
+                    self.error(
+                        Error::at(
+                            ErrorKind::Type,
+                            init.span,
+                            format!("`column` gives one column, but the declaration is {ty}"),
+                        )
+                        .with_label("one column for a matrix")
+                        .with_note("use `columns(\"a\", \"b\")` for several columns"),
+                    );
+                }
                 let is_table = matches!(ty, Ty::Matrix(..));
                 if !single && !is_table && !ty.is_unknown() {
                     self.error(

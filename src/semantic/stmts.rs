@@ -163,6 +163,19 @@ impl Checker<'_> {
                     .with_label("not a number"),
                 );
             }
+            if let Some(x) = literal_number(t) {
+                if x < 0.0 {
+                    self.error(
+                        Error::at(
+                            ErrorKind::Constraint,
+                            t.span,
+                            format!("the power of a likelihood must be ≥ 0, found {x}"),
+                        )
+                        .with_label("negative power")
+                        .with_note("t = 0 gives the prior, t = 1 the posterior"),
+                    );
+                }
+            }
             if v.uses_latent() {
                 self.error(
                     Error::at(
@@ -498,5 +511,15 @@ impl Checker<'_> {
             }
             self.graph.estimate_method = Some(u.clone());
         }
+    }
+}
+
+/// The value of a numeric literal, possibly negated.
+pub(super) fn literal_number(e: &crate::syntax::ast::Expr) -> Option<f64> {
+    match &e.kind {
+        ExprKind::Int(i) => Some(*i as f64),
+        ExprKind::Real(r) => Some(*r),
+        ExprKind::Unary(crate::syntax::ast::UnOp::Neg, x) => literal_number(x).map(|v| -v),
+        _ => None,
     }
 }

@@ -31,9 +31,48 @@ fn not_kw(p: &P) -> bool {
     )
 }
 
+/// The span of a pair without trailing whitespace and comments (optional
+/// endings of a rule consume the whitespace that follows them).
 fn span_of(p: &P) -> Span {
     let s = p.as_span();
-    Span::new(s.start(), s.end())
+    Span::new(s.start(), s.start() + trim_trailing(s.as_str()).len())
+}
+
+/// `text` without trailing whitespace and comments.
+fn trim_trailing(text: &str) -> &str {
+    let mut t = text.trim_end();
+    loop {
+        if t.ends_with("*/") {
+            if let Some(open) = t.rfind("/*") {
+                t = t[..open].trim_end();
+                continue;
+            }
+        }
+        // A trailing line comment: the last line holds `//` outside a string.
+        let line_start = t.rfind('\n').map(|i| i + 1).unwrap_or(0);
+        let line = &t[line_start..];
+        match line_comment_start(line) {
+            Some(c) if line_start + c > 0 => t = t[..line_start + c].trim_end(),
+            _ => return t,
+        }
+    }
+}
+
+/// Where a `//` comment starts in one line, ignoring `//` inside strings.
+fn line_comment_start(line: &str) -> Option<usize> {
+    let mut in_str = false;
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        match b[i] {
+            b'"' => in_str = !in_str,
+            b'\\' if in_str => i += 1,
+            b'/' if !in_str && b[i + 1] == b'/' => return Some(i),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 fn ident(p: P) -> Ident {

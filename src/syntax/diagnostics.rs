@@ -2,7 +2,7 @@
 //! source line with a caret, secondary labels and notes.
 
 use crate::error::{Error, Errors};
-use ariadne::{Config, IndexType, Label, Report, ReportKind, Source};
+use ariadne::{Color, Config, IndexType, Label, Report, ReportKind};
 
 /// A model source: its name (usually the path) and its text.
 #[derive(Clone, Debug)]
@@ -73,22 +73,28 @@ pub fn render_one(e: &Error, source: Option<&SourceFile>, color: bool) -> String
         let b = b.clamp(a, src.text.len());
         a..b
     };
-    let mut report = Report::build(ReportKind::Error, (name, clamp(span.start, span.end)))
-        .with_config(
-            Config::default()
-                .with_color(color)
-                .with_index_type(IndexType::Byte),
-        )
-        .with_code(e.kind.code())
-        .with_message(&message);
-    let mut primary = Label::new((name, clamp(span.start, span.end)));
+    // Secondary labels are drawn against a second copy of the source, so
+    // each section's header shows the line and column of its own label.
+    let (main, other) = (SrcId(name.to_string(), 0), SrcId(name.to_string(), 1));
+    let head = format!("error[{}]", e.kind.code());
+    let mut report = Report::build(
+        ReportKind::Custom(&head, Color::Red),
+        (main.clone(), clamp(span.start, span.end)),
+    )
+    .with_config(
+        Config::default()
+            .with_color(color)
+            .with_index_type(IndexType::Byte),
+    )
+    .with_message(&message);
+    let mut primary = Label::new((main.clone(), clamp(span.start, span.end)));
     if let Some(l) = &e.label {
         primary = primary.with_message(l);
     }
     report = report.with_label(primary.with_order(0));
     for (i, l) in e.labels.iter().enumerate() {
         report = report.with_label(
-            Label::new((name, clamp(l.span.start, l.span.end)))
+            Label::new((other.clone(), clamp(l.span.start, l.span.end)))
                 .with_message(&l.message)
                 .with_order(i as i32 + 1),
         );
@@ -97,15 +103,39 @@ pub fn render_one(e: &Error, source: Option<&SourceFile>, color: bool) -> String
         report = report.with_note(n);
     }
     let mut buf = Vec::new();
-    let written = report
-        .finish()
-        .write((name, Source::from(src.text.as_str())), &mut buf);
-    if written.is_err() {
+    let cache = ariadne::sources([(main, src.text.clone()), (other, src.text.clone())]);
+    if report.finish().write(cache, &mut buf).is_err() {
         let (line, col) = src.line_col(span.start);
         return format!("error[{}]: {name}:{line}:{col}: {message}\n", e.kind.code());
     }
     let text = String::from_utf8_lossy(&buf).into_owned();
-    // The report header names the location; make it `file:line:col` even when
-    // the terminal strips the box characters.
-    text
+    if color { text } else { strip_ansi(&text) }
+}
+
+/// A source id: the file name, and which copy (0 for the primary label).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct SrcId(String, u8);
+
+impl std::fmt::Display for SrcId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Remove terminal colour codes (`ESC [ ... m`).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

@@ -14,6 +14,7 @@ pub(crate) struct TempestParser;
 
 /// Parse a whole model file.
 pub fn parse(source: &str) -> Result<Program> {
+    pest::set_error_detail(true);
     let mut pairs =
         TempestParser::parse(Rule::program, source).map_err(|e| syntax_error(e, source))?;
     let program = pairs
@@ -43,42 +44,166 @@ pub fn parse_expr(source: &str) -> Result<super::ast::Expr> {
 
 /// A pest error as a tempest syntax error.
 fn syntax_error(e: pest::error::Error<Rule>, source: &str) -> Error {
-    let (start, end) = match e.location {
+    let (mut start, mut end) = match e.location {
         pest::error::InputLocation::Pos(p) => (p, p),
         pest::error::InputLocation::Span((a, b)) => (a, b),
     };
-    let end = if end == start {
-        next_char_end(source, start)
-    } else {
-        end
+    // With error detail on, pest also knows the furthest point a literal
+    // token was tried (e.g. the missing `:` after a name). Report there when
+    // punctuation was expected at that point.
+    let attempts = e.parse_attempts();
+    let mut rules: Vec<Rule> = match &e.variant {
+        pest::error::ErrorVariant::ParsingError { positives, .. } => positives.clone(),
+        _ => vec![],
     };
-    let found = describe_found(source, start);
-    let message = match &e.variant {
-        pest::error::ErrorVariant::ParsingError {
-            positives,
-            negatives,
-        } => {
-            let mut expected: Vec<&'static str> =
-                positives.iter().filter_map(|r| rule_words(*r)).collect();
-            expected.sort_unstable();
-            expected.dedup();
-            if !expected.is_empty() {
-                format!("expected {}, found {found}", join_or(&expected))
-            } else if !negatives.is_empty() {
-                let unexpected: Vec<&'static str> =
-                    negatives.iter().filter_map(|r| rule_words(*r)).collect();
-                if unexpected.contains(&"a keyword") {
-                    format!("{found} is a reserved word and cannot be used as a name")
-                } else {
-                    format!("unexpected {found}")
-                }
-            } else {
-                format!("unexpected {found}")
-            }
+    let mut tokens: Vec<String> = Vec::new();
+    if let Some(a) = &attempts {
+        let punct: Vec<String> = a
+            .expected_tokens()
+            .into_iter()
+            .map(|t| t.to_string())
+            .filter(|t| is_punctuation(t))
+            .collect();
+        if a.max_position > start && !punct.is_empty() {
+            start = a.max_position;
+            end = start;
+            rules.clear();
+            tokens = punct;
+        } else if a.max_position == start {
+            tokens = punct;
         }
-        pest::error::ErrorVariant::CustomError { message } => message.clone(),
+    }
+    if end == start {
+        end = next_char_end(source, start);
+    }
+    let span = Span::new(start, end);
+    if let Some(msg) = special_case(source, start) {
+        return Error::at(ErrorKind::Syntax, span, msg).with_label("here");
+    }
+    let found = describe_found(source, start);
+    if let Some((open, block)) = unclosed_block(source, start) {
+        return Error::at(
+            ErrorKind::Syntax,
+            span,
+            format!("expected `}}` to close the `{block}` block before {found}"),
+        )
+        .with_label("the block should end before this")
+        .with_secondary(Span::new(open, open + 1), "the block opens here");
+    }
+    let mut all: Vec<String> = Vec::new();
+    let mut push = |w: String| {
+        if !all.contains(&w) {
+            all.push(w);
+        }
     };
-    Error::at(ErrorKind::Syntax, Span::new(start, end), message).with_label("here")
+    let mut words: Vec<String> = rules
+        .iter()
+        .filter_map(|r| rule_words(*r))
+        .map(String::from)
+        .collect();
+    words.sort_unstable();
+    let expr_expected = words.iter().any(|w| w == "an expression");
+    tokens.sort_unstable();
+    for t in &tokens {
+        if expr_expected && matches!(t.as_str(), "!" | "(" | "-" | "[") {
+            continue;
+        }
+        if OPERATORS.contains(&t.as_str()) {
+            push("an operator".to_string());
+        } else {
+            push(format!("`{t}`"));
+        }
+    }
+    const EXPR_STARTS: [&str; 7] = [
+        "a name",
+        "a number",
+        "a string",
+        "`true` or `false`",
+        "`(`",
+        "`[`",
+        "`if`",
+    ];
+    for w in words {
+        if !(expr_expected && EXPR_STARTS.contains(&w.as_str())) {
+            push(w);
+        }
+    }
+    let names_expected = all.iter().any(|w| w.contains("name"));
+    let message = if names_expected && is_reserved(source, start) {
+        format!("{found} is a reserved word and cannot be used as a name")
+    } else {
+        let all: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
+        if all.is_empty() {
+            format!("unexpected {found}")
+        } else {
+            format!("expected {}, found {found}", join_or(&all))
+        }
+    };
+    Error::at(ErrorKind::Syntax, span, message).with_label("here")
+}
+
+/// Operator tokens, listed as "an operator".
+const OPERATORS: [&str; 15] = [
+    "!=", "&&", "*", "+", "-", ".*", "./", "/", "<=", "<", "==", ">=", ">", "^", "||",
+];
+
+/// Punctuation worth listing as expected (not whitespace or comment starts).
+fn is_punctuation(t: &str) -> bool {
+    !t.is_empty()
+        && !t.trim().is_empty()
+        && !t.chars().any(|c| c.is_alphanumeric())
+        && !matches!(t, "\"" | "/*" | "//" | "_" | "*/")
+}
+
+/// The innermost `{` still open at `pos`, when the text at `pos` starts a
+/// new block (a missing `}`): its offset and the block's keyword.
+fn unclosed_block(source: &str, pos: usize) -> Option<(usize, String)> {
+    const BLOCKS: [&str; 9] = [
+        "data",
+        "hyper",
+        "param",
+        "model",
+        "guide",
+        "estimate",
+        "infer",
+        "likelihood",
+        "kernel",
+    ];
+    let rest = &source[pos.min(source.len())..];
+    let word: String = rest
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    if !BLOCKS.contains(&word.as_str()) {
+        return None;
+    }
+    let mut stack = Vec::new();
+    let b = source.as_bytes();
+    let (mut i, mut in_str) = (0, false);
+    while i < pos.min(b.len()) {
+        match b[i] {
+            b'"' => in_str = !in_str,
+            b'/' if !in_str && b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'{' if !in_str => stack.push(i),
+            b'}' if !in_str => {
+                stack.pop();
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let open = *stack.first()?;
+    let head = source[..open].trim_end();
+    let kw = head
+        .split(|c: char| c.is_whitespace() || c == '}')
+        .rev()
+        .find(|w| BLOCKS.contains(w))
+        .unwrap_or("previous");
+    Some((open, kw.to_string()))
 }
 
 /// The end of the character starting at `pos` (or `pos` at the end of input).
@@ -145,8 +270,7 @@ fn rule_words(rule: Rule) -> Option<&'static str> {
         Rule::constraint => "a constraint `<lower=..., upper=...>`",
         Rule::bound | Rule::bound_kind => "`lower` or `upper`",
         Rule::dims => "dimensions `[...]`",
-        Rule::data_decl | Rule::hyper_decl | Rule::param_decl => "a declaration `name : type`",
-        Rule::fixed_kw => "`fixed`",
+        Rule::decl => "a declaration `name : type`",
         Rule::model_stmt | Rule::sample_stmt | Rule::gp_stmt => "a statement (`let`, `name ~ ...`)",
         Rule::let_stmt => "`let`",
         Rule::gp_kw => "`gp`",
@@ -188,4 +312,63 @@ fn rule_words(rule: Rule) -> Option<&'static str> {
         Rule::string | Rule::string_inner => "a string",
         _ => return None,
     })
+}
+
+/// Messages for mistakes pest reports far from their cause.
+fn special_case(source: &str, pos: usize) -> Option<String> {
+    let before = &source[..pos.min(source.len())];
+    // An unclosed block comment: `/*` with no `*/` after it.
+    if let Some(open) = source.find("/*") {
+        if open <= pos && !source[open..].contains("*/") {
+            return Some("this block comment is never closed: add `*/`".to_string());
+        }
+    }
+    // An unterminated string: an odd number of quotes on the line so far.
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line_end = source[pos.min(source.len())..]
+        .find('\n')
+        .map(|i| pos + i)
+        .unwrap_or(source.len());
+    let line = &source[line_start..line_end];
+    let upto = &source[line_start..pos.min(source.len())];
+    if line.matches('"').count() % 2 == 1
+        && (upto.matches('"').count() % 2 == 1 || source[pos.min(source.len())..].starts_with('"'))
+    {
+        return Some(
+            "this string is never closed: add the closing `\"` on the same line".to_string(),
+        );
+    }
+    None
+}
+
+/// Whether the word at `pos` is a reserved word.
+fn is_reserved(source: &str, pos: usize) -> bool {
+    const RESERVED: [&str; 20] = [
+        "likelihood",
+        "kernel",
+        "data",
+        "hyper",
+        "param",
+        "model",
+        "guide",
+        "estimate",
+        "infer",
+        "let",
+        "if",
+        "then",
+        "else",
+        "true",
+        "false",
+        "using",
+        "int",
+        "real",
+        "vector",
+        "matrix",
+    ];
+    let rest = &source[pos.min(source.len())..];
+    let word: String = rest
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    RESERVED.contains(&word.as_str()) || word == "positive" || word == "unit" || word == "gp"
 }
