@@ -492,8 +492,40 @@ fn pratt() -> &'static PrattParser<Rule> {
     })
 }
 
+/// The most operators one expression may hold (deeper trees would exhaust
+/// the stack of the recursive stages).
+const MAX_OPERATORS: usize = 1000;
+
 /// Build an expression from an `expr` or `arith` pair.
 pub(super) fn expr(p: P) -> Result<Expr> {
+    if matches!(p.as_rule(), Rule::expr | Rule::arith) {
+        let ops = p
+            .clone()
+            .into_inner()
+            .filter(|q| {
+                !matches!(
+                    q.as_rule(),
+                    Rule::number
+                        | Rule::ident
+                        | Rule::string
+                        | Rule::boolean
+                        | Rule::paren
+                        | Rule::array
+                        | Rule::if_expr
+                )
+            })
+            .count();
+        if ops > MAX_OPERATORS {
+            return Err(Error::at(
+                ErrorKind::Syntax,
+                span_of(&p),
+                format!("this expression has more than {MAX_OPERATORS} operators"),
+            )
+            .with_label("too long")
+            .with_note("split it into several `let` definitions")
+            .into());
+        }
+    }
     match p.as_rule() {
         Rule::expr | Rule::arith => pratt()
             .map_primary(primary)

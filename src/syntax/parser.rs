@@ -14,6 +14,7 @@ pub(crate) struct TempestParser;
 
 /// Parse a whole model file.
 pub fn parse(source: &str) -> Result<Program> {
+    check_nesting(source)?;
     pest::set_error_detail(true);
     let mut pairs =
         TempestParser::parse(Rule::program, source).map_err(|e| syntax_error(e, source))?;
@@ -23,8 +24,36 @@ pub fn parse(source: &str) -> Result<Program> {
     build::program(program)
 }
 
+/// The deepest nesting of brackets a model may use.
+const MAX_NESTING: usize = 100;
+
+/// Refuse absurdly deep nesting before any recursive stage sees it.
+fn check_nesting(source: &str) -> Result<()> {
+    let mut depth = 0usize;
+    for (i, c) in source.char_indices() {
+        match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Err(Error::at(
+                        ErrorKind::Syntax,
+                        Span::new(i, i + 1),
+                        format!("brackets are nested more than {MAX_NESTING} deep"),
+                    )
+                    .with_label("too deep")
+                    .into());
+                }
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Parse a single expression (used by `--set` values and tests).
 pub fn parse_expr(source: &str) -> Result<super::ast::Expr> {
+    check_nesting(source)?;
     let mut pairs =
         TempestParser::parse(Rule::expr, source).map_err(|e| syntax_error(e, source))?;
     let pair = pairs

@@ -1,0 +1,203 @@
+//! The command line end to end: runs, JSON output, plots, and clean failures.
+
+mod common;
+use common::*;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn tempest(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tempest"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run tempest")
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn assert_clean_failure(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert!(err.contains("error["), "no error header: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "panic: {err}"
+    );
+    err
+}
+
+const DIABETES: [&str; 9] = [
+    "run",
+    "examples/diabetes.tempest",
+    "--data",
+    "examples/data/diabetes_prepared.csv",
+    "--rows",
+    "0..299",
+    "--test",
+    "examples/data/diabetes_prepared.csv",
+    "--test-rows",
+];
+
+#[test]
+fn diabetes_example_matches_reference_through_the_cli() {
+    let json = out_dir("cli_diabetes").join("fit.json");
+    let mut args: Vec<&str> = DIABETES.to_vec();
+    args.extend([
+        "300..304",
+        "--set",
+        "ell=1.0",
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
+    ]);
+    let o = tempest(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("log marginal likelihood"), "{stdout}");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = reference("gp_regression_exact.json");
+    let want = &r["lengthscale_1"]["secondary_l1"]["numpy"];
+    assert_eq!(j["engine"], "exact");
+    assert_rel(
+        j["log_marginal_likelihood"].as_f64().unwrap(),
+        want["lml"].as_f64().unwrap(),
+        1e-9,
+        "lml",
+    );
+    assert_eq!(j["hypers"]["ell"].as_f64(), Some(1.0));
+    for key in ["mean", "var_f", "var_y"] {
+        let got = j["predictions"][key].as_array().unwrap();
+        let exp = want[key].as_array().unwrap();
+        assert_eq!(got.len(), 5);
+        for (a, b) in got.iter().zip(exp) {
+            assert_rel(a.as_f64().unwrap(), b.as_f64().unwrap(), 1e-9, key);
+        }
+    }
+    assert!(j["predictions"]["mean_log_predictive_density"].is_f64());
+}
+
+#[test]
+fn learning_hypers_from_the_command_line() {
+    let json = out_dir("cli_learn").join("fit.json");
+    let o = tempest(&[
+        "run",
+        "examples/diabetes.tempest",
+        "--data",
+        "examples/data/diabetes_prepared.csv",
+        "--rows",
+        "0..299",
+        "--set",
+        "learn_hypers=true",
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(j["log_marginal_likelihood"].as_f64().unwrap() > -548.0);
+    assert_eq!(j["optimizer"]["converged"], true);
+    assert!(j["optimizer"]["gradient_norm"].as_f64().unwrap() < 1e-5);
+    assert_eq!(j["learned"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn one_dimensional_fit_draws_a_plot() {
+    let png = out_dir("cli_plot").join("mcycle.png");
+    let _ = std::fs::remove_file(&png);
+    let o = tempest(&[
+        "run",
+        "examples/mcycle.tempest",
+        "--data",
+        "examples/data/mcycle.csv",
+        "--plot",
+        png.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bytes = std::fs::read(&png).expect("plot written");
+    assert!(bytes.len() > 10_000 && bytes.starts_with(&[0x89, b'P', b'N', b'G']));
+}
+
+#[test]
+fn plot_of_a_multi_input_model_is_a_clean_error() {
+    let png = out_dir("cli_plot2").join("x.png");
+    let mut args: Vec<&str> = DIABETES[..6].to_vec();
+    args.extend(["--plot", png.to_str().unwrap(), "-q"]);
+    let err = assert_clean_failure(&tempest(&args));
+    assert!(err.contains("1-D inputs"), "{err}");
+}
+
+#[test]
+fn emit_prints_each_stage() {
+    let o = tempest(&["emit", "ast", "tests/models/good/kitchen_sink.tempest"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("(program"));
+    let o = tempest(&["emit", "ir", "tests/models/good/kitchen_sink.tempest"]);
+    assert!(o.status.success());
+    let ir = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        ir.starts_with("graph") && ir.contains("site") && ir.contains("observe"),
+        "{ir}"
+    );
+    let o = tempest(&[
+        "check",
+        "examples/diabetes.tempest",
+        "--data",
+        "examples/data/diabetes_prepared.csv",
+    ]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("n = 442"));
+}
+
+#[test]
+fn missing_engines_and_bad_options_fail_cleanly() {
+    let mut args: Vec<&str> = DIABETES[..6].to_vec();
+    args.extend(["--engine", "nuts"]);
+    let err = assert_clean_failure(&tempest(&args));
+    assert!(err.contains("not available in this version"), "{err}");
+
+    let mut args: Vec<&str> = DIABETES[..6].to_vec();
+    args.extend(["--set", "learn_hyprs=true"]);
+    let err = assert_clean_failure(&tempest(&args));
+    assert!(err.contains("did you mean `learn_hypers`"), "{err}");
+
+    let err = assert_clean_failure(&tempest(&[
+        "run",
+        "examples/diabetes.tempest",
+        "--data",
+        "examples/data/diabetes_prepared.csv",
+        "--rows",
+        "9..2",
+    ]));
+    assert!(err.contains("--rows"), "{err}");
+
+    let err = assert_clean_failure(&tempest(&[
+        "run",
+        "no/such/model.tempest",
+        "--data",
+        "x.csv",
+    ]));
+    assert!(err.contains("cannot read model file"), "{err}");
+
+    let err = assert_clean_failure(&tempest(&[
+        "run",
+        "examples/diabetes.tempest",
+        "--data",
+        "no/such.csv",
+    ]));
+    assert!(err.contains("cannot read data file"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_with_two() {
+    let o = tempest(&["run"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = tempest(&["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+}
