@@ -95,10 +95,10 @@ pub fn engine_config(graph: &Graph, options: &RunOptions) -> Result<EngineConfig
     for (k, v) in &options.settings {
         cfg.set(k, v)?;
     }
-    if let Some(seed) = options.seed {
-        if cfg.values.contains_key("seed") {
-            cfg.set("seed", &seed.to_string())?;
-        }
+    if let Some(seed) = options.seed
+        && cfg.values.contains_key("seed")
+    {
+        cfg.set("seed", &seed.to_string())?;
     }
     Ok(cfg)
 }

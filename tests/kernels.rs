@@ -3,7 +3,6 @@
 //! with respect to the hypers equal finite differences.
 
 mod common;
-use common::*;
 use nalgebra::{DMatrix, SymmetricEigen};
 use rand::{RngExt, SeedableRng};
 use tempest::infer::hypers::HyperLayout;

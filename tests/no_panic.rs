@@ -100,7 +100,7 @@ proptest! {
 fn deep_nesting_is_an_error_not_a_crash() {
     for open in ["(", "[", "-(", "f("] {
         let text = format!("model {{ let a = {}1 }}", open.repeat(100_000));
-        let e = tempest::parse(&text).err().expect("an error");
+        let e = tempest::parse(&text).expect_err("an error");
         assert!(
             e.first().message.contains("nested"),
             "{}",

@@ -95,13 +95,13 @@ impl Executor {
             let status = engine.step()?;
             steps += 1;
             let p = engine.progress();
-            if let Some(o) = p.objective {
-                if o.is_nan() {
-                    return Err(Error::new(
-                        ErrorKind::Numerical,
-                        format!("the {} became NaN at step {}", p.objective_name, p.step),
-                    ));
-                }
+            if let Some(o) = p.objective
+                && o.is_nan()
+            {
+                return Err(Error::new(
+                    ErrorKind::Numerical,
+                    format!("the {} became NaN at step {}", p.objective_name, p.step),
+                ));
             }
             for o in &mut self.observers {
                 o.observe(&p);

@@ -211,14 +211,14 @@ impl ExactFit {
                 );
             }
         }
-        if let Some(c) = &self.state.chol {
-            if c.jitter > 0.0 {
-                let _ = writeln!(
-                    s,
-                    "note: jitter {:.1e} was added to the covariance diagonal",
-                    c.jitter
-                );
-            }
+        if let Some(c) = &self.state.chol
+            && c.jitter > 0.0
+        {
+            let _ = writeln!(
+                s,
+                "note: jitter {:.1e} was added to the covariance diagonal",
+                c.jitter
+            );
         }
         if let Some(p) = &self.predictions {
             let _ = write!(

@@ -179,6 +179,12 @@ pub const ENGINES: &[EngineSchema] = &[
                 Some("1e-2"),
                 "largest jitter tried (relative to mean diag K) before giving up",
             ),
+            s(
+                "gradient",
+                SettingKind::Choice(&["analytic", "autodiff"]),
+                Some("analytic"),
+                "analytic: matrix identities with autodiff kernel entries; autodiff: forward mode through every step (slower; a check)",
+            ),
         ],
     },
     EngineSchema {
@@ -500,10 +506,10 @@ impl EngineConfig {
     pub fn defaults(schema: &EngineSchema, span: Span) -> EngineConfig {
         let mut values = BTreeMap::new();
         for spec in schema.settings {
-            if let Some(d) = spec.default {
-                if let Some(v) = default_value(spec, d) {
-                    values.insert(spec.name.to_string(), v);
-                }
+            if let Some(d) = spec.default
+                && let Some(v) = default_value(spec, d)
+            {
+                values.insert(spec.name.to_string(), v);
             }
         }
         EngineConfig {
@@ -540,14 +546,12 @@ impl EngineConfig {
 
 /// Parse the text of a setting value: an engine spec or an expression.
 fn parse_value_text(text: &str) -> Result<ast::SettingValue, ()> {
-    if let Ok(p) = crate::syntax::parse(&format!("infer __v {{ v = {text} }}")) {
-        if let Some(ast::Item::Block(b)) = p.items.into_iter().next() {
-            if let ast::BlockKind::Infer(mut spec) = b.kind {
-                if let Some(st) = spec.settings.pop() {
-                    return Ok(st.value);
-                }
-            }
-        }
+    if let Ok(p) = crate::syntax::parse(&format!("infer __v {{ v = {text} }}"))
+        && let Some(ast::Item::Block(b)) = p.items.into_iter().next()
+        && let ast::BlockKind::Infer(mut spec) = b.kind
+        && let Some(st) = spec.settings.pop()
+    {
+        return Ok(st.value);
     }
     Err(())
 }

@@ -92,6 +92,9 @@ pub fn literal_value(name: &str, text: &str) -> Result<Value<f64>, Error> {
     lit(&e).ok_or_else(bad)
 }
 
+/// A matrix read from data, with the column names it came from (CSV).
+type Table = (DMatrix<f64>, Vec<String>);
+
 struct Binder<'a> {
     graph: &'a Graph,
     data: &'a Data,
@@ -347,14 +350,14 @@ impl Binder<'_> {
                 match v {
                     Some(v) => {
                         let v = v.map_err(|e| e.with_span(d.span).with_label("declared here"))?;
-                        if let Value::Vector(x) = &v {
-                            if let Some(k) = x.iter().position(|a| !a.is_finite()) {
-                                return Err(data_err(
-                                    format!("expected a finite number, found {}", x[k]),
-                                    self.data.at(Some(k), &col),
-                                    d.span,
-                                ));
-                            }
+                        if let Value::Vector(x) = &v
+                            && let Some(k) = x.iter().position(|a| !a.is_finite())
+                        {
+                            return Err(data_err(
+                                format!("expected a finite number, found {}", x[k]),
+                                self.data.at(Some(k), &col),
+                                d.span,
+                            ));
                         }
                         let len = v.len().unwrap_or(0);
                         self.unify(n, len, i, "entry")?;
@@ -365,7 +368,7 @@ impl Binder<'_> {
                 }
             }
             (Ty::Matrix(n, m), _) => {
-                let rows: Option<Result<(DMatrix<f64>, Vec<String>), Error>> = match self.data {
+                let rows: Option<Result<Table, Error>> = match self.data {
                     Data::Csv(t) => {
                         let cols: Option<Vec<String>> = match &d.source {
                             DataSource::Columns(cs) => Some(cs.clone()),
@@ -559,15 +562,15 @@ fn eval_bounds(env: &Env<f64>, b: &super::graph::BoundExprs) -> Result<Bounds, E
         lower: get(&b.lower)?,
         upper: get(&b.upper)?,
     };
-    if let (Some(lo), Some(hi), Some(e)) = (bounds.lower, bounds.upper, b.upper.as_ref()) {
-        if lo >= hi {
-            return Err(Error::at(
-                ErrorKind::Constraint,
-                e.span,
-                format!("the upper bound {hi} is not above the lower bound {lo}"),
-            )
-            .with_label("empty range"));
-        }
+    if let (Some(lo), Some(hi), Some(e)) = (bounds.lower, bounds.upper, b.upper.as_ref())
+        && lo >= hi
+    {
+        return Err(Error::at(
+            ErrorKind::Constraint,
+            e.span,
+            format!("the upper bound {hi} is not above the lower bound {lo}"),
+        )
+        .with_label("empty range"));
     }
     Ok(bounds)
 }
@@ -997,7 +1000,7 @@ fn dry_run(bound: &Bound) -> Result<()> {
                 format!("applied to inputs with {} columns here", inputs.dim()),
             )
         })?;
-        if inputs.len() > 0 {
+        if !inputs.is_empty() {
             k.entry(inputs.row(0), inputs.row(0), true)?;
         }
         env0.scalar(&gp.mean)?;
@@ -1018,25 +1021,25 @@ fn dry_run(bound: &Bound) -> Result<()> {
     for (oi, o) in g.observations.iter().enumerate() {
         env.observation_terms(oi)?;
         env.temperature_of(oi)?;
-        if let DistRef::Builtin(Dist::CategoricalLogit) = o.dist.dist {
-            if let Value::Matrix(m) = env.eval(&o.dist.args[0])? {
-                let labels = bound.data[o.data].flatten();
-                if let Some(k) = labels.iter().position(|&y| y as usize >= m.ncols()) {
-                    let d = &g.data[o.data];
-                    let (row, col) = element_location(&bound.data[o.data], k, &d.name, &d.source);
-                    return Err(Error::new(
-                        ErrorKind::Data,
-                        format!(
-                            "label {} is outside the classes 0..{} of `categorical_logit`",
-                            labels[k],
-                            m.ncols() - 1
-                        ),
-                    )
-                    .in_data(bound.location(row, col))
-                    .with_span(o.span)
-                    .with_label("observed here")
-                    .into());
-                }
+        if let DistRef::Builtin(Dist::CategoricalLogit) = o.dist.dist
+            && let Value::Matrix(m) = env.eval(&o.dist.args[0])?
+        {
+            let labels = bound.data[o.data].flatten();
+            if let Some(k) = labels.iter().position(|&y| y as usize >= m.ncols()) {
+                let d = &g.data[o.data];
+                let (row, col) = element_location(&bound.data[o.data], k, &d.name, &d.source);
+                return Err(Error::new(
+                    ErrorKind::Data,
+                    format!(
+                        "label {} is outside the classes 0..{} of `categorical_logit`",
+                        labels[k],
+                        m.ncols() - 1
+                    ),
+                )
+                .in_data(bound.location(row, col))
+                .with_span(o.span)
+                .with_label("observed here")
+                .into());
             }
         }
     }

@@ -358,10 +358,10 @@ pub fn builtin<T: Scalar>(b: Builtin, args: &[Value<T>], span: Span) -> R<T> {
             }))
         }
         Dot | Sqdist => {
-            if b == Sqdist {
-                if let (Some(p), Some(q)) = (args[0].scalar(), args[1].scalar()) {
-                    return Ok(Value::Real((p - q) * (p - q)));
-                }
+            if b == Sqdist
+                && let (Some(p), Some(q)) = (args[0].scalar(), args[1].scalar())
+            {
+                return Ok(Value::Real((p - q) * (p - q)));
             }
             let (Some(u), Some(v)) = (args[0].vector(), args[1].vector()) else {
                 return Err(type_err(

@@ -70,6 +70,7 @@ impl<T: Scalar> Value<T> {
     }
 
     /// The number of elements of a vector-like value (None for scalars).
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> Option<usize> {
         match self {
             Value::Vector(v) => Some(v.len()),

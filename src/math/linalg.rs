@@ -123,7 +123,7 @@ pub fn cholesky_generic<T: Real>(a: &DMatrix<T>) -> Option<DMatrix<T>> {
         for k in 0..j {
             d -= l[(j, k)] * l[(j, k)];
         }
-        if !(d.to_constant() > 0.0) {
+        if d.to_constant().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             return None;
         }
         let djj = d.sqrt();

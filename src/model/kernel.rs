@@ -316,17 +316,17 @@ impl<T: Scalar> KernelValue<T> {
             } => {
                 let seen = check_dims(dims, *span)?;
                 for (a, p) in args.iter().zip(kind.params()) {
-                    if let Some(len) = a.len() {
-                        if len != seen {
-                            return Err(shape_error(
-                                *span,
-                                format!(
-                                    "`{}` has {len} per-dimension values for `{}`, but the kernel sees {seen} input columns",
-                                    kind.name(),
-                                    p.name
-                                ),
-                            ));
-                        }
+                    if let Some(len) = a.len()
+                        && len != seen
+                    {
+                        return Err(shape_error(
+                            *span,
+                            format!(
+                                "`{}` has {len} per-dimension values for `{}`, but the kernel sees {seen} input columns",
+                                kind.name(),
+                                p.name
+                            ),
+                        ));
                     }
                 }
                 Ok(())

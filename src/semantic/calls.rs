@@ -452,10 +452,10 @@ impl Checker<'_> {
             );
         }
         for (a, (pname, pty)) in positional.iter().zip(&f.params[..n]) {
-            if !a.ty.is_unknown()
-                && !a.ty.as_real().compatible_shape(&pty.as_real())
-                && !(a.ty.is_scalar() && pty.is_scalar())
-            {
+            let fits = a.ty.is_unknown()
+                || a.ty.as_real().compatible_shape(&pty.as_real())
+                || (a.ty.is_scalar() && pty.is_scalar());
+            if !fits {
                 self.error(
                     Error::at(
                         ErrorKind::Type,
@@ -698,21 +698,21 @@ impl Checker<'_> {
             options.iter().map(|(n, v)| (n.to_string(), *v)).collect();
         let mut next = 0;
         for a in &call.args {
-            if let Some(n) = &a.name {
-                if let Some(o) = opts.iter_mut().find(|(on, _)| *on == n.name) {
-                    match constant(&a.value) {
-                        Some(v) => o.1 = v,
-                        None => self.error(
-                            Error::at(
-                                ErrorKind::Type,
-                                a.value.span,
-                                format!("the option `{}` must be a number", n.name),
-                            )
-                            .with_label("not a constant"),
-                        ),
-                    }
-                    continue;
+            if let Some(n) = &a.name
+                && let Some(o) = opts.iter_mut().find(|(on, _)| *on == n.name)
+            {
+                match constant(&a.value) {
+                    Some(v) => o.1 = v,
+                    None => self.error(
+                        Error::at(
+                            ErrorKind::Type,
+                            a.value.span,
+                            format!("the option `{}` must be a number", n.name),
+                        )
+                        .with_label("not a constant"),
+                    ),
                 }
+                continue;
             }
             let v = self.expr(&a.value, Context::Model);
             let idx = match &a.name {
@@ -787,17 +787,18 @@ impl Checker<'_> {
         let args: Vec<TExpr> = slots.into_iter().flatten().collect();
         if let DistRef::Builtin(d) = &dist {
             for (p, a) in d.params().iter().zip(&args) {
-                if let Some(x) = texpr_literal(a) {
-                    if p.positive && x <= 0.0 {
-                        self.error(
-                            Error::at(
-                                ErrorKind::Constraint,
-                                a.span,
-                                format!("`{}` of `{name}` must be positive, found {x}", p.name),
-                            )
-                            .with_label("not positive"),
-                        );
-                    }
+                if let Some(x) = texpr_literal(a)
+                    && p.positive
+                    && x <= 0.0
+                {
+                    self.error(
+                        Error::at(
+                            ErrorKind::Constraint,
+                            a.span,
+                            format!("`{}` of `{name}` must be positive, found {x}", p.name),
+                        )
+                        .with_label("not positive"),
+                    );
                 }
             }
         }

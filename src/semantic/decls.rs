@@ -198,82 +198,82 @@ impl Checker<'_> {
 
     /// `= columns(...)`, `= column("name")` or a constant.
     fn data_init(&mut self, init: &Expr, ty: &Ty) -> (DataSource, Option<TExpr>) {
-        if let ExprKind::Call(callee, args) = &init.kind {
-            if callee.name == "columns" || callee.name == "column" {
-                let mut names = Vec::new();
-                let mut except = Vec::new();
-                for a in args {
-                    let target = match &a.name {
-                        None => &mut names,
-                        Some(n) if n.name == "except" && callee.name == "columns" => &mut except,
-                        Some(n) => {
-                            self.error(
+        if let ExprKind::Call(callee, args) = &init.kind
+            && (callee.name == "columns" || callee.name == "column")
+        {
+            let mut names = Vec::new();
+            let mut except = Vec::new();
+            for a in args {
+                let target = match &a.name {
+                    None => &mut names,
+                    Some(n) if n.name == "except" && callee.name == "columns" => &mut except,
+                    Some(n) => {
+                        self.error(
                                 Error::at(ErrorKind::Name, n.span, format!("`{}` takes no argument `{}`", callee.name, n.name))
                                     .with_label("unknown argument")
                                     .with_note("use `columns(\"a\", \"b\"..\"d\")` or `columns(except = [\"row\"])`"),
                             );
-                            continue;
-                        }
-                    };
-                    match column_names(&a.value) {
-                        Ok(ns) => target.extend(ns),
-                        Err(msg) => self.error(
-                            Error::at(ErrorKind::Type, a.value.span, msg)
-                                .with_label("not a column name"),
-                        ),
+                        continue;
                     }
+                };
+                match column_names(&a.value) {
+                    Ok(ns) => target.extend(ns),
+                    Err(msg) => self.error(
+                        Error::at(ErrorKind::Type, a.value.span, msg)
+                            .with_label("not a column name"),
+                    ),
                 }
-                let single = matches!(ty, Ty::Vector(_) | Ty::IntArray(_));
-                if callee.name == "column" && matches!(ty, Ty::Matrix(..)) {
+            }
+            let single = matches!(ty, Ty::Vector(_) | Ty::IntArray(_));
+            if callee.name == "column" && matches!(ty, Ty::Matrix(..)) {
+                self.error(
+                    Error::at(
+                        ErrorKind::Type,
+                        init.span,
+                        format!("`column` gives one column, but the declaration is {ty}"),
+                    )
+                    .with_label("one column for a matrix")
+                    .with_note("use `columns(\"a\", \"b\")` for several columns"),
+                );
+            }
+            let is_table = matches!(ty, Ty::Matrix(..));
+            if !single && !is_table && !ty.is_unknown() {
+                self.error(
+                    Error::at(
+                        ErrorKind::Type,
+                        init.span,
+                        format!(
+                            "`{}` gives columns, but the declaration is {ty}",
+                            callee.name
+                        ),
+                    )
+                    .with_label("columns need a vector, int array or matrix"),
+                );
+            }
+            if single && (names.len() != 1 || !except.is_empty()) {
+                self.error(
+                    Error::at(
+                        ErrorKind::Shape,
+                        init.span,
+                        format!("a {ty} takes exactly one column, found {}", names.len()),
+                    )
+                    .with_label("here"),
+                );
+            }
+            if !except.is_empty() {
+                if !names.is_empty() {
                     self.error(
                         Error::at(
-                            ErrorKind::Type,
+                            ErrorKind::Syntax,
                             init.span,
-                            format!("`column` gives one column, but the declaration is {ty}"),
-                        )
-                        .with_label("one column for a matrix")
-                        .with_note("use `columns(\"a\", \"b\")` for several columns"),
-                    );
-                }
-                let is_table = matches!(ty, Ty::Matrix(..));
-                if !single && !is_table && !ty.is_unknown() {
-                    self.error(
-                        Error::at(
-                            ErrorKind::Type,
-                            init.span,
-                            format!(
-                                "`{}` gives columns, but the declaration is {ty}",
-                                callee.name
-                            ),
-                        )
-                        .with_label("columns need a vector, int array or matrix"),
-                    );
-                }
-                if single && (names.len() != 1 || !except.is_empty()) {
-                    self.error(
-                        Error::at(
-                            ErrorKind::Shape,
-                            init.span,
-                            format!("a {ty} takes exactly one column, found {}", names.len()),
+                            "give either column names or `except`, not both",
                         )
                         .with_label("here"),
                     );
                 }
-                if !except.is_empty() {
-                    if !names.is_empty() {
-                        self.error(
-                            Error::at(
-                                ErrorKind::Syntax,
-                                init.span,
-                                "give either column names or `except`, not both",
-                            )
-                            .with_label("here"),
-                        );
-                    }
-                    return (DataSource::Except(except), None);
-                }
-                return (DataSource::Columns(names), None);
+                return (DataSource::Except(except), None);
             }
+            return (DataSource::Columns(names), None);
         }
         let v = self.expr(init, Context::Data);
         let ok = match (ty, &v.ty) {

@@ -150,10 +150,10 @@ impl Checker<'_> {
 
     /// A name used as a value.
     fn var(&mut self, name: &str, span: Span, ctx: Context) -> TExpr {
-        if ctx == Context::Function {
-            if let Some((slot, ty)) = self.scope.local(name) {
-                return TExpr::new(TKind::Ref(Ref::Local(slot)), ty, span);
-            }
+        if ctx == Context::Function
+            && let Some((slot, ty)) = self.scope.local(name)
+        {
+            return TExpr::new(TKind::Ref(Ref::Local(slot)), ty, span);
         }
         if name == "temperature" && !self.scope.globals.contains_key(name) {
             if self.allow_temperature {

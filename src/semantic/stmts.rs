@@ -163,18 +163,18 @@ impl Checker<'_> {
                     .with_label("not a number"),
                 );
             }
-            if let Some(x) = literal_number(t) {
-                if x < 0.0 {
-                    self.error(
-                        Error::at(
-                            ErrorKind::Constraint,
-                            t.span,
-                            format!("the power of a likelihood must be ≥ 0, found {x}"),
-                        )
-                        .with_label("negative power")
-                        .with_note("t = 0 gives the prior, t = 1 the posterior"),
-                    );
-                }
+            if let Some(x) = literal_number(t)
+                && x < 0.0
+            {
+                self.error(
+                    Error::at(
+                        ErrorKind::Constraint,
+                        t.span,
+                        format!("the power of a likelihood must be ≥ 0, found {x}"),
+                    )
+                    .with_label("negative power")
+                    .with_note("t = 0 gives the prior, t = 1 the posterior"),
+                );
             }
             if v.uses_latent() {
                 self.error(

@@ -42,11 +42,11 @@ fn span_of(p: &P) -> Span {
 fn trim_trailing(text: &str) -> &str {
     let mut t = text.trim_end();
     loop {
-        if t.ends_with("*/") {
-            if let Some(open) = t.rfind("/*") {
-                t = t[..open].trim_end();
-                continue;
-            }
+        if t.ends_with("*/")
+            && let Some(open) = t.rfind("/*")
+        {
+            t = t[..open].trim_end();
+            continue;
         }
         // A trailing line comment: the last line holds `//` outside a string.
         let line_start = t.rfind('\n').map(|i| i + 1).unwrap_or(0);
@@ -266,8 +266,7 @@ fn block(p: P) -> Result<Block> {
                     Rule::using_clause => {
                         let c = q
                             .into_inner()
-                            .filter(not_kw)
-                            .next()
+                            .find(not_kw)
                             .ok_or_else(|| Error::internal("using call"))?;
                         using = Some(call(c)?);
                     }
@@ -340,8 +339,7 @@ fn stmt(p: P) -> Result<Stmt> {
             let replicas = match it.next() {
                 Some(r) => Some(expr(
                     r.into_inner()
-                        .filter(not_kw)
-                        .next()
+                        .find(not_kw)
                         .ok_or_else(|| Error::internal("replicas"))?,
                 )?),
                 None => None,
@@ -359,8 +357,7 @@ fn stmt(p: P) -> Result<Stmt> {
             let temperature = match it.next() {
                 Some(t) => Some(expr(
                     t.into_inner()
-                        .filter(not_kw)
-                        .next()
+                        .find(not_kw)
                         .ok_or_else(|| Error::internal("temper"))?,
                 )?),
                 None => None,
@@ -559,7 +556,7 @@ pub(super) fn expr(p: P) -> Result<Expr> {
                             name: name.clone(),
                             span: lhs.span,
                         };
-                        let a = match op.into_inner().filter(not_kw).next() {
+                        let a = match op.into_inner().find(not_kw) {
                             Some(a) => args(a)?,
                             None => Vec::new(),
                         };
@@ -639,8 +636,7 @@ fn primary(p: P) -> Result<Expr> {
         Rule::string => {
             let raw = p
                 .into_inner()
-                .filter(not_kw)
-                .next()
+                .find(not_kw)
                 .map(|q| q.as_str())
                 .unwrap_or("");
             ExprKind::Str(unescape(raw))
@@ -650,8 +646,7 @@ fn primary(p: P) -> Result<Expr> {
         Rule::paren => {
             return expr(
                 p.into_inner()
-                    .filter(not_kw)
-                    .next()
+                    .find(not_kw)
                     .ok_or_else(|| Error::internal("paren"))?,
             );
         }

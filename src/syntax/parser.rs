@@ -347,10 +347,11 @@ fn rule_words(rule: Rule) -> Option<&'static str> {
 fn special_case(source: &str, pos: usize) -> Option<String> {
     let before = &source[..pos.min(source.len())];
     // An unclosed block comment: `/*` with no `*/` after it.
-    if let Some(open) = source.find("/*") {
-        if open <= pos && !source[open..].contains("*/") {
-            return Some("this block comment is never closed: add `*/`".to_string());
-        }
+    if let Some(open) = source.find("/*")
+        && open <= pos
+        && !source[open..].contains("*/")
+    {
+        return Some("this block comment is never closed: add `*/`".to_string());
     }
     // An unterminated string: an odd number of quotes on the line so far.
     let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);

@@ -15,19 +15,25 @@ use argmin::solver::quasinewton::LBFGS;
 use std::cell::RefCell;
 use std::sync::Arc;
 
+/// One evaluation: θ, −lml and its gradient.
+type Evaluation = (Vec<f64>, f64, Vec<f64>);
+
+/// The optimiser's state.
+type LbfgsState = IterState<Vec<f64>, Vec<f64>, (), (), (), f64>;
+
 /// −lml and its gradient for argmin, caching the last evaluation.
 struct Objective {
     model: Arc<ExactModel>,
     autodiff: bool,
-    cache: RefCell<Option<(Vec<f64>, f64, Vec<f64>)>>,
+    cache: RefCell<Option<Evaluation>>,
 }
 
 impl Objective {
     fn eval(&self, theta: &[f64]) -> Result<(f64, Vec<f64>), Error> {
-        if let Some((t, v, g)) = &*self.cache.borrow() {
-            if t.as_slice() == theta {
-                return Ok((*v, g.clone()));
-            }
+        if let Some((t, v, g)) = &*self.cache.borrow()
+            && t.as_slice() == theta
+        {
+            return Ok((*v, g.clone()));
         }
         let (v, g) = if self.autodiff {
             self.model.lml_grad_autodiff(theta)?
@@ -67,7 +73,7 @@ pub struct ExactEngine {
     model: Arc<ExactModel>,
     problem: Problem<Objective>,
     solver: Lbfgs,
-    state: Option<IterState<Vec<f64>, Vec<f64>, (), (), (), f64>>,
+    state: Option<LbfgsState>,
     learn: bool,
     max_iters: usize,
     grad_tol: f64,

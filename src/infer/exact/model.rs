@@ -197,30 +197,33 @@ impl ExactModel {
                 })?;
                 loc[i] += x * ad_trait::F64(*sign);
             }
-            if let Some(m) = v.len() {
-                if m != n {
-                    return Err(Error::at(
-                        ErrorKind::Shape,
-                        e.span,
-                        format!("this term has {m} values, but there are {n} points"),
-                    ));
-                }
+            if let Some(m) = v.len()
+                && m != n
+            {
+                return Err(Error::at(
+                    ErrorKind::Shape,
+                    e.span,
+                    format!("this term has {m} values, but there are {n} points"),
+                ));
             }
         }
         let s = env.eval(&self.sigma)?;
-        if let Some(m) = s.len() {
-            if m != n {
-                return Err(Error::at(
-                    ErrorKind::Shape,
-                    self.sigma.span,
-                    format!("the noise scale has {m} values, but there are {n} points"),
-                ));
-            }
+        if let Some(m) = s.len()
+            && m != n
+        {
+            return Err(Error::at(
+                ErrorKind::Shape,
+                self.sigma.span,
+                format!("the noise scale has {m} values, but there are {n} points"),
+            ));
         }
         let sigma: Vec<T> = (0..n)
             .map(|i| s.element(i).unwrap_or_else(T::zero))
             .collect();
-        if let Some(i) = sigma.iter().position(|x| !(x.to_constant() > 0.0)) {
+        if let Some(i) = sigma
+            .iter()
+            .position(|x| x.to_constant().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
+        {
             return Err(Error::at(
                 ErrorKind::Numerical,
                 self.sigma.span,

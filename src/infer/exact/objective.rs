@@ -7,8 +7,9 @@
 //! where log cₙ = (1 − t)/2 · log(2πσₙ²) − ½ log t accounts for the power t
 //! (t = 1 gives the usual marginal likelihood; t = 0 gives 0).
 //!
-//! The gradient uses the matrix identity ∂/∂θ = ½ tr(W ∂A/∂θ) + αᵀ ∂(m + offset)/∂θ
-//! + ∂Σlog c/∂θ with W = ααᵀ − A⁻¹, where every ∂A/∂θ entry comes from
+//! The gradient uses the matrix identity
+//! ∂/∂θ = ½ tr(W ∂A/∂θ) + αᵀ ∂(m + offset)/∂θ + ∂Σlog c/∂θ
+//! with W = ααᵀ − A⁻¹, where every ∂A/∂θ entry comes from
 //! forward-mode autodiff of the kernel entry (eight directions per pass).
 //! [`ExactModel::lml_grad_autodiff`] instead pushes duals through the whole
 //! computation, including the Cholesky factorisation: slower, and used to
@@ -116,9 +117,8 @@ impl ExactModel {
             for c in 0..CHUNK {
                 g[c] += tg[c];
             }
-            for c in 0..CHUNK.min(theta.len() - start) {
-                grad[start + c] = g[c];
-            }
+            let m = CHUNK.min(theta.len() - start);
+            grad[start..start + m].copy_from_slice(&g[..m]);
         }
         Ok((state, grad))
     }
@@ -163,9 +163,8 @@ impl ExactModel {
             lml -= Dual8::constant(n as f64 * HALF_LOG_2PI);
             value = lml.to_constant();
             let tg = lml.tangent();
-            for c in 0..CHUNK.min(theta.len().saturating_sub(start)) {
-                grad[start + c] = tg[c];
-            }
+            let m = CHUNK.min(theta.len().saturating_sub(start));
+            grad[start..start + m].copy_from_slice(&tg[..m]);
         }
         Ok((value, grad))
     }

@@ -89,24 +89,22 @@ impl ExactModel {
         }
         let mut p = self.predict_at(theta, state, &x, test)?;
         let obs = &self.bound.graph.observations[self.obs];
-        if test.present[obs.data] {
-            if let Some(y) = test.data[obs.data].vector() {
-                if y.len() == p.mean.len() {
-                    let m = y.len() as f64;
-                    let se: f64 = y.iter().zip(&p.mean).map(|(a, b)| (a - b).powi(2)).sum();
-                    let lpd: f64 = y
-                        .iter()
-                        .zip(p.mean.iter().zip(&p.var_y))
-                        .map(|(yi, (mu, v))| {
-                            -0.5 * (yi - mu).powi(2) / v
-                                - 0.5 * (2.0 * std::f64::consts::PI * v).ln()
-                        })
-                        .sum();
-                    p.rmse = Some((se / m).sqrt());
-                    p.mean_log_predictive_density = Some(lpd / m);
-                    p.y = Some(y.iter().copied().collect());
-                }
-            }
+        if test.present[obs.data]
+            && let Some(y) = test.data[obs.data].vector()
+            && y.len() == p.mean.len()
+        {
+            let m = y.len() as f64;
+            let se: f64 = y.iter().zip(&p.mean).map(|(a, b)| (a - b).powi(2)).sum();
+            let lpd: f64 = y
+                .iter()
+                .zip(p.mean.iter().zip(&p.var_y))
+                .map(|(yi, (mu, v))| {
+                    -0.5 * (yi - mu).powi(2) / v - 0.5 * (2.0 * std::f64::consts::PI * v).ln()
+                })
+                .sum();
+            p.rmse = Some((se / m).sqrt());
+            p.mean_log_predictive_density = Some(lpd / m);
+            p.y = Some(y.iter().copied().collect());
         }
         Ok(p)
     }
