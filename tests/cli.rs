@@ -201,3 +201,55 @@ fn usage_errors_exit_with_two() {
     let o = tempest(&["frobnicate"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn exact_engine_refuses_inputs_that_depend_on_hypers() {
+    let err = assert_clean_failure(&tempest(&[
+        "run",
+        "tests/models/run/inputs_depend_on_hyper.tempest",
+        "--data",
+        "tests/models/run/inputs_depend_on_hyper.csv",
+    ]));
+    assert!(err.contains("depend on `s`"), "{err}");
+}
+
+#[test]
+fn temperature_can_be_set_for_tempered_likelihoods() {
+    let dir = out_dir("cli_temperature");
+    let model = dir.join("tempered.tempest");
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/mcycle.tempest"),
+    )
+    .unwrap()
+    .replace(
+        "accel ~ normal(f(t), sigma)",
+        "accel ~ normal(f(t), sigma) ^ temperature",
+    )
+    .replace("learn_hypers = true", "learn_hypers = false");
+    std::fs::write(&model, text).unwrap();
+    let lml = |t: &str| {
+        let json = dir.join(format!("t{t}.json"));
+        let setting = format!("temperature={t}");
+        let o = tempest(&[
+            "run",
+            model.to_str().unwrap(),
+            "--data",
+            "examples/data/mcycle.csv",
+            "--set",
+            &setting,
+            "--json",
+            json.to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        j["log_marginal_likelihood"].as_f64().unwrap()
+    };
+    // t = 0 is the prior (log evidence 0); t = 1 is the usual marginal likelihood.
+    assert_eq!(lml("0"), 0.0);
+    let one = lml("1");
+    assert!(one < 0.0);
+    let half = lml("0.5");
+    assert!(half.is_finite() && half != one);
+}

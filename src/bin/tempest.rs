@@ -206,7 +206,7 @@ fn split_sets(
             )
         })?;
         let (k, v) = (k.trim().to_string(), v.trim().to_string());
-        if graph.data_index(&k).is_some() || graph.hyper_index(&k).is_some() {
+        if graph.data_index(&k).is_some() || graph.hyper_index(&k).is_some() || k == "temperature" {
             model.values.push((k, v));
         } else {
             engine.push((k, v));
@@ -249,7 +249,16 @@ fn run_cli(cli: Cli) -> Result<(), Failure> {
             let n_obs = graph.observations.len();
             if let Some(d) = data {
                 let data = load_data(&d, rows.as_deref(), "--rows").map_err(with_source(&src))?;
-                let (overrides, _) = split_sets(&graph, &set)?;
+                let (overrides, engine_sets) = split_sets(&graph, &set)?;
+                if !engine_sets.is_empty() {
+                    tempest::engine_config(
+                        &graph,
+                        &RunOptions {
+                            settings: engine_sets,
+                            ..Default::default()
+                        },
+                    )?;
+                }
                 let bound = tempest::bind(graph, &data, &overrides).map_err(with_source(&src))?;
                 let sizes: Vec<String> = bound
                     .sizes

@@ -124,7 +124,7 @@ impl ExactFit {
 
     /// The gradient norm on the unconstrained scale.
     pub fn gradient_norm(&self) -> f64 {
-        self.gradient.iter().map(|g| g * g).sum::<f64>().sqrt()
+        self.gradient.iter().fold(0.0, |a, g| a + g * g).sqrt()
     }
 
     fn to_json(&self) -> serde_json::Value {

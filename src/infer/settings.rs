@@ -15,13 +15,15 @@ pub enum SettingKind {
     Int(i64),
     /// A real number in a closed interval.
     Real(f64, f64),
+    /// A real number x with lo < x ≤ hi.
+    Above(f64, f64),
     /// One of these names.
     Choice(&'static [&'static str]),
-    /// A nested engine: `nuts { draws = 500 }`.
-    Engine,
-    /// A method call or name, validated by the engine that uses it:
-    /// `stein(rbf(1.0))`, `poly2`.
-    Method,
+    /// A nested engine, one of these: `nuts { draws = 500 }`.
+    Engine(&'static [&'static str]),
+    /// A method call or name, one of these (its arguments are validated by
+    /// the engine that uses it): `stein(rbf(1.0))`, `poly2`.
+    Method(&'static [&'static str]),
 }
 
 /// A setting's value.
@@ -118,7 +120,7 @@ const MCMC: &[SettingSpec] = &[
     SEED,
     s(
         "target_accept",
-        SettingKind::Real(0.0, 1.0),
+        SettingKind::Above(0.0, 1.0),
         Some("0.8"),
         "target acceptance rate",
     ),
@@ -130,7 +132,7 @@ const MCMC: &[SettingSpec] = &[
     ),
     s(
         "step_size",
-        SettingKind::Real(0.0, f64::INFINITY),
+        SettingKind::Above(0.0, f64::INFINITY),
         None,
         "initial step size",
     ),
@@ -200,7 +202,7 @@ pub const ENGINES: &[EngineSchema] = &[
             ),
             s(
                 "rho",
-                SettingKind::Real(0.0, 1.0),
+                SettingKind::Above(0.0, 1.0),
                 Some("1.0"),
                 "step size in natural parameters",
             ),
@@ -212,7 +214,7 @@ pub const ENGINES: &[EngineSchema] = &[
             ),
             s(
                 "hyper_lr",
-                SettingKind::Real(0.0, f64::INFINITY),
+                SettingKind::Above(0.0, f64::INFINITY),
                 Some("0.01"),
                 "Adam learning rate for the hypers",
             ),
@@ -245,7 +247,7 @@ pub const ENGINES: &[EngineSchema] = &[
             s("steps", SettingKind::Int(1), Some("500"), "optimiser steps"),
             s(
                 "lr",
-                SettingKind::Real(0.0, f64::INFINITY),
+                SettingKind::Above(0.0, f64::INFINITY),
                 Some("0.01"),
                 "learning rate",
             ),
@@ -283,7 +285,7 @@ pub const ENGINES: &[EngineSchema] = &[
             ),
             s(
                 "lr",
-                SettingKind::Real(0.0, f64::INFINITY),
+                SettingKind::Above(0.0, f64::INFINITY),
                 Some("0.01"),
                 "learning rate",
             ),
@@ -334,19 +336,19 @@ pub const ENGINES: &[EngineSchema] = &[
             ),
             s(
                 "power",
-                SettingKind::Real(0.0, f64::INFINITY),
+                SettingKind::Above(0.0, f64::INFINITY),
                 Some("5"),
                 "ladder t_i = ((i-1)/(rungs-1))^power",
             ),
             s(
                 "sampler",
-                SettingKind::Engine,
+                SettingKind::Engine(&["mala", "hmc", "nuts"]),
                 Some("nuts {}"),
                 "the sampler run at each rung",
             ),
             s(
                 "control_variates",
-                SettingKind::Method,
+                SettingKind::Method(&["none", "poly1", "poly2", "stein", "secf", "vector_valued"]),
                 Some("none"),
                 "control variates for the rung means",
             ),
@@ -379,13 +381,13 @@ pub const ENGINES: &[EngineSchema] = &[
             ),
             s(
                 "inner",
-                SettingKind::Engine,
+                SettingKind::Engine(&["mirror_descent", "gradient_descent", "svi"]),
                 Some("mirror_descent { steps = 3, rho = 1 }"),
                 "the per-task inference",
             ),
             s(
                 "lr",
-                SettingKind::Real(0.0, f64::INFINITY),
+                SettingKind::Above(0.0, f64::INFINITY),
                 Some("0.001"),
                 "outer learning rate",
             ),
@@ -559,10 +561,10 @@ fn parse_value_text(text: &str) -> Result<ast::SettingValue, ()> {
 fn default_value(spec: &SettingSpec, text: &str) -> Option<SettingVal> {
     let parsed = parse_value_text(text).ok()?;
     match (&spec.kind, parsed) {
-        (SettingKind::Engine, ast::SettingValue::Engine(e)) => EngineConfig::from_ast(&e)
+        (SettingKind::Engine(_), ast::SettingValue::Engine(e)) => EngineConfig::from_ast(&e)
             .ok()
             .map(|c| SettingVal::Engine(Box::new(c))),
-        (SettingKind::Method, ast::SettingValue::Expr(e)) => Some(SettingVal::Method(e)),
+        (SettingKind::Method(_), ast::SettingValue::Expr(e)) => Some(SettingVal::Method(e)),
         (_, ast::SettingValue::Expr(e)) => literal(&spec.kind, &e).ok(),
         _ => None,
     }
@@ -596,11 +598,26 @@ fn parse_setting(
         }
         return Err(vec![e]);
     };
+    let engine_of =
+        |names: &[&str], cfg: EngineConfig, span: Span| -> Result<SettingVal, Vec<Error>> {
+            if names.contains(&cfg.name.as_str()) {
+                Ok(SettingVal::Engine(Box::new(cfg)))
+            } else {
+                Err(setting_error(
+                    span,
+                    format!(
+                        "`{key}` expects an engine: {}, found `{}`",
+                        names.join(", "),
+                        cfg.name
+                    ),
+                ))
+            }
+        };
     match (&spec.kind, value) {
-        (SettingKind::Engine, ast::SettingValue::Engine(e)) => {
-            EngineConfig::from_ast(e).map(|c| SettingVal::Engine(Box::new(c)))
+        (SettingKind::Engine(names), ast::SettingValue::Engine(e)) => {
+            EngineConfig::from_ast(e).and_then(|c| engine_of(names, c, e.name.span))
         }
-        (SettingKind::Engine, ast::SettingValue::Expr(e)) => match &e.kind {
+        (SettingKind::Engine(names), ast::SettingValue::Expr(e)) => match &e.kind {
             ExprKind::Var(name) => {
                 let spec = ast::EngineSpec {
                     name: ast::Ident {
@@ -610,24 +627,35 @@ fn parse_setting(
                     settings: vec![],
                     span: e.span,
                 };
-                EngineConfig::from_ast(&spec).map(|c| SettingVal::Engine(Box::new(c)))
+                EngineConfig::from_ast(&spec).and_then(|c| engine_of(names, c, e.span))
             }
             _ => Err(setting_error(
                 e.span,
-                format!("`{key}` expects an engine such as `nuts {{ draws = 500 }}`"),
+                format!(
+                    "`{key}` expects an engine ({}), written like `{} {{ ... }}`",
+                    names.join(", "),
+                    names[names.len() - 1]
+                ),
             )),
         },
         (_, ast::SettingValue::Engine(e)) => Err(setting_error(
             e.span,
             format!("`{key}` expects {}, not an engine", expects(&spec.kind)),
         )),
-        (SettingKind::Method, ast::SettingValue::Expr(e)) => match &e.kind {
-            ExprKind::Var(_) | ExprKind::Call(..) => Ok(SettingVal::Method(e.clone())),
-            _ => Err(setting_error(
-                e.span,
-                format!("`{key}` expects a method name or call such as `stein(rbf(1.0))`"),
-            )),
-        },
+        (SettingKind::Method(names), ast::SettingValue::Expr(e)) => {
+            let method = match &e.kind {
+                ExprKind::Var(m) => Some(m.as_str()),
+                ExprKind::Call(m, _) => Some(m.name.as_str()),
+                _ => None,
+            };
+            match method {
+                Some(m) if names.contains(&m) => Ok(SettingVal::Method(e.clone())),
+                _ => Err(setting_error(
+                    e.span,
+                    format!("`{key}` expects {}", expects(&spec.kind)),
+                )),
+            }
+        }
         (kind, ast::SettingValue::Expr(e)) => {
             literal(kind, e).map_err(|m| setting_error(e.span, format!("`{key}` {m}")))
         }
@@ -641,8 +669,10 @@ fn expects(kind: &SettingKind) -> String {
         SettingKind::Real(lo, hi) if hi.is_infinite() => format!("a number ≥ {lo}"),
         SettingKind::Real(lo, hi) => format!("a number in [{lo}, {hi}]"),
         SettingKind::Choice(cs) => format!("one of {}", cs.join(", ")),
-        SettingKind::Engine => "an engine".into(),
-        SettingKind::Method => "a method".into(),
+        SettingKind::Above(lo, hi) if hi.is_infinite() => format!("a number > {lo}"),
+        SettingKind::Above(lo, hi) => format!("a number in ({lo}, {hi}]"),
+        SettingKind::Engine(names) => format!("an engine: {}", names.join(", ")),
+        SettingKind::Method(names) => format!("a method: {}", names.join(", ")),
     }
 }
 
@@ -682,6 +712,10 @@ fn literal(kind: &SettingKind, e: &ast::Expr) -> Result<SettingVal, String> {
             ExprKind::Var(n) if cs.contains(&n.as_str()) => Ok(SettingVal::Name(n.clone())),
             _ => bad(),
         },
-        SettingKind::Engine | SettingKind::Method => bad(),
+        SettingKind::Above(lo, hi) => match number(e) {
+            Some(v) if v > *lo && v <= *hi => Ok(SettingVal::Real(v)),
+            _ => bad(),
+        },
+        SettingKind::Engine(_) | SettingKind::Method(_) => bad(),
     }
 }

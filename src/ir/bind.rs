@@ -39,6 +39,8 @@ pub struct Bound {
     pub data_format: DataFormat,
     /// For CSV data: the original row number of each bound row.
     pub row_ids: Vec<usize>,
+    /// The value of `temperature` in tempered likelihoods (1 unless set).
+    pub temperature: f64,
 }
 
 /// Values given on the command line (`--set name=value`) for data scalars
@@ -174,9 +176,13 @@ impl Binder<'_> {
             DataSource::Columns(cs) => format!("columns {}", cs.join(", ")),
             _ => format!("`{}`", d.name),
         };
+        let key = match &d.source {
+            DataSource::Columns(cs) if cs.len() == 1 => cs[0].clone(),
+            _ => d.name.clone(),
+        };
         data_err(
             format!("the data has no {what} for `{}` : {}", d.name, d.ty),
-            self.data.at(None, &d.name),
+            self.data.at(None, &key),
             d.span,
         )
         .with_note(how)
@@ -187,6 +193,17 @@ impl Binder<'_> {
         let ty = d.ty.clone();
         match (&ty, &d.source) {
             (_, DataSource::Value) => {
+                if overrides.get(&d.name).is_some() {
+                    return Err(Error::new(
+                        ErrorKind::Settings,
+                        format!(
+                            "--set {}: `{}` has its value in the model, which --set cannot change",
+                            d.name, d.name
+                        ),
+                    )
+                    .with_span(d.span)
+                    .with_label("value given here"));
+                }
                 let e = d
                     .value
                     .as_ref()
@@ -289,6 +306,19 @@ impl Binder<'_> {
                         // A size with no value: inferred from the shapes that use it.
                     }
                 }
+            }
+            (Ty::Vector(_) | Ty::IntArray(_) | Ty::Matrix(..), _)
+                if overrides.get(&d.name).is_some() =>
+            {
+                return Err(Error::new(
+                    ErrorKind::Settings,
+                    format!(
+                        "--set {}: --set gives numbers to scalar declarations, but `{}` is {}",
+                        d.name, d.name, d.ty
+                    ),
+                )
+                .with_span(d.span)
+                .with_label("declared here"));
             }
             (Ty::Vector(n) | Ty::IntArray(n), _) => {
                 let int = matches!(ty, Ty::IntArray(_));
@@ -420,6 +450,40 @@ impl Binder<'_> {
                             Ok((m, cols))
                         })
                     }
+                    Data::Json(j) if matches!(&d.source, DataSource::Columns(cs) if cs.iter().all(|c| j.map.contains_key(c))) =>
+                    {
+                        let DataSource::Columns(cs) = &d.source else {
+                            unreachable!()
+                        };
+                        let mut cols = Vec::with_capacity(cs.len());
+                        for c in cs {
+                            match j.array(c) {
+                                Some(Ok(v)) => cols.push(v),
+                                Some(Err(e)) => {
+                                    return Err(e.with_span(d.span).with_label("declared here"));
+                                }
+                                None => return Err(self.missing(i)),
+                            }
+                        }
+                        let nrow = cols.first().map(|c| c.len()).unwrap_or(0);
+                        if let Some(k) = cols.iter().position(|c| c.len() != nrow) {
+                            return Err(data_err(
+                                format!(
+                                    "`{}` has {} but `{}` has {}",
+                                    cs[k],
+                                    plural(cols[k].len(), "entry"),
+                                    cs[0],
+                                    plural(nrow, "entry")
+                                ),
+                                self.data.at(None, &cs[k]),
+                                d.span,
+                            ));
+                        }
+                        Some(Ok((
+                            DMatrix::from_fn(nrow, cols.len(), |a, b| cols[b][a]),
+                            cs.clone(),
+                        )))
+                    }
                     Data::Json(j) => j.rows(&d.name).map(|r| {
                         r.and_then(|rows| {
                             let ncol = rows.first().map(|r| r.len()).unwrap_or(0);
@@ -550,6 +614,7 @@ impl Binder<'_> {
                 Data::Csv(t) => t.row_ids.clone(),
                 _ => vec![],
             },
+            temperature: 1.0,
         }
     }
 }
@@ -632,7 +697,14 @@ fn bind_inner(
         sizes: BTreeMap::new(),
         values: vec![Value::Int(0); n],
         present: vec![false; n],
-        claimed: vec![],
+        claimed: graph
+            .data
+            .iter()
+            .flat_map(|d| match &d.source {
+                DataSource::Columns(cs) => cs.clone(),
+                _ => vec![d.name.clone()],
+            })
+            .collect(),
     };
     for i in 0..n {
         b.bind_decl(i, overrides)?;
@@ -677,6 +749,22 @@ fn bind_inner(
     if !errors.is_empty() {
         return Err(Errors(errors));
     }
+    if let Some(text) = overrides.get("temperature") {
+        let t = literal_value("temperature", text)?
+            .scalar()
+            .unwrap_or(f64::NAN);
+        if !(t >= 0.0 && t.is_finite()) {
+            return Err(Error::new(
+                ErrorKind::Settings,
+                format!("--set temperature={text}: expected a number ≥ 0"),
+            )
+            .into());
+        }
+        bound.temperature = t;
+    }
+    if let Some(base) = base {
+        bound.temperature = base.temperature;
+    }
     init_hypers(&mut bound, overrides, base)?;
     if base.is_none() {
         dry_run(&bound)?;
@@ -701,12 +789,15 @@ fn check_data_bounds(bound: &mut Bound) -> Result<Vec<Error>> {
             .position(|x| !bounds.contains(*x))
         {
             let x = bound.data[i].flatten()[k];
+            let msg = format!("`{}` must be {}, found {x}", d.name, bounds.describe());
+            if let (DataSource::Value, Some(v)) = (&d.source, &d.value) {
+                errors.push(
+                    Error::at(ErrorKind::Constraint, v.span, msg).with_label("value given here"),
+                );
+                continue;
+            }
             let (row, col) = element_location(&bound.data[i], k, &d.name, &d.source);
-            errors.push(data_err(
-                format!("`{}` must be {}, found {x}", d.name, bounds.describe()),
-                bound.location(row, col),
-                d.span,
-            ));
+            errors.push(data_err(msg, bound.location(row, col), d.span));
         }
     }
     for o in &g.observations {
@@ -820,6 +911,19 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
                 bounds.contains_strictly(x)
             }
         };
+        if v.flatten().iter().any(|x| x.is_nan()) {
+            let span = h.init.as_ref().map(|e| e.span).unwrap_or(h.span);
+            errors.push(
+                Error::at(
+                    ErrorKind::Constraint,
+                    span,
+                    format!("the initial value of `{}` is not a number (NaN)", h.name),
+                )
+                .with_label("initial value"),
+            );
+            bound.hyper_init.push(v);
+            continue;
+        }
         if let Some(x) = v.flatten().into_iter().find(|&x| !ok(x)) {
             let from_set = overrides
                 .get(&h.name)

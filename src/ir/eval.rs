@@ -35,7 +35,7 @@ pub struct Env<'a, T> {
 }
 
 impl<'a, T: Scalar> Env<'a, T> {
-    /// An environment with no latent values and temperature 1.
+    /// An environment with no latent values and the bound temperature.
     pub fn new(
         bound: &'a Bound,
         hypers: &'a [Value<T>],
@@ -47,7 +47,7 @@ impl<'a, T: Scalar> Env<'a, T> {
             hypers,
             params,
             sites,
-            temperature: T::one(),
+            temperature: T::constant(bound.temperature),
             lets: RefCell::new(vec![None; bound.graph.lets.len()]),
         }
     }

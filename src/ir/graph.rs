@@ -271,6 +271,24 @@ pub struct Graph {
 }
 
 impl Graph {
+    /// Every name `e` depends on, looking through `let`s (which are listed
+    /// too), without repeats.
+    pub fn dependencies(&self, e: &TExpr) -> Vec<super::expr::Ref> {
+        use super::expr::Ref;
+        let mut out: Vec<Ref> = Vec::new();
+        let mut todo = e.refs();
+        while let Some(r) = todo.pop() {
+            if out.contains(&r) {
+                continue;
+            }
+            out.push(r);
+            if let Ref::Let(i) = r {
+                todo.extend(self.lets[i].value.refs());
+            }
+        }
+        out
+    }
+
     /// The index of a data declaration by name.
     pub fn data_index(&self, name: &str) -> Option<usize> {
         self.data.iter().position(|d| d.name == name)

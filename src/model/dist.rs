@@ -56,8 +56,10 @@ pub enum Dist {
 pub enum Support {
     /// Any real number.
     Real,
-    /// y > 0 (or ≥ 0).
+    /// y > 0.
     Positive,
+    /// y ≥ 0.
+    NonNegative,
     /// 0 < y < 1.
     Unit,
     /// 0 or 1.
@@ -75,7 +77,8 @@ impl Support {
     pub fn contains(self, y: f64, classes: Option<usize>) -> bool {
         match self {
             Support::Real | Support::Interval => y.is_finite(),
-            Support::Positive => y >= 0.0 && y.is_finite(),
+            Support::Positive => y > 0.0 && y.is_finite(),
+            Support::NonNegative => y >= 0.0 && y.is_finite(),
             Support::Unit => y > 0.0 && y < 1.0,
             Support::Binary => y == 0.0 || y == 1.0,
             Support::Count => y >= 0.0 && y.fract() == 0.0 && y.is_finite(),
@@ -88,7 +91,8 @@ impl Support {
     pub fn describe(self) -> &'static str {
         match self {
             Support::Real => "a finite real number",
-            Support::Positive => "a non-negative number",
+            Support::Positive => "a positive number",
+            Support::NonNegative => "a non-negative number",
             Support::Unit => "a number strictly between 0 and 1",
             Support::Binary => "0 or 1",
             Support::Count => "a non-negative integer",

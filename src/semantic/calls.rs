@@ -58,6 +58,14 @@ impl Checker<'_> {
                     );
                     return Self::unknown(span);
                 }
+                Some(Symbol::Value { .. })
+                    if Builtin::from_name(name).is_some()
+                        || KernelKind::from_name(name).is_some()
+                        || self.registry.kernel(name).is_some() =>
+                {
+                    // Values and functions live apart: `exp(x)` calls the
+                    // built-in even when a value is named `exp`.
+                }
                 Some(Symbol::Value { span: decl, ty, .. }) => {
                     self.error(
                         Error::at(
@@ -365,6 +373,26 @@ impl Checker<'_> {
                 }
             };
             let spec = specs[idx];
+            if spec.positive {
+                let literals: Vec<f64> = match &v.kind {
+                    TKind::Array(xs) => xs.iter().filter_map(texpr_literal).collect(),
+                    _ => texpr_literal(&v).into_iter().collect(),
+                };
+                if let Some(x) = literals.into_iter().find(|x| *x <= 0.0) {
+                    self.error(
+                        Error::at(
+                            ErrorKind::Constraint,
+                            v.span,
+                            format!(
+                                "`{}` of `{}` must be positive, found {x}",
+                                spec.name,
+                                kind.name()
+                            ),
+                        )
+                        .with_label("not positive"),
+                    );
+                }
+            }
             let ok = match &v.ty {
                 Ty::Int | Ty::Real | Ty::Unknown => true,
                 Ty::Vector(_) => spec.per_dim,
@@ -757,6 +785,17 @@ impl Checker<'_> {
                     next - 1
                 }
             };
+            if slots[idx].is_some() {
+                self.error(
+                    Error::at(
+                        ErrorKind::Type,
+                        a.span,
+                        format!("`{}` of `{name}` is given twice", params[idx]),
+                    )
+                    .with_label("repeated argument"),
+                );
+                continue;
+            }
             slots[idx] = Some(v);
         }
         let missing: Vec<&String> = params

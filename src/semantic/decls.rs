@@ -481,7 +481,13 @@ pub(crate) fn string_range(a: &str, b: &str) -> Result<Vec<String>, String> {
     let (pb, nb) = split(b);
     match (na, nb) {
         (Some(x), Some(y)) if pa == pb && x <= y => {
-            Ok((x..=y).map(|i| format!("{pa}{i}")).collect())
+            // Keep zero padding: "x01".."x10" gives x01, x02, ..., x10.
+            let width = if a[pa.len()..].starts_with('0') && a.len() > pa.len() + 1 {
+                a.len() - pa.len()
+            } else {
+                0
+            };
+            Ok((x..=y).map(|i| format!("{pa}{i:0width$}")).collect())
         }
         (Some(_), Some(_)) if pa == pb => Err(format!(
             "the range \"{a}\"..\"{b}\" is empty: its end comes before its start"

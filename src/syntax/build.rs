@@ -426,7 +426,13 @@ fn engine_spec(p: P) -> Result<EngineSpec> {
 fn call(p: P) -> Result<Call> {
     let span = span_of(&p);
     let mut it = p.into_inner().filter(not_kw);
-    let name = ident(it.next().ok_or_else(|| Error::internal("call name"))?);
+    let callee = it.next().ok_or_else(|| Error::internal("call name"))?;
+    let name = ident(
+        callee
+            .into_inner()
+            .next()
+            .ok_or_else(|| Error::internal("callee name"))?,
+    );
     let args = match it.next() {
         Some(a) => args(a)?,
         None => Vec::new(),
@@ -485,7 +491,7 @@ fn pratt() -> &'static PrattParser<Rule> {
                 | Op::infix(Rule::ew_div, Assoc::Left))
             .op(Op::prefix(Rule::neg) | Op::prefix(Rule::not))
             .op(Op::infix(Rule::pow, Assoc::Right))
-            .op(Op::postfix(Rule::call_args) | Op::postfix(Rule::index))
+            .op(Op::postfix(Rule::index))
     })
 }
 
@@ -509,6 +515,7 @@ pub(super) fn expr(p: P) -> Result<Expr> {
                         | Rule::paren
                         | Rule::array
                         | Rule::if_expr
+                        | Rule::call
                 )
             })
             .count();
@@ -542,41 +549,15 @@ pub(super) fn expr(p: P) -> Result<Expr> {
             .map_postfix(|lhs, op| {
                 let lhs = lhs?;
                 let span = lhs.span.join(span_of(&op));
-                match op.as_rule() {
-                    Rule::call_args => {
-                        let ExprKind::Var(name) = &lhs.kind else {
-                            return Err(Error::at(
-                                ErrorKind::Syntax,
-                                lhs.span,
-                                "only a name can be called: expected `name(...)`",
-                            )
-                            .into());
-                        };
-                        let callee = Ident {
-                            name: name.clone(),
-                            span: lhs.span,
-                        };
-                        let a = match op.into_inner().find(not_kw) {
-                            Some(a) => args(a)?,
-                            None => Vec::new(),
-                        };
-                        Ok(Expr {
-                            kind: ExprKind::Call(callee, a),
-                            span,
-                        })
-                    }
-                    _ => {
-                        let idx = op
-                            .into_inner()
-                            .filter(not_kw)
-                            .map(expr)
-                            .collect::<Result<Vec<_>>>()?;
-                        Ok(Expr {
-                            kind: ExprKind::Index(Box::new(lhs), idx),
-                            span,
-                        })
-                    }
-                }
+                let idx = op
+                    .into_inner()
+                    .filter(not_kw)
+                    .map(expr)
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Expr {
+                    kind: ExprKind::Index(Box::new(lhs), idx),
+                    span,
+                })
             })
             .map_infix(|lhs, op, rhs| {
                 let (lhs, rhs) = (lhs?, rhs?);
@@ -643,6 +624,10 @@ fn primary(p: P) -> Result<Expr> {
         }
         Rule::boolean => ExprKind::Bool(p.as_str() == "true"),
         Rule::ident => ExprKind::Var(p.as_str().to_string()),
+        Rule::call => {
+            let c = call(p)?;
+            ExprKind::Call(c.name, c.args)
+        }
         Rule::paren => {
             return expr(
                 p.into_inner()

@@ -331,7 +331,7 @@ fn rule_words(rule: Rule) -> Option<&'static str> {
         | Rule::div
         | Rule::pow => "an operator",
         Rule::neg | Rule::not => "an expression",
-        Rule::call_args => "`(`",
+        Rule::callee => "a call `name(...)`",
         Rule::index => "`[`",
         Rule::if_expr => "`if`",
         Rule::paren => "`(`",
@@ -367,6 +367,23 @@ fn special_case(source: &str, pos: usize) -> Option<String> {
         return Some(
             "this string is never closed: add the closing `\"` on the same line".to_string(),
         );
+    }
+    // A space between a function's name and its `(`.
+    if source[pos.min(source.len())..].starts_with('(') {
+        let prev = before.trim_end_matches([' ', '\t']);
+        if prev.len() < before.len() && prev.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            let word: String = prev
+                .chars()
+                .rev()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect::<String>()
+                .chars()
+                .rev()
+                .collect();
+            return Some(format!(
+                "no space may come between `{word}` and `(` in a call: write `{word}(...)`"
+            ));
+        }
     }
     None
 }

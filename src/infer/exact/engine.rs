@@ -116,7 +116,7 @@ impl ExactEngine {
 }
 
 fn norm(g: &[f64]) -> f64 {
-    g.iter().map(|x| x * x).sum::<f64>().sqrt()
+    g.iter().fold(0.0, |a, x| a + x * x).sqrt()
 }
 
 impl Engine for ExactEngine {
@@ -201,8 +201,8 @@ impl Engine for ExactEngine {
     fn finish(mut self: Box<Self>, reason: String) -> Result<Fit, Error> {
         let theta = match self.state.as_mut() {
             Some(st) => st
-                .take_best_param()
-                .or_else(|| st.take_param())
+                .take_param()
+                .or_else(|| st.take_best_param())
                 .unwrap_or_else(|| self.theta0.clone()),
             None => self.theta0.clone(),
         };

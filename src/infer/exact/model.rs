@@ -134,6 +134,22 @@ impl ExactModel {
                 "the exact engine handles one latent GP, not replicated copies",
             ));
         }
+        let input = &g.sites[site].input;
+        for r in g.dependencies(input) {
+            let name = match r {
+                crate::ir::expr::Ref::Hyper(i) => &g.hypers[i].name,
+                crate::ir::expr::Ref::Param(i) => &g.params[i].name,
+                _ => continue,
+            };
+            return Err(unsupported(
+                input.span,
+                format!(
+                    "the inputs of `{}` depend on `{name}`; the exact engine needs inputs that are data \
+                 (put learned input scalings into the kernel, e.g. `rbf(ell)`)",
+                    g.gps[gp].name
+                ),
+            ));
+        }
         let sigma = obs.dist.args[1].clone();
         if sigma.uses_latent() {
             return Err(unsupported(
