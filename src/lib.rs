@@ -19,6 +19,7 @@
 //! inputs X* are [M, D].
 
 pub mod api;
+pub mod command;
 pub mod data;
 pub mod error;
 pub mod infer;

@@ -19,9 +19,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Once;
-use tempest::error::{Error, ErrorKind, Errors};
+use tempest::command::Failure;
+use tempest::error::{ErrorKind, Errors};
 use tempest::syntax::diagnostics::{SourceFile, render};
-use tempest::{Data, Overrides, Registry};
 
 /// Where the model folders are, relative to the repository root.
 const BAD: &str = "tests/models/bad";
@@ -128,77 +128,9 @@ fn slash(p: &Path) -> String {
     p.display().to_string().replace('\\', "/")
 }
 
-/// The errors of a failed run, and the source to render them against (the
-/// CLI renders errors that come from its own option parsing without one).
-struct Failure {
-    errors: Errors,
-    with_source: bool,
-}
-
-/// `--rows A..B`, read as the CLI reads it.
-#[allow(clippy::result_large_err)]
-fn parse_rows(text: &str) -> Result<(usize, usize), Error> {
-    let bad = || {
-        Error::new(
-            ErrorKind::Settings,
-            format!(
-                "--rows {text}: expected two row numbers `A..B` (inclusive, 0-based), e.g. `0..299`"
-            ),
-        )
-    };
-    let (a, b) = text.split_once("..").ok_or_else(bad)?;
-    let a: usize = a.trim().parse().map_err(|_| bad())?;
-    let b: usize = b
-        .trim()
-        .trim_start_matches('=')
-        .parse()
-        .map_err(|_| bad())?;
-    if a > b {
-        return Err(bad());
-    }
-    Ok((a, b))
-}
-
-/// `tempest check`, through the library: the same stages in the same order.
+/// `tempest check`, through the library call the command line itself uses.
 fn check(case: &Case, src: &SourceFile) -> Result<(), Failure> {
-    let sourced = |errors: Errors| Failure {
-        errors,
-        with_source: true,
-    };
-    let graph = tempest::parse(&src.text)
-        .and_then(|p| tempest::check(&p, &Registry::default()))
-        .and_then(tempest::lower)
-        .map_err(sourced)?;
-    let Some(path) = &case.data else {
-        return Ok(());
-    };
-    let data = Data::read(path).map_err(sourced)?;
-    let data = match &case.rows {
-        Some(r) => {
-            let (a, b) = parse_rows(r).map_err(|e| sourced(e.into()))?;
-            data.select_rows(a, b).map_err(sourced)?
-        }
-        None => data,
-    };
-    // `--set`: data scalars and hypers are model overrides; anything else
-    // is an engine setting, which `check` does not use.
-    let mut overrides = Overrides::default();
-    for s in &case.sets {
-        let (k, v) = s.split_once('=').ok_or_else(|| Failure {
-            errors: Error::new(
-                ErrorKind::Settings,
-                format!("--set {s}: expected NAME=VALUE"),
-            )
-            .into(),
-            with_source: false,
-        })?;
-        let (k, v) = (k.trim().to_string(), v.trim().to_string());
-        if graph.data_index(&k).is_some() || graph.hyper_index(&k).is_some() {
-            overrides.values.push((k, v));
-        }
-    }
-    tempest::bind(graph, &data, &overrides).map_err(sourced)?;
-    Ok(())
+    tempest::command::check(src, case.data.as_deref(), case.rows.as_deref(), &case.sets).map(|_| ())
 }
 
 /// The outcome of a case: `Ok(None)` when it passed, `Ok(Some((errors,
@@ -213,7 +145,7 @@ fn run(case: &Case) -> (SourceFile, Outcome) {
     let outcome = match outcome {
         Ok(Ok(())) => Ok(None),
         Ok(Err(f)) => {
-            let rendered = render(&f.errors, f.with_source.then_some(&src), false);
+            let rendered = render(&f.errors, f.in_source.then_some(&src), false);
             Ok(Some((f.errors, rendered)))
         }
         Err(payload) => Err(payload

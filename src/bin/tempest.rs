@@ -5,11 +5,12 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use tempest::command::{self, Failure};
 use tempest::error::{Error, ErrorKind, Errors};
 use tempest::output::plot::{RegressionPlot, regression_1d};
 use tempest::output::progress::BarProgress;
 use tempest::syntax::diagnostics::{SourceFile, render};
-use tempest::{Data, Fit, Overrides, Registry, RunOptions};
+use tempest::{Fit, Registry, RunOptions};
 
 /// tempest: Gaussian-process models from model files.
 #[derive(Parser)]
@@ -85,30 +86,6 @@ enum Stage {
     Ir,
 }
 
-/// A failure: errors with the source to render them against.
-struct Failure {
-    errors: Errors,
-    source: Option<SourceFile>,
-}
-
-impl From<Errors> for Failure {
-    fn from(errors: Errors) -> Self {
-        Failure {
-            errors,
-            source: None,
-        }
-    }
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Self {
-        Failure {
-            errors: e.into(),
-            source: None,
-        }
-    }
-}
-
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         let msg = info
@@ -131,10 +108,12 @@ fn main() -> ExitCode {
     }));
     let cli = Cli::parse();
     let color = std::io::stderr().is_terminal();
-    match run_cli(cli) {
+    let mut source = None;
+    match run_cli(cli, &mut source) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprint!("{}", render(&f.errors, f.source.as_ref(), color));
+            let src = if f.in_source { source.as_ref() } else { None };
+            eprint!("{}", render(&f.errors, src, color));
             ExitCode::FAILURE
         }
     }
@@ -150,89 +129,25 @@ fn read_source(path: &Path) -> Result<SourceFile, Failure> {
     Ok(SourceFile::new(path.display().to_string(), text))
 }
 
-fn compile(src: &SourceFile) -> Result<tempest::Graph, Errors> {
-    let registry = Registry::default();
-    tempest::parse(&src.text)
-        .and_then(|p| tempest::check(&p, &registry))
-        .and_then(tempest::lower)
-}
-
-fn parse_rows(flag: &str, text: &str) -> Result<(usize, usize), Error> {
-    let bad = || {
-        Error::new(
-            ErrorKind::Settings,
-            format!(
-                "{flag} {text}: expected two row numbers `A..B` (inclusive, 0-based), e.g. `0..299`"
-            ),
-        )
-    };
-    let (a, b) = text.split_once("..").ok_or_else(bad)?;
-    let a: usize = a.trim().parse().map_err(|_| bad())?;
-    let b: usize = b
-        .trim()
-        .trim_start_matches('=')
-        .parse()
-        .map_err(|_| bad())?;
-    if a > b {
-        return Err(bad());
-    }
-    Ok((a, b))
-}
-
-fn load_data(path: &Path, rows: Option<&str>, flag: &str) -> Result<Data, Errors> {
-    let d = Data::read(path)?;
-    match rows {
-        Some(r) => {
-            let (a, b) = parse_rows(flag, r)?;
-            d.select_rows(a, b)
-        }
-        None => Ok(d),
-    }
-}
-
-/// Split `--set` pairs into model overrides (data scalars, hypers,
-/// `temperature`) and engine settings.
-fn split_sets(
-    graph: &tempest::Graph,
-    sets: &[String],
-) -> Result<(Overrides, Vec<(String, String)>), Error> {
-    let mut model = Overrides::default();
-    let mut engine = Vec::new();
-    for s in sets {
-        let (k, v) = s.split_once('=').ok_or_else(|| {
-            Error::new(
-                ErrorKind::Settings,
-                format!("--set {s}: expected NAME=VALUE"),
-            )
-        })?;
-        let (k, v) = (k.trim().to_string(), v.trim().to_string());
-        if graph.data_index(&k).is_some() || graph.hyper_index(&k).is_some() || k == "temperature" {
-            model.values.push((k, v));
-        } else {
-            engine.push((k, v));
-        }
-    }
-    Ok((model, engine))
-}
-
-fn with_source(src: &SourceFile) -> impl Fn(Errors) -> Failure + '_ {
-    move |errors| Failure {
+/// Errors from a stage that points into the model source.
+fn sourced(errors: Errors) -> Failure {
+    Failure {
         errors,
-        source: Some(src.clone()),
+        in_source: true,
     }
 }
 
-fn run_cli(cli: Cli) -> Result<(), Failure> {
+fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
     match cli.command {
         Command::Emit { stage, model } => {
-            let src = read_source(&model)?;
+            let src = source.insert(read_source(&model)?);
             match stage {
                 Stage::Ast => {
-                    let p = tempest::parse(&src.text).map_err(with_source(&src))?;
-                    print!("{}", tempest::syntax::print::program(&p, &src));
+                    let p = tempest::parse(&src.text).map_err(sourced)?;
+                    print!("{}", tempest::syntax::print::program(&p, src));
                 }
                 Stage::Ir => {
-                    let g = compile(&src).map_err(with_source(&src))?;
+                    let g = command::compile(src, &Registry::default())?;
                     print!("{}", tempest::ir::print::graph(&g));
                 }
             }
@@ -244,46 +159,26 @@ fn run_cli(cli: Cli) -> Result<(), Failure> {
             rows,
             set,
         } => {
-            let src = read_source(&model)?;
-            let graph = compile(&src).map_err(with_source(&src))?;
+            let src = source.insert(read_source(&model)?);
+            let (graph, bound) = command::check(src, data.as_deref(), rows.as_deref(), &set)?;
             let n_obs = graph.observations.len();
-            if let Some(d) = data {
-                let data = load_data(&d, rows.as_deref(), "--rows").map_err(with_source(&src))?;
-                let (overrides, engine_sets) = split_sets(&graph, &set)?;
-                if !engine_sets.is_empty() {
-                    tempest::engine_config(
-                        &graph,
-                        &RunOptions {
-                            settings: engine_sets,
-                            ..Default::default()
-                        },
-                    )?;
-                }
-                let bound = tempest::bind(graph, &data, &overrides).map_err(with_source(&src))?;
-                let sizes: Vec<String> = bound
-                    .sizes
-                    .iter()
-                    .map(|(k, v)| format!("{k} = {v}"))
-                    .collect();
-                println!(
-                    "{}: ok ({} observation statement{}; data {}: {})",
-                    src.name,
-                    n_obs,
-                    if n_obs == 1 { "" } else { "s" },
-                    d.display(),
-                    if sizes.is_empty() {
-                        "no sizes".into()
+            let plural = if n_obs == 1 { "" } else { "s" };
+            match (bound, data) {
+                (Some(b), Some(d)) => {
+                    let sizes: Vec<String> =
+                        b.sizes.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                    let sizes = if sizes.is_empty() {
+                        "no sizes".to_string()
                     } else {
                         sizes.join(", ")
-                    }
-                );
-            } else {
-                println!(
-                    "{}: ok ({} observation statement{})",
-                    src.name,
-                    n_obs,
-                    if n_obs == 1 { "" } else { "s" }
-                );
+                    };
+                    println!(
+                        "{}: ok ({n_obs} observation statement{plural}; data {}: {sizes})",
+                        src.name,
+                        d.display()
+                    );
+                }
+                _ => println!("{}: ok ({n_obs} observation statement{plural})", src.name),
             }
             Ok(())
         }
@@ -300,17 +195,17 @@ fn run_cli(cli: Cli) -> Result<(), Failure> {
             plot,
             quiet,
         } => {
-            let src = read_source(&model)?;
-            let graph = compile(&src).map_err(with_source(&src))?;
-            let train = load_data(&data, rows.as_deref(), "--rows").map_err(with_source(&src))?;
+            let src = source.insert(read_source(&model)?);
+            let graph = command::compile(src, &Registry::default())?;
+            let train = command::load_data(&data, rows.as_deref(), "--rows").map_err(sourced)?;
             let test_data = match &test {
                 Some(t) => Some(
-                    load_data(t, test_rows.as_deref(), "--test-rows").map_err(with_source(&src))?,
+                    command::load_data(t, test_rows.as_deref(), "--test-rows").map_err(sourced)?,
                 ),
                 None => None,
             };
-            let (overrides, settings) = split_sets(&graph, &set)?;
-            let bound = tempest::bind(graph, &train, &overrides).map_err(with_source(&src))?;
+            let (overrides, settings) = command::split_sets(&graph, &set)?;
+            let bound = tempest::bind(graph, &train, &overrides).map_err(sourced)?;
             let mut options = RunOptions {
                 engine,
                 settings,
@@ -321,7 +216,7 @@ fn run_cli(cli: Cli) -> Result<(), Failure> {
             if !quiet {
                 options.observers.push(Box::new(BarProgress::new()));
             }
-            let fit = tempest::run(&bound, options).map_err(with_source(&src))?;
+            let fit = tempest::run(&bound, options).map_err(sourced)?;
             print!("{}", fit.summary());
             if let Some(path) = &json {
                 let mut j = fit.to_json();

@@ -1,0 +1,141 @@
+//! The pieces of the command line that are useful from Rust too: reading
+//! `--rows`, loading data files, splitting `--set` values, and the `check`
+//! command as one call (used by the golden tests, so they see exactly what
+//! the command line prints).
+
+use crate::data::Data;
+use crate::error::{Error, ErrorKind, Errors};
+use crate::ir::bind::{Bound, Overrides};
+use crate::ir::graph::Graph;
+use crate::model::custom::Registry;
+use crate::syntax::diagnostics::SourceFile;
+use std::path::Path;
+
+/// Read `A..B` (inclusive, 0-based rows); `flag` names the option in errors.
+pub fn parse_rows(flag: &str, text: &str) -> Result<(usize, usize), Error> {
+    let bad = || {
+        Error::new(
+            ErrorKind::Settings,
+            format!(
+                "{flag} {text}: expected two row numbers `A..B` (inclusive, 0-based), e.g. `0..299`"
+            ),
+        )
+    };
+    let (a, b) = text.split_once("..").ok_or_else(bad)?;
+    let a: usize = a.trim().parse().map_err(|_| bad())?;
+    let b: usize = b
+        .trim()
+        .trim_start_matches('=')
+        .parse()
+        .map_err(|_| bad())?;
+    if a > b {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+/// Read a data file, keeping only `rows` (`A..B`) when given.
+pub fn load_data(path: &Path, rows: Option<&str>, flag: &str) -> Result<Data, Errors> {
+    let d = Data::read(path)?;
+    match rows {
+        Some(r) => {
+            let (a, b) = parse_rows(flag, r)?;
+            d.select_rows(a, b)
+        }
+        None => Ok(d),
+    }
+}
+
+/// Split `NAME=VALUE` pairs into model overrides (data scalars, hypers and
+/// `temperature`) and engine settings.
+pub fn split_sets(
+    graph: &Graph,
+    sets: &[String],
+) -> Result<(Overrides, Vec<(String, String)>), Error> {
+    let mut model = Overrides::default();
+    let mut engine = Vec::new();
+    for s in sets {
+        let (k, v) = s.split_once('=').ok_or_else(|| {
+            Error::new(
+                ErrorKind::Settings,
+                format!("--set {s}: expected NAME=VALUE"),
+            )
+        })?;
+        let (k, v) = (k.trim().to_string(), v.trim().to_string());
+        if graph.data_index(&k).is_some() || graph.hyper_index(&k).is_some() || k == "temperature" {
+            model.values.push((k, v));
+        } else {
+            engine.push((k, v));
+        }
+    }
+    Ok((model, engine))
+}
+
+/// Why a command failed: the errors, and whether they point into the model
+/// source (errors about command-line options do not).
+#[derive(Debug)]
+pub struct Failure {
+    /// What went wrong.
+    pub errors: Errors,
+    /// Whether to render the errors against the model source.
+    pub in_source: bool,
+}
+
+impl From<Errors> for Failure {
+    fn from(errors: Errors) -> Self {
+        Failure {
+            errors,
+            in_source: false,
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure {
+            errors: e.into(),
+            in_source: false,
+        }
+    }
+}
+
+fn sourced(errors: Errors) -> Failure {
+    Failure {
+        errors,
+        in_source: true,
+    }
+}
+
+/// Compile a model source with the built-ins only.
+pub fn compile(src: &SourceFile, registry: &Registry) -> Result<Graph, Failure> {
+    crate::parse(&src.text)
+        .and_then(|p| crate::check(&p, registry))
+        .and_then(crate::lower)
+        .map_err(sourced)
+}
+
+/// `tempest check`: compile the model, then (with a data file) read the
+/// data, bind it and validate engine settings given with `--set`. Returns
+/// the graph and, with data, the bound model.
+pub fn check(
+    src: &SourceFile,
+    data: Option<&Path>,
+    rows: Option<&str>,
+    sets: &[String],
+) -> Result<(Graph, Option<Bound>), Failure> {
+    let graph = compile(src, &Registry::default())?;
+    let (overrides, engine_sets) = split_sets(&graph, sets)?;
+    if !engine_sets.is_empty() {
+        let options = crate::RunOptions {
+            settings: engine_sets,
+            ..Default::default()
+        };
+        crate::engine_config(&graph, &options).map_err(|e| sourced(e.into()))?;
+    }
+    let Some(path) = data else {
+        return Ok((graph, None));
+    };
+    let data = load_data(path, rows, "--rows").map_err(sourced)?;
+    let bound = crate::bind(graph.clone(), &data, &overrides).map_err(sourced)?;
+    Ok((graph, Some(bound)))
+}
