@@ -18,6 +18,8 @@
 //! Shapes follow one notation: inputs X are [N, D], outcomes y are [N], test
 //! inputs X* are [M, D].
 
+#![warn(missing_docs)]
+
 pub mod api;
 pub mod command;
 pub mod data;

@@ -1,5 +1,13 @@
 //! Kernels: the built-in catalogue, kernel algebra, and Gram matrices.
 //!
+//! The formulas of the stationary kernels are in [`super::kernels::stationary`],
+//! those built on inner products in [`super::kernels::dot_product`]; the two
+//! simplest are here: `white()` is k(x, x′) = 1 when x and x′ are the same
+//! point of the same set (the diagonal of a Gram matrix) and 0 otherwise, and
+//! `constant()` is k(x, x′) = 1. Kernel algebra: (k₁ + k₂)(x, x′) =
+//! k₁(x, x′) + k₂(x, x′), (k₁ · k₂)(x, x′) = k₁(x, x′) k₂(x, x′), (c · k)(x, x′) =
+//! c k(x, x′).
+//!
 //! A kernel expression in a model evaluates to a [`KernelValue`] whose
 //! hyperparameters are scalars of type `T`, so Gram matrices and their
 //! derivatives come from the same code. Inputs are rows of an [`Inputs`]
