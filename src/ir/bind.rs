@@ -105,6 +105,8 @@ struct Binder<'a> {
     values: Vec<Value<f64>>,
     present: Vec<bool>,
     claimed: Vec<String>,
+    /// Test binding: declarations the test data lacks, settled after the rest.
+    deferred: Vec<usize>,
 }
 
 fn data_err(msg: String, loc: DataLocation, span: crate::syntax::ast::Span) -> Error {
@@ -560,21 +562,38 @@ impl Binder<'_> {
             || g.params.iter().any(|p| uses(&p.ty))
     }
 
-    /// A declaration missing from test data: reuse the training value when
-    /// its shape still fits, else leave it absent.
+    /// A declaration missing from the data: an error for training data; for
+    /// test data, settled once everything the test data has is bound.
     fn fallback(&mut self, i: usize) -> Result<(), Error> {
-        let Some(base) = self.base else {
+        if self.base.is_none() {
             return Err(self.missing(i));
-        };
-        if !base.present[i] {
-            return Ok(());
         }
-        let v = base.data[i].clone();
-        if self.shape_check(i, &v).is_ok() {
-            self.values[i] = v;
+        self.deferred.push(i);
+        Ok(())
+    }
+
+    /// Test data lacks declaration `i`: reuse the training value when every
+    /// size in its shape is known and matches, else leave it absent.
+    fn settle_deferred(&mut self, i: usize) {
+        let Some(base) = self.base else { return };
+        if !base.present[i] {
+            return;
+        }
+        let v = &base.data[i];
+        let known = |s: &Size, actual: usize| match s {
+            Size::Lit(k) => *k == actual,
+            Size::Sym(n) => self.sizes.get(n).is_some_and(|(k, _)| *k == actual),
+            Size::Any => true,
+        };
+        let fits = match (&self.graph.data[i].ty, v) {
+            (Ty::Vector(n) | Ty::IntArray(n), _) => known(n, v.len().unwrap_or(1)),
+            (Ty::Matrix(n, m), Value::Matrix(x)) => known(n, x.nrows()) && known(m, x.ncols()),
+            _ => true,
+        };
+        if fits {
+            self.values[i] = v.clone();
             self.present[i] = true;
         }
-        Ok(())
     }
 
     fn shape_check(&mut self, i: usize, v: &Value<f64>) -> Result<(), Error> {
@@ -705,9 +724,13 @@ fn bind_inner(
                 _ => vec![d.name.clone()],
             })
             .collect(),
+        deferred: vec![],
     };
     for i in 0..n {
         b.bind_decl(i, overrides)?;
+    }
+    for i in std::mem::take(&mut b.deferred) {
+        b.settle_deferred(i);
     }
     // Sizes with no value: inferred, or from the training data.
     for (i, d) in graph.data.iter().enumerate() {
