@@ -146,3 +146,30 @@ fn learning_hypers_reaches_a_stationary_point() {
     );
     assert!(f.converged);
 }
+
+#[test]
+fn results_are_identical_for_any_thread_count() {
+    let m = model(MODEL);
+    let bound = bind(&m, &csv("diabetes_prepared.csv", Some((0, 199))));
+    let cfg = tempest::engine_config(&bound.graph, &RunOptions::default()).unwrap();
+    let model =
+        tempest::infer::exact::model::ExactModel::new(std::sync::Arc::new(bound.clone()), &cfg)
+            .unwrap();
+    let theta = vec![0.4, -0.1, -1.2];
+    let eval = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let (s, g) = model.lml_grad(&theta).unwrap();
+            (
+                s.lml.to_bits(),
+                g.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            )
+        })
+    };
+    let one = eval(1);
+    assert_eq!(one, eval(2));
+    assert_eq!(one, eval(3));
+}

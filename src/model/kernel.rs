@@ -19,6 +19,7 @@ use super::kernels::{dot_product, stationary};
 use crate::error::{Error, ErrorKind};
 use crate::syntax::ast::Span;
 use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// The built-in kernels.
@@ -412,12 +413,21 @@ impl<T: Scalar> KernelValue<T> {
     pub fn gram(&self, x: &Inputs) -> Result<DMatrix<T>, Error> {
         self.validate(x.dim())?;
         let n = x.len();
+        // Columns in parallel; each entry is computed once and mirrored.
+        let cols: Vec<Vec<T>> = (0..n)
+            .into_par_iter()
+            .with_min_len(32)
+            .map(|j| {
+                (j..n)
+                    .map(|i| self.entry(x.row(i), x.row(j), i == j))
+                    .collect::<Result<Vec<T>, Error>>()
+            })
+            .collect::<Result<_, _>>()?;
         let mut k = DMatrix::from_element(n, n, T::zero());
-        for j in 0..n {
-            for i in j..n {
-                let v = self.entry(x.row(i), x.row(j), i == j)?;
-                k[(i, j)] = v;
-                k[(j, i)] = v;
+        for (j, col) in cols.into_iter().enumerate() {
+            for (off, v) in col.into_iter().enumerate() {
+                k[(j + off, j)] = v;
+                k[(j, j + off)] = v;
             }
         }
         Ok(k)
@@ -433,13 +443,16 @@ impl<T: Scalar> KernelValue<T> {
                 format!("kernel inputs have {} and {} columns", x.dim(), y.dim()),
             ));
         }
-        let mut k = DMatrix::from_element(x.len(), y.len(), T::zero());
-        for j in 0..y.len() {
-            for i in 0..x.len() {
-                k[(i, j)] = self.entry(x.row(i), y.row(j), false)?;
-            }
-        }
-        Ok(k)
+        let cols: Vec<Vec<T>> = (0..y.len())
+            .into_par_iter()
+            .with_min_len(32)
+            .map(|j| {
+                (0..x.len())
+                    .map(|i| self.entry(x.row(i), y.row(j), false))
+                    .collect::<Result<Vec<T>, Error>>()
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(DMatrix::from_fn(x.len(), y.len(), |i, j| cols[j][i]))
     }
 
     /// The diagonal k(xᵢ, xᵢ), shape [N].

@@ -24,6 +24,7 @@ use crate::math::scalar::{CHUNK, Dual8};
 use ad_trait::AD;
 use nalgebra::ComplexField;
 use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
 
 /// The factorisation and vectors at one θ, reused for gradients and
 /// predictions.
@@ -89,16 +90,30 @@ impl ExactModel {
         for start in (0..theta.len()).step_by(CHUNK) {
             let td = seed_chunk(theta, start);
             let p = self.pieces::<Dual8>(&td, &self.bound, n)?;
-            let mut g = [0.0; CHUNK];
-            for k in 0..n {
-                let xk = self.inputs.row(k);
-                for i in k..n {
-                    let e = p.kernel.entry(self.inputs.row(i), xk, i == k)?;
-                    let wik = if i == k { 0.5 * w[(i, i)] } else { w[(i, k)] };
-                    let tg = e.tangent();
-                    for c in 0..CHUNK {
-                        g[c] += wik * tg[c];
+            // Columns in parallel, each with its own partial sum; the partial
+            // sums are added in column order, so the result does not depend
+            // on the number of threads.
+            let partial: Vec<[f64; CHUNK]> = (0..n)
+                .into_par_iter()
+                .with_min_len(32)
+                .map(|k| {
+                    let xk = self.inputs.row(k);
+                    let mut g = [0.0; CHUNK];
+                    for i in k..n {
+                        let e = p.kernel.entry(self.inputs.row(i), xk, i == k)?;
+                        let wik = if i == k { 0.5 * w[(i, i)] } else { w[(i, k)] };
+                        let tg = e.tangent();
+                        for c in 0..CHUNK {
+                            g[c] += wik * tg[c];
+                        }
                     }
+                    Ok(g)
+                })
+                .collect::<Result<_, Error>>()?;
+            let mut g = [0.0; CHUNK];
+            for pg in &partial {
+                for c in 0..CHUNK {
+                    g[c] += pg[c];
                 }
             }
             for (i, s) in p.tempered_noise().iter().enumerate() {
