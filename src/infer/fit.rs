@@ -122,6 +122,19 @@ impl ExactFit {
             .predict_at(&self.theta, &self.state, x, &self.model.bound)
     }
 
+    /// Parts of the model this engine does not use, in words.
+    pub fn notes(&self) -> Vec<String> {
+        let g = &self.model.bound.graph;
+        let mut out = Vec::new();
+        if !g.estimates.is_empty() {
+            out.push("the `estimate` block is not used by the exact engine (expectations come from sampling engines)".to_string());
+        }
+        if !g.guides.is_empty() {
+            out.push("the `guide` block is not used by the exact engine (the posterior is computed exactly)".to_string());
+        }
+        out
+    }
+
     /// The gradient norm on the unconstrained scale.
     pub fn gradient_norm(&self) -> f64 {
         self.gradient.iter().fold(0.0, |a, g| a + g * g).sqrt()
@@ -151,6 +164,10 @@ impl ExactFit {
             "jitter": self.state.chol.as_ref().map(|c| c.jitter).unwrap_or(0.0),
             "n": self.model.inputs.len(),
         });
+        let notes = self.notes();
+        if !notes.is_empty() {
+            out["notes"] = serde_json::json!(notes);
+        }
         if let Some(p) = &self.predictions {
             out["predictions"] = serde_json::to_value(p).unwrap_or(serde_json::Value::Null);
         }
@@ -210,6 +227,9 @@ impl ExactFit {
                     "warning: the optimizer stopped before the gradient norm fell below 1e-5"
                 );
             }
+        }
+        for n in self.notes() {
+            let _ = writeln!(s, "note: {n}");
         }
         if let Some(c) = &self.state.chol
             && c.jitter > 0.0
