@@ -215,6 +215,21 @@ impl Checker<'_> {
                 Self::unknown(span)
             }
             None => {
+                if let Some((what, decl)) = self.scope.later.get(name).cloned() {
+                    self.error(
+                        Error::at(
+                            ErrorKind::Name,
+                            span,
+                            format!(
+                                "`{name}` is {what} declared further down, and cannot be used here"
+                            ),
+                        )
+                        .with_label("used before its declaration")
+                        .with_secondary(decl, "declared here")
+                        .with_note(format!("here you can use {}", ctx.allowed_words())),
+                    );
+                    return Self::unknown(span);
+                }
                 let mut err = Error::at(ErrorKind::Name, span, format!("unknown name `{name}`"))
                     .with_label("not declared");
                 if ctx == Context::Function {

@@ -94,6 +94,7 @@ pub fn check(program: &Program, registry: &Registry) -> Result<Checked> {
         }
     }
     blocks.sort_by_key(|b| rank(b));
+    c.scope.later = declared_names(&blocks);
     let find = |name: &str| blocks.iter().find(|b| b.name() == name).map(|b| &b.kind);
     if let Some(BlockKind::Data(ds)) = find("data") {
         c.data_block(ds);
@@ -130,4 +131,38 @@ pub fn check(program: &Program, registry: &Registry) -> Result<Checked> {
             .sort_by_key(|e| e.span.unwrap_or(Span::default()).start);
         Err(Errors(c.errors))
     }
+}
+
+/// Every name declared in the blocks, with what it is.
+fn declared_names(blocks: &[&Block]) -> std::collections::HashMap<String, (&'static str, Span)> {
+    use crate::syntax::ast::Stmt;
+    let mut out = std::collections::HashMap::new();
+    for b in blocks {
+        match &b.kind {
+            BlockKind::Data(ds) => ds.iter().for_each(|d| {
+                out.entry(d.name.name.clone())
+                    .or_insert(("a data declaration", d.span));
+            }),
+            BlockKind::Hyper(ds) => ds.iter().for_each(|d| {
+                out.entry(d.name.name.clone())
+                    .or_insert(("a hyper", d.span));
+            }),
+            BlockKind::Param(ds) => ds.iter().for_each(|d| {
+                out.entry(d.name.name.clone())
+                    .or_insert(("a param", d.span));
+            }),
+            BlockKind::Model(stmts) => stmts.iter().for_each(|s| match s {
+                Stmt::Let { name, span, .. } => {
+                    out.entry(name.name.clone()).or_insert(("a let", *span));
+                }
+                Stmt::Gp { name, span, .. } => {
+                    out.entry(name.name.clone())
+                        .or_insert(("a latent GP", *span));
+                }
+                Stmt::Sample { .. } => {}
+            }),
+            _ => {}
+        }
+    }
+    out
 }

@@ -106,6 +106,9 @@ pub struct Scope {
     pub globals: HashMap<String, Symbol>,
     /// Locals of the function being checked: (name, slot, type).
     pub locals: Vec<(String, usize, Ty)>,
+    /// Every name the program declares anywhere, with what it is, so a name
+    /// used before its declaration gets a precise message.
+    pub later: HashMap<String, (&'static str, Span)>,
 }
 
 impl Scope {
