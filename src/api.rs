@@ -88,7 +88,7 @@ pub fn engine_config(graph: &Graph, options: &RunOptions) -> Result<EngineConfig
         (None, None) => {
             return Err(Error::new(
                 ErrorKind::Settings,
-                "the model has no `infer` block: add one, e.g. `infer exact {}`, or pass `--engine exact`",
+                "the model has no `infer` block: add one, e.g. `infer exact {}` (or pass `--engine exact` to `tempest run`)",
             ));
         }
     };

@@ -106,7 +106,7 @@ fn sourced(errors: Errors) -> Failure {
     }
 }
 
-/// Compile a model source with the built-ins only.
+/// Parse, check and lower a model source with the kernels and likelihoods of `registry`.
 pub fn compile(src: &SourceFile, registry: &Registry) -> Result<Graph, Failure> {
     crate::parse(&src.text)
         .and_then(|p| crate::check(&p, registry))

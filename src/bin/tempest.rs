@@ -67,7 +67,7 @@ enum Command {
         /// Rows of a CSV file (inclusive).
         #[arg(long, value_name = "A..B")]
         rows: Option<String>,
-        /// Override a data scalar or a hyper's value.
+        /// Override a data scalar, a hyper's value, `temperature` or an engine setting.
         #[arg(long = "set", value_name = "NAME=VALUE")]
         set: Vec<String>,
     },

@@ -43,8 +43,8 @@ pub struct Bound {
     pub temperature: f64,
 }
 
-/// Values given on the command line (`--set name=value`) for data scalars
-/// and hyper initial values; other names are engine settings.
+/// Values given on the command line (`--set name=value`) for data scalars,
+/// hyper initial values and `temperature`; other names are engine settings.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
     /// `(name, value text)` pairs.

@@ -321,6 +321,9 @@ fn kernel_arg<T: Scalar>(v: Value<T>, span: Span) -> Result<KernelArg<T>, Error>
     match v {
         Value::Int(_) | Value::Real(_) => Ok(KernelArg::Scalar(v.scalar().unwrap_or_else(T::zero))),
         Value::Vector(x) => Ok(KernelArg::Vector(x.iter().copied().collect())),
+        Value::IntArray(x) => Ok(KernelArg::Vector(
+            x.iter().map(|&i| T::constant(i as f64)).collect(),
+        )),
         other => Err(Error::at(
             ErrorKind::Type,
             span,

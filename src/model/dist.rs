@@ -247,9 +247,8 @@ impl Dist {
             Dist::BernoulliLogit | Dist::BernoulliProbit => Support::Binary,
             Dist::CategoricalLogit => Support::Category,
             Dist::PoissonLog => Support::Count,
-            Dist::Lognormal | Dist::Gamma | Dist::Exponential | Dist::HalfNormal => {
-                Support::Positive
-            }
+            Dist::Lognormal | Dist::Gamma => Support::Positive,
+            Dist::Exponential | Dist::HalfNormal => Support::NonNegative,
             Dist::Beta => Support::Unit,
             Dist::Uniform => Support::Interval,
         }

@@ -133,6 +133,14 @@ impl Checker<'_> {
             .with_note(
                 "function bodies can call only built-in functions such as exp, log and sqdist",
             )
+        } else if let Some((what, decl)) = self.scope.later.get(name).cloned() {
+            Error::at(
+                ErrorKind::Name,
+                callee.span,
+                format!("`{name}` is {what} declared further down, and cannot be used here"),
+            )
+            .with_label("used before its declaration")
+            .with_secondary(decl, "declared here")
         } else {
             Error::at(
                 ErrorKind::Name,
@@ -395,7 +403,7 @@ impl Checker<'_> {
             }
             let ok = match &v.ty {
                 Ty::Int | Ty::Real | Ty::Unknown => true,
-                Ty::Vector(_) => spec.per_dim,
+                Ty::Vector(_) | Ty::IntArray(_) => spec.per_dim,
                 _ => false,
             };
             if !ok {
