@@ -165,6 +165,21 @@ impl Checker<'_> {
         Self::unknown(span)
     }
 
+    /// Check the `dims = ...` option of a kernel: column indices.
+    fn dims_arg(&mut self, v: TExpr) -> TExpr {
+        if !matches!(v.ty, Ty::IntRange | Ty::Int | Ty::IntArray(_) | Ty::Unknown) {
+            self.error(
+                Error::at(
+                    ErrorKind::Type,
+                    v.span,
+                    format!("`dims` takes column indices: an int, a range `0..2` or a list `[0, 3]`, found {}", v.ty),
+                )
+                .with_label("not column indices"),
+            );
+        }
+        v
+    }
+
     fn arity_error(&mut self, callee: &Ident, want: usize, got: usize) {
         self.error(
             Error::at(
@@ -258,13 +273,7 @@ impl Checker<'_> {
             let v = self.expr(&a.value, ctx);
             match &a.name {
                 Some(n) if n.name == "dims" => {
-                    if !matches!(v.ty, Ty::IntRange | Ty::Int | Ty::IntArray(_) | Ty::Unknown) {
-                        self.error(
-                            Error::at(ErrorKind::Type, a.value.span, format!("`dims` takes column indices: an int, a range `0..2` or a list `[0, 3]`, found {}", v.ty))
-                                .with_label("not column indices"),
-                        );
-                    }
-                    dims = Some(Box::new(v));
+                    dims = Some(Box::new(self.dims_arg(v)));
                 }
                 Some(n) => match params.iter().position(|p| *p == n.name) {
                     Some(i) if slots[i].is_none() => slots[i] = Some(v),
@@ -328,13 +337,7 @@ impl Checker<'_> {
             let v = self.expr(&a.value, ctx);
             let idx = match &a.name {
                 Some(n) if n.name == "dims" => {
-                    if !matches!(v.ty, Ty::IntRange | Ty::Int | Ty::IntArray(_) | Ty::Unknown) {
-                        self.error(
-                            Error::at(ErrorKind::Type, a.value.span, format!("`dims` takes column indices: an int, a range `0..2` or a list `[0, 3]`, found {}", v.ty))
-                                .with_label("not column indices"),
-                        );
-                    }
-                    dims = Some(Box::new(v));
+                    dims = Some(Box::new(self.dims_arg(v)));
                     continue;
                 }
                 Some(n) => match names.iter().position(|p| *p == n.name) {

@@ -198,11 +198,7 @@ fn unclosed_block(source: &str, pos: usize) -> Option<(usize, String)> {
         "likelihood",
         "kernel",
     ];
-    let rest = &source[pos.min(source.len())..];
-    let word: String = rest
-        .chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_')
-        .collect();
+    let word = word_at(source, pos);
     if !BLOCKS.contains(&word.as_str()) {
         return None;
     }
@@ -412,10 +408,14 @@ fn is_reserved(source: &str, pos: usize) -> bool {
         "vector",
         "matrix",
     ];
-    let rest = &source[pos.min(source.len())..];
-    let word: String = rest
+    let word = word_at(source, pos);
+    RESERVED.contains(&word.as_str()) || word == "positive" || word == "unit" || word == "gp"
+}
+
+/// The identifier-like word starting at `pos`.
+fn word_at(source: &str, pos: usize) -> String {
+    source[pos.min(source.len())..]
         .chars()
         .take_while(|c| c.is_alphanumeric() || *c == '_')
-        .collect();
-    RESERVED.contains(&word.as_str()) || word == "positive" || word == "unit" || word == "gp"
+        .collect()
 }
