@@ -4,5 +4,7 @@
 pub mod engine;
 pub mod exact;
 pub mod fit;
+pub mod gradients;
 pub mod hypers;
 pub mod settings;
+pub mod structure;

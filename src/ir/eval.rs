@@ -188,31 +188,34 @@ pub fn dist_terms<T: Scalar>(
                 };
                 categorical_logit(yi.to_constant() as usize, &row)
             }
-            DistRef::Builtin(d) => {
+            _ => {
                 let a: Vec<T> = args
                     .iter()
                     .map(|v| v.element(i).unwrap_or_else(T::zero))
                     .collect();
-                d.log_density(yi, &a, &opts)
-            }
-            DistRef::User(f) => {
-                let a: Vec<T> = args
-                    .iter()
-                    .map(|v| v.element(i).unwrap_or_else(T::zero))
-                    .collect();
-                call_likelihood(&env.bound.graph, *f, yi, &a)?
-            }
-            DistRef::Rust(l) => {
-                let a: Vec<T> = args
-                    .iter()
-                    .map(|v| v.element(i).unwrap_or_else(T::zero))
-                    .collect();
-                T::call_likelihood(l.as_ref(), yi.to_constant(), a[0], &a[1..])
+                point_log_density(&env.bound.graph, dist, yi, &a, &opts)?
             }
         };
         out.push(lp);
     }
     Ok(out)
+}
+
+/// log p(y | args) for one outcome of a scalar distribution (any but
+/// `categorical_logit`): built-in, model-file or Rust-registered. `args` are
+/// the positional arguments' values at this outcome, `opts` the options.
+pub fn point_log_density<T: Scalar>(
+    graph: &Graph,
+    dist: &DistCall,
+    y: T,
+    args: &[T],
+    opts: &[f64],
+) -> Result<T, Error> {
+    Ok(match &dist.dist {
+        DistRef::Builtin(d) => d.log_density(y, args, opts),
+        DistRef::User(f) => call_likelihood(graph, *f, y, args)?,
+        DistRef::Rust(l) => T::call_likelihood(l.as_ref(), y.to_constant(), args[0], &args[1..]),
+    })
 }
 
 /// Call a model-file likelihood: `args` are the latent value and parameters.

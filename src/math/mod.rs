@@ -1,4 +1,6 @@
 //! Scalars, special functions and dense linear algebra.
 
 pub mod linalg;
+pub mod optim;
+pub mod quadrature;
 pub mod scalar;

@@ -4,5 +4,6 @@
 pub mod constraint;
 pub mod custom;
 pub mod dist;
+pub mod family;
 pub mod kernel;
 pub mod kernels;

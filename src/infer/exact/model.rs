@@ -8,14 +8,14 @@
 use crate::error::{Error, ErrorKind};
 use crate::infer::hypers::HyperLayout;
 use crate::infer::settings::EngineConfig;
+use crate::infer::structure::{latent_observation, unsupported};
 use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
-use crate::ir::expr::{TExpr, TKind};
+use crate::ir::expr::TExpr;
 use crate::ir::graph::DistRef;
 use crate::model::custom::Scalar;
 use crate::model::dist::Dist;
 use crate::model::kernel::{Inputs, KernelValue};
-use crate::syntax::ast::{BinOp, Span};
 use nalgebra::DVector;
 use std::sync::Arc;
 
@@ -46,117 +46,31 @@ pub struct ExactModel {
     pub max_jitter: f64,
 }
 
-fn unsupported(span: Span, msg: impl Into<String>) -> Error {
-    Error::at(ErrorKind::Unsupported, span, msg).with_label("here")
-}
-
-/// Split `loc` into the site of one latent GP and the remaining terms.
-fn split_location(
-    e: &TExpr,
-    sign: f64,
-    site: &mut Option<(usize, usize)>,
-    rest: &mut Vec<(TExpr, f64)>,
-) -> Result<(), Error> {
-    match &e.kind {
-        TKind::GpApply { gp, site: s, .. } => {
-            if site.is_some() || sign < 0.0 {
-                return Err(unsupported(
-                    e.span,
-                    "the exact engine needs the location to be `f(X) + terms without latent functions`",
-                ));
-            }
-            *site = Some((*gp, *s));
-            Ok(())
-        }
-        TKind::Binary(BinOp::Add, a, b) => {
-            split_location(a, sign, site, rest)?;
-            split_location(b, sign, site, rest)
-        }
-        TKind::Binary(BinOp::Sub, a, b) => {
-            split_location(a, sign, site, rest)?;
-            split_location(b, -sign, site, rest)
-        }
-        _ if !e.uses_latent() => {
-            rest.push((e.clone(), sign));
-            Ok(())
-        }
-        _ => Err(unsupported(
-            e.span,
-            "the exact engine needs the location to be `f(X) + terms without latent functions`",
-        )),
-    }
-}
-
 impl ExactModel {
     /// Recognise the exact-GP structure of a bound model.
     pub fn new(bound: Arc<Bound>, cfg: &EngineConfig) -> Result<ExactModel, Error> {
+        let lo = latent_observation(&bound, "exact")?;
         let g = bound.graph.clone();
-        if let Some(p) = g.params.first() {
-            return Err(unsupported(
-                p.span,
-                format!(
-                    "`{}` is a param (a random quantity); the exact engine treats every quantity as a hyper. \
-                 Declare it in `hyper`, or sample it with `infer nuts`, which this version of tempest does not have yet",
-                    p.name
-                ),
-            ));
-        }
-        let [obs] = g.observations.as_slice() else {
-            let span = g.observations.get(1).map(|o| o.span).unwrap_or_default();
-            return Err(Error::new(
+        let obs = &g.observations[lo.obs];
+        let DistRef::Builtin(Dist::Normal) = obs.dist.dist else {
+            return Err(Error::at(
                 ErrorKind::Unsupported,
+                obs.dist.span,
                 format!(
-                    "the exact engine needs exactly one observation statement, found {}",
-                    g.observations.len()
+                    "the exact engine needs a Gaussian likelihood (`normal`); for `{}` use `infer mirror_descent` (or `gradient_descent`)",
+                    obs.dist.name
                 ),
             )
-            .with_span(span));
-        };
-        let DistRef::Builtin(Dist::Normal) = obs.dist.dist else {
-            return Err(Error::at(ErrorKind::Unsupported, obs.dist.span, format!(
-                "the exact engine needs a Gaussian likelihood (`normal`); `{}` needs `infer mirror_descent`, which this version of tempest does not have yet",
-                obs.dist.name
-            ))
             .with_label("non-Gaussian likelihood"));
         };
-        let mut site = None;
-        let mut offset = Vec::new();
-        split_location(&obs.dist.args[0], 1.0, &mut site, &mut offset)?;
-        let Some((gp, site)) = site else {
+        if lo.latent_arg != 0 {
             return Err(unsupported(
-                obs.dist.args[0].span,
-                "the exact engine needs a latent GP in the location: `y ~ normal(f(X), sigma)`",
-            ));
-        };
-        if g.gps[gp].replicas.is_some() {
-            return Err(unsupported(
-                g.gps[gp].span,
-                "the exact engine handles one latent GP, not replicated copies",
+                obs.dist.args[lo.latent_arg].span,
+                "the exact engine needs the latent GP in the mean of `normal`, not in its scale",
             ));
         }
-        let input = &g.sites[site].input;
-        for r in g.dependencies(input) {
-            let name = match r {
-                crate::ir::expr::Ref::Hyper(i) => &g.hypers[i].name,
-                crate::ir::expr::Ref::Param(i) => &g.params[i].name,
-                _ => continue,
-            };
-            return Err(unsupported(
-                input.span,
-                format!(
-                    "the inputs of `{}` depend on `{name}`; the exact engine needs inputs that are data \
-                 (put learned input scalings into the kernel, e.g. `rbf(ell)`)",
-                    g.gps[gp].name
-                ),
-            ));
-        }
+        let (gp, site, offset) = (lo.gp, lo.site, lo.offset);
         let sigma = obs.dist.args[1].clone();
-        if sigma.uses_latent() {
-            return Err(unsupported(
-                sigma.span,
-                "the exact engine needs a noise scale without latent functions",
-            ));
-        }
         let layout = HyperLayout::new(&bound, cfg.bool("learn_hypers"));
         let hypers = layout.values::<f64>(&bound, &layout.initial(&bound)?);
         let inputs = bound.site_inputs(site, &hypers, &[])?;

@@ -17,6 +17,7 @@
 
 use super::model::ExactModel;
 use crate::error::Error;
+use crate::infer::gradients::{half_trace_w_dk, seed_chunk};
 use crate::math::linalg::{
     JitteredCholesky, cholesky_generic, cholesky_jitter, solve_lower_generic,
 };
@@ -24,7 +25,6 @@ use crate::math::scalar::{CHUNK, Dual8};
 use ad_trait::AD;
 use nalgebra::ComplexField;
 use nalgebra::{DMatrix, DVector};
-use rayon::prelude::*;
 
 /// The factorisation and vectors at one θ, reused for gradients and
 /// predictions.
@@ -90,32 +90,7 @@ impl ExactModel {
         for start in (0..theta.len()).step_by(CHUNK) {
             let td = seed_chunk(theta, start);
             let p = self.pieces::<Dual8>(&td, &self.bound, n)?;
-            // Columns in parallel, each with its own partial sum; the partial
-            // sums are added in column order, so the result does not depend
-            // on the number of threads.
-            let partial: Vec<[f64; CHUNK]> = (0..n)
-                .into_par_iter()
-                .with_min_len(32)
-                .map(|k| {
-                    let xk = self.inputs.row(k);
-                    let mut g = [0.0; CHUNK];
-                    for i in k..n {
-                        let e = p.kernel.entry(self.inputs.row(i), xk, i == k)?;
-                        let wik = if i == k { 0.5 * w[(i, i)] } else { w[(i, k)] };
-                        let tg = e.tangent();
-                        for c in 0..CHUNK {
-                            g[c] += wik * tg[c];
-                        }
-                    }
-                    Ok(g)
-                })
-                .collect::<Result<_, Error>>()?;
-            let mut g = [0.0; CHUNK];
-            for pg in &partial {
-                for c in 0..CHUNK {
-                    g[c] += pg[c];
-                }
-            }
+            let mut g = half_trace_w_dk(&p.kernel, &self.inputs, &w)?;
             for (i, s) in p.tempered_noise().iter().enumerate() {
                 let tg = s.tangent();
                 for c in 0..CHUNK {
@@ -183,19 +158,4 @@ impl ExactModel {
         }
         Ok((value, grad))
     }
-}
-
-/// θ as duals, with unit tangents on entries `start..start + CHUNK`.
-fn seed_chunk(theta: &[f64], start: usize) -> Vec<Dual8> {
-    theta
-        .iter()
-        .enumerate()
-        .map(|(j, &v)| {
-            let mut t = [0.0; CHUNK];
-            if j >= start && j < start + CHUNK {
-                t[j - start] = 1.0;
-            }
-            Dual8::new(v, t)
-        })
-        .collect()
 }

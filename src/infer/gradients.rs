@@ -1,0 +1,60 @@
+//! Gradient building blocks shared by the GP engines: seeding a chunk of
+//! hyper directions, and contracting a weight matrix with the derivative of
+//! a Gram matrix entry by entry (no dual matrix is stored).
+
+use crate::error::Error;
+use crate::math::scalar::{CHUNK, Dual8};
+use crate::model::kernel::{Inputs, KernelValue};
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+
+/// θ as duals, with unit tangents on entries `start..start + CHUNK`.
+pub fn seed_chunk(theta: &[f64], start: usize) -> Vec<Dual8> {
+    theta
+        .iter()
+        .enumerate()
+        .map(|(j, &v)| {
+            let mut t = [0.0; CHUNK];
+            if j >= start && j < start + CHUNK {
+                t[j - start] = 1.0;
+            }
+            Dual8::new(v, t)
+        })
+        .collect()
+}
+
+/// ½ Σᵢₖ Wᵢₖ ∂K(X, X)ᵢₖ/∂θ for the (up to eight) directions seeded in the
+/// dual kernel; W is symmetric [N, N]. Columns run in parallel and their
+/// partial sums are added in column order, so the result does not depend on
+/// the number of threads.
+pub fn half_trace_w_dk(
+    kernel: &KernelValue<Dual8>,
+    x: &Inputs,
+    w: &DMatrix<f64>,
+) -> Result<[f64; CHUNK], Error> {
+    let n = x.len();
+    let partial: Vec<[f64; CHUNK]> = (0..n)
+        .into_par_iter()
+        .with_min_len(32)
+        .map(|k| {
+            let xk = x.row(k);
+            let mut g = [0.0; CHUNK];
+            for i in k..n {
+                let e = kernel.entry(x.row(i), xk, i == k)?;
+                let wik = if i == k { 0.5 * w[(i, i)] } else { w[(i, k)] };
+                let tg = e.tangent();
+                for c in 0..CHUNK {
+                    g[c] += wik * tg[c];
+                }
+            }
+            Ok(g)
+        })
+        .collect::<Result<_, Error>>()?;
+    let mut g = [0.0; CHUNK];
+    for pg in &partial {
+        for c in 0..CHUNK {
+            g[c] += pg[c];
+        }
+    }
+    Ok(g)
+}
