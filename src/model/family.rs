@@ -176,6 +176,6 @@ mod tests {
         }
         assert!((h / s as f64 - q.entropy().unwrap()).abs() < 0.03);
         assert!((kl / s as f64 - q.kl_to(&p).unwrap()).abs() < 0.03);
-        assert_eq!(q.kl_to(&q).unwrap().abs() < 1e-12, true);
+        assert!(q.kl_to(&q).unwrap().abs() < 1e-12);
     }
 }
