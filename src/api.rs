@@ -18,8 +18,10 @@ use crate::infer::engine::{Executor, Observer};
 use crate::infer::exact::{engine::ExactEngine, model::ExactModel};
 use crate::infer::fit::Fit;
 use crate::infer::settings::{self, ENGINES, EngineConfig};
+use crate::infer::vi::{gd::GradientDescent, gd::Param, mirror::MirrorDescent, model::ViModel};
 use crate::ir::bind::{self, Bound, Overrides};
 use crate::ir::graph::Graph;
+use crate::ir::graph::{Family, GuideTarget};
 use crate::model::custom::Registry;
 use crate::semantic::Checked;
 use crate::syntax::ast::Program;
@@ -131,8 +133,23 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Fit> {
         None => None,
     };
     let shared = Arc::new(bound.clone());
-    let engine = match cfg.name.as_str() {
+    let engine: Box<dyn crate::infer::engine::Engine> = match cfg.name.as_str() {
         "exact" => Box::new(ExactEngine::new(ExactModel::new(shared, &cfg)?, &cfg)?),
+        "mirror_descent" => {
+            check_family(bound, &cfg.name)?;
+            Box::new(MirrorDescent::new(
+                ViModel::new(shared, &cfg, "mirror_descent")?,
+                &cfg,
+            )?)
+        }
+        "gradient_descent" => {
+            let param = check_family(bound, &cfg.name)?;
+            Box::new(GradientDescent::new(
+                ViModel::new(shared, &cfg, "gradient_descent")?,
+                &cfg,
+                param,
+            )?)
+        }
         other => {
             return Err(Error::internal(format!(
                 "engine `{other}` is marked available but has no runner"
@@ -151,9 +168,35 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Fit> {
     if let Some(t) = &test {
         match &mut fit {
             Fit::Exact(f) => f.attach_test(t)?,
+            Fit::Variational(f) => f.attach_test(t, cfg.int("bins").max(1) as usize)?,
         }
     }
     Ok(fit)
+}
+
+/// The variational family the model's guide asks for, checked against the
+/// engine: mirror descent updates `sites`; gradient descent takes
+/// `full_rank` (the default) or `mean_field`.
+fn check_family(bound: &Bound, engine: &str) -> Result<Param, Error> {
+    let g = &bound.graph;
+    for guide in &g.guides {
+        let GuideTarget::Gp(_) = guide.target else {
+            continue;
+        };
+        let ok = match (engine, &guide.family) {
+            ("mirror_descent", Family::Sites) => Some(Param::FullRank),
+            ("gradient_descent", Family::FullRank) => Some(Param::FullRank),
+            ("gradient_descent", Family::MeanField) => Some(Param::MeanField),
+            _ => None,
+        };
+        return ok.ok_or_else(|| {
+            let want = if engine == "mirror_descent" { "`sites`" } else { "`full_rank` or `mean_field`" };
+            Error::at(ErrorKind::Unsupported, guide.span, format!("the `{engine}` engine works with the family {want}"))
+                .with_label("this family")
+                .with_note("mirror_descent updates `sites`; gradient_descent fits `full_rank` or `mean_field`; `inducing` is for `svi`")
+        });
+    }
+    Ok(Param::FullRank)
 }
 
 /// A model's source and graph together, so errors can be rendered against

@@ -4,6 +4,7 @@ use super::exact::model::ExactModel;
 use super::exact::objective::LmlState;
 use super::exact::predict::Predictions;
 use super::hypers::hypers_json;
+use super::vi::fit::VariationalFit;
 use crate::error::Error;
 use crate::ir::bind::Bound;
 use crate::ir::value::Value;
@@ -15,6 +16,8 @@ use std::fmt::Write;
 pub enum Fit {
     /// Exact GP regression.
     Exact(Box<ExactFit>),
+    /// Mirror-descent or gradient-descent variational inference.
+    Variational(Box<VariationalFit>),
 }
 
 impl Fit {
@@ -22,24 +25,35 @@ impl Fit {
     pub fn engine(&self) -> &'static str {
         match self {
             Fit::Exact(_) => "exact",
+            Fit::Variational(f) => f.engine,
         }
     }
     /// Machine-readable results.
     pub fn to_json(&self) -> serde_json::Value {
         match self {
             Fit::Exact(f) => f.to_json(),
+            Fit::Variational(f) => f.to_json(),
         }
     }
     /// A readable summary.
     pub fn summary(&self) -> String {
         match self {
             Fit::Exact(f) => f.summary(),
+            Fit::Variational(f) => f.summary(),
         }
     }
     /// The exact fit, if this is one.
     pub fn as_exact(&self) -> Option<&ExactFit> {
         match self {
             Fit::Exact(f) => Some(f),
+            _ => None,
+        }
+    }
+    /// The variational fit, if this is one.
+    pub fn as_variational(&self) -> Option<&VariationalFit> {
+        match self {
+            Fit::Variational(f) => Some(f),
+            _ => None,
         }
     }
 }

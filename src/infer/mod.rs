@@ -8,3 +8,4 @@ pub mod gradients;
 pub mod hypers;
 pub mod settings;
 pub mod structure;
+pub mod vi;

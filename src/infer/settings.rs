@@ -103,6 +103,18 @@ const SEED: SettingSpec = s(
     Some("1"),
     "random seed (the CLI's --seed overrides it)",
 );
+const VI_JITTER: SettingSpec = s(
+    "jitter",
+    SettingKind::Real(0.0, f64::INFINITY),
+    Some("1e-6"),
+    "added to the diagonal of the prior covariance K (as GPflow does)",
+);
+const BINS: SettingSpec = s(
+    "bins",
+    SettingKind::Int(1),
+    Some("10"),
+    "confidence bins for the calibration errors ECE and MCE",
+);
 const MCMC: &[SettingSpec] = &[
     s("chains", SettingKind::Int(1), Some("4"), "number of chains"),
     s(
@@ -191,7 +203,7 @@ pub const ENGINES: &[EngineSchema] = &[
     },
     EngineSchema {
         name: "mirror_descent",
-        implemented: false,
+        implemented: true,
         doc: "mirror-descent (conjugate-computation) variational inference",
         settings: &[
             s(
@@ -233,15 +245,17 @@ pub const ENGINES: &[EngineSchema] = &[
             s(
                 "tol",
                 SettingKind::Real(0.0, f64::INFINITY),
-                Some("0"),
+                Some("1e-10"),
                 "stop when the relative ELBO change falls below this",
             ),
             SEED,
+            VI_JITTER,
+            BINS,
         ],
     },
     EngineSchema {
         name: "gradient_descent",
-        implemented: false,
+        implemented: true,
         doc: "gradient-descent variational inference in the (mean, Cholesky) parameterisation",
         settings: &[
             s("steps", SettingKind::Int(1), Some("500"), "optimiser steps"),
@@ -269,7 +283,27 @@ pub const ENGINES: &[EngineSchema] = &[
                 Some("20"),
                 "Gauss–Hermite points",
             ),
+            s(
+                "hyper_lr",
+                SettingKind::Above(0.0, f64::INFINITY),
+                Some("0.01"),
+                "Adam learning rate for the hypers",
+            ),
+            s(
+                "mc_samples",
+                SettingKind::Int(2),
+                Some("64"),
+                "Monte Carlo samples for multi-class expectations",
+            ),
+            s(
+                "tol",
+                SettingKind::Real(0.0, f64::INFINITY),
+                Some("0"),
+                "stop when the relative ELBO change falls below this (0: run every step)",
+            ),
             SEED,
+            VI_JITTER,
+            BINS,
         ],
     },
     EngineSchema {

@@ -1,0 +1,143 @@
+//! What the variational engines share: the hypers θ and the prior they
+//! define, the ELBO, and its gradient with respect to θ.
+//!
+//! ELBO(q, θ) = Σₙ E_q[ℓₙ] − Σ_c KL(q_c ‖ p). Its gradient with respect to θ
+//! is taken at fixed (m, S) of each q_c:
+//! ½ tr(W ∂K/∂θ) + (K⁻¹(m − μ₀))ᵀ 1 ∂μ₀/∂θ + ∂ Σₙ E_q[ℓₙ]/∂θ, with
+//! W = K⁻¹(S + (m − μ₀)(m − μ₀)ᵀ)K⁻¹ − K⁻¹ (see [`super::posterior`]);
+//! kernel entries and likelihood arguments are differentiated by forward-mode
+//! autodiff, eight directions at a time.
+
+use super::expect::{Expectations, Rule, expectations, expected_total};
+use super::model::{ViModel, ViPieces};
+use super::posterior::{Prior, Whitened};
+use crate::error::Error;
+use crate::infer::gradients::{half_trace_w_dk, seed_chunk};
+use crate::infer::settings::EngineConfig;
+use crate::math::optim::{Ascent, Rule as OptRule};
+use crate::math::scalar::{CHUNK, Dual8};
+use nalgebra::DMatrix;
+use std::sync::Arc;
+
+/// Hypers, prior and expectation rule of a variational engine.
+pub struct Core {
+    /// The model.
+    pub model: Arc<ViModel>,
+    /// How expectations are computed.
+    pub rule: Rule,
+    /// θ, the learned hypers on the unconstrained scale.
+    pub theta: Vec<f64>,
+    /// The pieces at θ.
+    pub pieces: ViPieces<f64>,
+    /// The prior at θ.
+    pub prior: Prior,
+    /// The optimiser of θ, when hypers are learned.
+    pub hyper_opt: Option<Ascent>,
+}
+
+impl Core {
+    /// Set up at the initial hypers.
+    pub fn new(model: ViModel, cfg: &EngineConfig) -> Result<Core, Error> {
+        let seed = cfg.int("seed").max(0) as u64;
+        let rule = Rule::for_model(
+            &model,
+            cfg.int("quadrature").max(1) as usize,
+            cfg.int("mc_samples").max(2) as usize,
+            seed,
+        );
+        let theta = model.layout.initial(&model.bound)?;
+        let hyper_opt = (model.layout.len > 0).then(|| {
+            Ascent::new(
+                OptRule::Adam,
+                cfg.real_opt("hyper_lr").unwrap_or(0.01),
+                model.layout.len,
+            )
+        });
+        let (pieces, prior) = Self::at(&model, &theta)?;
+        Ok(Core {
+            model: Arc::new(model),
+            rule,
+            theta,
+            pieces,
+            prior,
+            hyper_opt,
+        })
+    }
+
+    fn at(model: &ViModel, theta: &[f64]) -> Result<(ViPieces<f64>, Prior), Error> {
+        let pieces = model.pieces::<f64>(theta, &model.bound)?;
+        let mut k = pieces.kernel.gram(&model.inputs)?;
+        for i in 0..k.nrows() {
+            k[(i, i)] += model.jitter;
+        }
+        let prior = Prior::new(pieces.mean, &k)?;
+        Ok((pieces, prior))
+    }
+
+    /// Recompute pieces and prior after θ changed.
+    pub fn refresh(&mut self) -> Result<(), Error> {
+        let (p, q) = Self::at(&self.model, &self.theta)?;
+        self.pieces = p;
+        self.prior = q;
+        Ok(())
+    }
+
+    /// Marginal means and variances [N, C] of the C posteriors.
+    pub fn marginals(&self, qs: &[Whitened]) -> (DMatrix<f64>, DMatrix<f64>) {
+        let n = self.prior.len();
+        let mut m = DMatrix::zeros(n, qs.len());
+        let mut v = DMatrix::zeros(n, qs.len());
+        for (c, q) in qs.iter().enumerate() {
+            let (mc, vc) = q.marginals(&self.prior);
+            m.set_column(c, &mc);
+            v.set_column(c, &vc);
+        }
+        (m, v)
+    }
+
+    /// Expectations and the ELBO at the posteriors `qs`.
+    pub fn evaluate(&self, qs: &[Whitened]) -> Result<(Expectations, f64), Error> {
+        let (m, v) = self.marginals(qs);
+        let e = expectations(&self.model, &self.pieces.lik, &self.rule, &m, &v)?;
+        let elbo = e.total() - qs.iter().map(|q| q.kl()).sum::<f64>();
+        Ok((e, elbo))
+    }
+
+    /// ∂ELBO/∂θ at fixed (m, S) of each posterior.
+    pub fn hyper_gradient(&self, qs: &[Whitened]) -> Result<Vec<f64>, Error> {
+        let p = self.theta.len();
+        let mut grad = vec![0.0; p];
+        if p == 0 {
+            return Ok(grad);
+        }
+        let (m, v) = self.marginals(qs);
+        let mut w = DMatrix::zeros(self.prior.len(), self.prior.len());
+        let mut mean_weight = 0.0;
+        for q in qs {
+            w += q.kernel_weight(&self.prior);
+            mean_weight += q.mean_weight(&self.prior).sum();
+        }
+        for start in (0..p).step_by(CHUNK) {
+            let td = seed_chunk(&self.theta, start);
+            let pd = self.model.pieces::<Dual8>(&td, &self.model.bound)?;
+            let mut g = half_trace_w_dk(&pd.kernel, &self.model.inputs, &w)?;
+            let lik = expected_total(&self.model, &pd.lik, &self.rule, &m, &v)?;
+            let (tm, tl) = (pd.mean.tangent(), lik.tangent());
+            for c in 0..CHUNK {
+                g[c] += mean_weight * tm[c] + tl[c];
+            }
+            let k = CHUNK.min(p - start);
+            grad[start..start + k].copy_from_slice(&g[..k]);
+        }
+        Ok(grad)
+    }
+
+    /// One optimiser step on θ, then the new prior.
+    pub fn hyper_step(&mut self, qs: &[Whitened]) -> Result<(), Error> {
+        let g = self.hyper_gradient(qs)?;
+        if let Some(opt) = &mut self.hyper_opt {
+            opt.step(&mut self.theta, &g);
+        }
+        self.refresh()
+    }
+}

@@ -1,0 +1,182 @@
+//! The result of a variational engine: the ELBO and its trace, the hypers,
+//! q, and predictions with test metrics.
+
+use super::core::Core;
+use super::posterior::Whitened;
+use super::predict::{Predictions, TestMetrics, predict};
+use crate::error::Error;
+use crate::infer::hypers::hypers_json;
+use crate::ir::bind::Bound;
+use crate::ir::value::Value;
+use serde_json::json;
+use std::fmt::Write;
+
+/// What a variational engine found.
+pub struct VariationalFit {
+    /// `mirror_descent` or `gradient_descent`.
+    pub engine: &'static str,
+    /// Hypers, prior and model.
+    pub core: Core,
+    /// q for each latent GP (C of them for `categorical_logit`).
+    pub qs: Vec<Whitened>,
+    /// The final ELBO.
+    pub elbo: f64,
+    /// The ELBO at the start and after every step.
+    pub trace: Vec<f64>,
+    /// Steps taken.
+    pub steps: usize,
+    /// Why it stopped.
+    pub reason: String,
+    /// Every hyper's value.
+    pub hypers: Vec<Value<f64>>,
+    /// Predictions at the test data, when given.
+    pub predictions: Option<Predictions>,
+    /// Test metrics, when the test data has outcomes.
+    pub test: Option<TestMetrics>,
+}
+
+impl VariationalFit {
+    /// Collect the result.
+    pub fn new(
+        engine: &'static str,
+        core: Core,
+        qs: Vec<Whitened>,
+        trace: Vec<f64>,
+        steps: usize,
+        reason: String,
+    ) -> VariationalFit {
+        let hypers = core
+            .model
+            .layout
+            .values::<f64>(&core.model.bound, &core.theta);
+        VariationalFit {
+            engine,
+            elbo: *trace.last().unwrap_or(&f64::NAN),
+            core,
+            qs,
+            trace,
+            steps,
+            reason,
+            hypers,
+            predictions: None,
+            test: None,
+        }
+    }
+
+    /// Predict at test data and keep the predictions and metrics.
+    pub fn attach_test(&mut self, test: &Bound, bins: usize) -> Result<(), Error> {
+        let (p, m) = predict(&self.core, &self.qs, test, bins)?;
+        self.predictions = Some(p);
+        self.test = m;
+        Ok(())
+    }
+
+    /// Machine-readable results.
+    pub fn to_json(&self) -> serde_json::Value {
+        let b = &self.core.model.bound;
+        let mut out = json!({
+            "engine": self.engine,
+            "elbo": self.elbo,
+            "elbo_trace": self.trace,
+            "steps": self.steps,
+            "reason": self.reason,
+            "hypers": hypers_json(b, &self.hypers),
+            "learned": self.core.model.layout.names(b),
+            "n": self.core.prior.len(),
+            "classes": self.core.model.classes,
+        });
+        if let Some(t) = &self.test {
+            out["test"] = serde_json::to_value(t).unwrap_or(serde_json::Value::Null);
+        }
+        if let Some(p) = &self.predictions {
+            out["predictions"] = serde_json::to_value(p).unwrap_or(serde_json::Value::Null);
+        }
+        out
+    }
+
+    /// A readable summary.
+    pub fn summary(&self) -> String {
+        let b = &self.core.model.bound;
+        let mut s = String::new();
+        let what = if self.engine == "mirror_descent" {
+            "mirror-descent VI"
+        } else {
+            "gradient-descent VI"
+        };
+        let cls = if self.core.model.classes > 1 {
+            format!(", {} latent GPs", self.core.model.classes)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "engine: {what} ({} points{cls})", self.core.prior.len());
+        let _ = writeln!(
+            s,
+            "ELBO: {:.10} after {} step{} ({})",
+            self.elbo,
+            self.steps,
+            if self.steps == 1 { "" } else { "s" },
+            self.reason
+        );
+        let learned: Vec<usize> = self
+            .core
+            .model
+            .layout
+            .slots
+            .iter()
+            .map(|sl| sl.hyper)
+            .collect();
+        if !b.graph.hypers.is_empty() {
+            let _ = writeln!(s, "hypers:");
+            let width = b
+                .graph
+                .hypers
+                .iter()
+                .map(|h| h.name.len())
+                .max()
+                .unwrap_or(0);
+            for (i, (h, v)) in b.graph.hypers.iter().zip(&self.hypers).enumerate() {
+                let tag = if learned.contains(&i) {
+                    "learned"
+                } else if h.fixed {
+                    "fixed"
+                } else {
+                    "given"
+                };
+                let _ = writeln!(s, "  {:width$}  {:<14}  ({tag})", h.name, short(v));
+            }
+        }
+        if let Some(t) = &self.test {
+            let n = self
+                .predictions
+                .as_ref()
+                .map(|p| p.mean_f.len())
+                .unwrap_or(0);
+            let _ = write!(
+                s,
+                "test ({n} points): mean log predictive density {:.4}",
+                t.mean_log_predictive_density
+            );
+            if let (Some(a), Some(e), Some(m)) = (t.accuracy, t.ece, t.mce) {
+                let _ = write!(s, ", accuracy {a:.4}, ECE {e:.4}, MCE {m:.4}");
+            }
+            s.push('\n');
+        } else if let Some(p) = &self.predictions {
+            let _ = writeln!(
+                s,
+                "predictions: {} test points (in the JSON output)",
+                p.mean_f.len()
+            );
+        }
+        s
+    }
+}
+
+fn short(v: &Value<f64>) -> String {
+    match v {
+        Value::Real(x) => format!("{x:.6}"),
+        other => {
+            let xs: Vec<String> = other.flatten().iter().map(|x| format!("{x:.4}")).collect();
+            format!("[{}]", xs.join(", "))
+        }
+    }
+}

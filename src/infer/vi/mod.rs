@@ -1,0 +1,12 @@
+//! Variational inference for GP models with any factorised likelihood:
+//! mirror descent (conjugate-computation VI in natural parameters) and the
+//! gradient-descent baseline on the same ELBO.
+
+pub mod core;
+pub mod expect;
+pub mod fit;
+pub mod gd;
+pub mod mirror;
+pub mod model;
+pub mod posterior;
+pub mod predict;

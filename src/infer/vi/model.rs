@@ -1,0 +1,208 @@
+//! A model in the form the variational engines work with: a latent GP f
+//! (or C copies for `categorical_logit`) with prior N(μ₀, K + jitter·I) at
+//! the N training inputs, and a factorised, possibly tempered likelihood
+//! ℓₙ(fₙ) = t · log p(yₙ | fₙ + offsetₙ, other argumentsₙ).
+
+use crate::error::{Error, ErrorKind};
+use crate::infer::hypers::HyperLayout;
+use crate::infer::settings::EngineConfig;
+use crate::infer::structure::{LatentObservation, latent_observation};
+use crate::ir::bind::Bound;
+use crate::ir::eval::{Env, point_log_density};
+use crate::ir::value::Value;
+use crate::model::custom::Scalar;
+use crate::model::dist::{Dist, Support, categorical_logit};
+use crate::model::kernel::{Inputs, KernelValue};
+use ad_trait::F64;
+use std::sync::Arc;
+
+/// A model the variational engines can run.
+#[derive(Clone)]
+pub struct ViModel {
+    /// The bound model.
+    pub bound: Arc<Bound>,
+    /// Where the latent GP enters the likelihood.
+    pub latent: LatentObservation,
+    /// The number of latent GPs C (1 unless `categorical_logit`).
+    pub classes: usize,
+    /// Training inputs X, [N, D].
+    pub inputs: Inputs,
+    /// Outcomes y, [N].
+    pub y: Vec<f64>,
+    /// Which hypers are learned.
+    pub layout: HyperLayout,
+    /// Added to the diagonal of K.
+    pub jitter: f64,
+}
+
+/// The model's pieces at one θ: the kernel, the prior mean, and the
+/// likelihood's other arguments.
+pub struct ViPieces<T> {
+    /// The kernel.
+    pub kernel: KernelValue<T>,
+    /// The prior mean μ₀.
+    pub mean: T,
+    /// The likelihood's arguments and power.
+    pub lik: LikArgs<T>,
+}
+
+/// A likelihood's arguments at N points and its power.
+#[derive(Clone)]
+pub struct LikArgs<T> {
+    /// The arguments (the latent one holds the offset: [N] or a number).
+    pub args: Vec<Value<T>>,
+    /// The power t of the likelihood.
+    pub t: T,
+}
+
+impl LikArgs<f64> {
+    /// The same arguments as constants of another scalar type.
+    pub fn lift<U: Scalar>(&self) -> LikArgs<U> {
+        LikArgs {
+            args: self.args.iter().map(|a| a.lift()).collect(),
+            t: U::constant(self.t),
+        }
+    }
+    /// The untempered likelihood (t = 1), for predictions.
+    pub fn untempered(&self) -> LikArgs<f64> {
+        LikArgs {
+            args: self.args.clone(),
+            t: 1.0,
+        }
+    }
+}
+
+impl ViModel {
+    /// Recognise the structure; `engine` names the engine in messages.
+    pub fn new(bound: Arc<Bound>, cfg: &EngineConfig, engine: &str) -> Result<ViModel, Error> {
+        let latent = latent_observation(&bound, engine)?;
+        let layout = HyperLayout::new(&bound, cfg.bool("learn_hypers"));
+        let hypers = layout.values::<f64>(&bound, &layout.initial(&bound)?);
+        let inputs = bound.site_inputs(latent.site, &hypers, &[])?;
+        let classes = bound.replicas(latent.gp)?;
+        let o = &bound.graph.observations[latent.obs];
+        let y = bound.data[o.data].flatten();
+        if y.len() != inputs.len() {
+            return Err(Error::at(
+                ErrorKind::Shape,
+                o.span,
+                format!(
+                    "there are {} outcomes but {} latent values",
+                    y.len(),
+                    inputs.len()
+                ),
+            ));
+        }
+        Ok(ViModel {
+            bound,
+            latent,
+            classes,
+            inputs,
+            y,
+            layout,
+            jitter: cfg.real("jitter"),
+        })
+    }
+
+    /// Is this the multi-class softmax likelihood?
+    pub fn categorical(&self) -> bool {
+        self.latent.replicated
+    }
+
+    /// The support of the observations (for predictive class probabilities).
+    pub fn support(&self) -> Support {
+        match &self.bound.graph.observations[self.latent.obs].dist.dist {
+            crate::ir::graph::DistRef::Builtin(d) => d.support(),
+            _ => Support::Real,
+        }
+    }
+
+    /// Evaluate the pieces at θ with data from `data` (training or test).
+    pub fn pieces<T: Scalar>(&self, theta: &[T], data: &Bound) -> Result<ViPieces<T>, Error> {
+        let hypers = self.layout.values::<T>(&self.bound, theta);
+        let env = Env::new(data, &hypers, &[], &[]);
+        let g = &self.bound.graph;
+        let gp = &g.gps[self.latent.gp];
+        let kernel = env.kernel(&gp.kernel)?;
+        let mean = env.scalar(&gp.mean)?;
+        let o = &g.observations[self.latent.obs];
+        let mut args = Vec::with_capacity(o.dist.args.len());
+        for (i, a) in o.dist.args.iter().enumerate() {
+            if i == self.latent.latent_arg {
+                let mut off = Value::Real(T::zero());
+                for (e, sign) in &self.latent.offset {
+                    let v = env.eval(e)?;
+                    let signed = crate::ir::ops::map_num(&v, &|x| x * F64(*sign), e.span)?;
+                    off = crate::ir::ops::binary(
+                        crate::syntax::ast::BinOp::Add,
+                        off,
+                        signed,
+                        e.span,
+                    )?;
+                }
+                args.push(off);
+            } else {
+                args.push(env.eval(a)?);
+            }
+        }
+        let t = match &o.temperature {
+            Some(e) => env.scalar(e)?,
+            None => T::one(),
+        };
+        if t.to_constant() < 0.0 {
+            let span = o.temperature.as_ref().map(|e| e.span).unwrap_or(o.span);
+            return Err(Error::at(
+                ErrorKind::Numerical,
+                span,
+                format!(
+                    "the power of a likelihood must be ≥ 0, found {}",
+                    t.to_constant()
+                ),
+            ));
+        }
+        Ok(ViPieces {
+            kernel,
+            mean,
+            lik: LikArgs { args, t },
+        })
+    }
+}
+
+impl<T: Scalar> LikArgs<T> {
+    /// ℓₙ(f) = t · log p(y | f + offsetₙ, ...) for point n; `f` holds one
+    /// latent value, or C class scores for `categorical_logit`.
+    pub fn log_lik(&self, model: &ViModel, n: usize, y: f64, f: &[T]) -> Result<T, Error> {
+        let o = &model.bound.graph.observations[model.latent.obs];
+        let lp = if model.categorical() {
+            categorical_logit(y as usize, f)
+        } else {
+            let mut a: Vec<T> = Vec::with_capacity(self.args.len());
+            for (i, v) in self.args.iter().enumerate() {
+                let x = v
+                    .element(n)
+                    .ok_or_else(|| Error::internal("likelihood argument element"))?;
+                a.push(if i == model.latent.latent_arg {
+                    f[0] + x
+                } else {
+                    x
+                });
+            }
+            let opts: Vec<f64> = o.dist.options.iter().map(|(_, v)| *v).collect();
+            point_log_density(&model.bound.graph, &o.dist, T::constant(y), &a, &opts)?
+        };
+        Ok(lp * self.t)
+    }
+}
+
+/// Whether a distribution is log-concave in its latent argument (the ELBO of
+/// mirror descent with ρ ≤ 1 then rises monotonically).
+pub fn log_concave(d: Dist) -> bool {
+    matches!(
+        d,
+        Dist::Normal
+            | Dist::BernoulliLogit
+            | Dist::BernoulliProbit
+            | Dist::PoissonLog
+            | Dist::CategoricalLogit
+    )
+}

@@ -1,0 +1,269 @@
+//! Predictions of the variational engines at test inputs X* [M, D]:
+//! latent means and variances per class (Eq. 6 of the mirror-descent paper,
+//! [`super::posterior::Whitened::predict`]), class probabilities
+//! p(y* = r) = E_q[p(r | f*)] (Gauss–Hermite for one latent value, the fixed
+//! Monte Carlo draws for C classes), and test metrics: accuracy, mean log
+//! predictive density, and the expected and maximum calibration errors
+//! (ECE, MCE; Guo et al. 2017) over equal-width confidence bins.
+
+use super::core::Core;
+use super::expect::Rule;
+use super::posterior::Whitened;
+use crate::error::{Error, ErrorKind};
+use crate::ir::bind::Bound;
+use crate::model::dist::Support;
+use nalgebra::DMatrix;
+use serde::Serialize;
+
+/// Predictions at M points.
+#[derive(Clone, Debug, Serialize)]
+pub struct Predictions {
+    /// Latent means, M rows of C values.
+    pub mean_f: Vec<Vec<f64>>,
+    /// Latent variances, M rows of C values.
+    pub var_f: Vec<Vec<f64>>,
+    /// Class probabilities, M rows (classes 0..K−1), for discrete outcomes
+    /// with a fixed number of classes (binary or categorical).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probabilities: Option<Vec<Vec<f64>>>,
+    /// Log predictive density of each test outcome, when the test data has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_density: Option<Vec<f64>>,
+}
+
+/// One bin of a reliability diagram.
+#[derive(Clone, Debug, Serialize)]
+pub struct Bin {
+    /// Lower edge of the confidence bin.
+    pub lower: f64,
+    /// Points in the bin.
+    pub count: usize,
+    /// Mean confidence of its points.
+    pub confidence: f64,
+    /// Fraction of its points classified correctly.
+    pub accuracy: f64,
+}
+
+/// Metrics on test outcomes.
+#[derive(Clone, Debug, Serialize)]
+pub struct TestMetrics {
+    /// Fraction classified correctly (classification only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<f64>,
+    /// Mean of log p(y*ₙ | data).
+    pub mean_log_predictive_density: f64,
+    /// Expected calibration error (classification only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ece: Option<f64>,
+    /// Maximum calibration error (classification only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mce: Option<f64>,
+    /// The reliability diagram's bins (classification only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bins: Vec<Bin>,
+}
+
+/// Predict at the inputs of `test`; metrics when it has outcomes.
+pub fn predict(
+    core: &Core,
+    qs: &[Whitened],
+    test: &Bound,
+    n_bins: usize,
+) -> Result<(Predictions, Option<TestMetrics>), Error> {
+    let model = &core.model;
+    let hypers = model.layout.values::<f64>(&model.bound, &core.theta);
+    let x = test.site_inputs(model.latent.site, &hypers, &[])?;
+    if x.dim() != model.inputs.dim() {
+        return Err(Error::new(
+            ErrorKind::Data,
+            format!(
+                "the test inputs have {} columns, the training inputs {}",
+                x.dim(),
+                model.inputs.dim()
+            ),
+        ));
+    }
+    let pieces = model.pieces::<f64>(&core.theta, test)?;
+    let ks = pieces.kernel.cross(&model.inputs, &x)?;
+    let kss = pieces.kernel.diag(&x)?;
+    let u = core.prior.whiten(&ks);
+    let (m, c) = (x.len(), qs.len());
+    let mut mean = DMatrix::zeros(m, c);
+    let mut var = DMatrix::zeros(m, c);
+    for (j, q) in qs.iter().enumerate() {
+        let (mu, v) = q.predict(&core.prior, &u, &kss);
+        mean.set_column(j, &mu);
+        var.set_column(j, &v);
+    }
+    let lik = pieces.lik.untempered();
+    let obs = &model.bound.graph.observations[model.latent.obs];
+    let y: Option<Vec<f64>> = test.present[obs.data]
+        .then(|| test.data[obs.data].flatten())
+        .filter(|y| y.len() == m);
+    let expect_exp = |i: usize, yv: f64| -> Result<f64, Error> {
+        // log E[p(y | f)] by the engine's rule, stably.
+        let mut terms = Vec::new();
+        let mut weights = Vec::new();
+        match &core.rule {
+            Rule::Quadrature(gh) => {
+                for (z, w) in gh.points.iter().zip(&gh.weights) {
+                    let f = mean[(i, 0)] + var[(i, 0)].sqrt() * z;
+                    terms.push(lik.log_lik(model, i, yv, &[f])?);
+                    weights.push(*w);
+                }
+            }
+            Rule::MonteCarlo(eps) => {
+                for row in eps.row_iter() {
+                    let f: Vec<f64> = (0..c)
+                        .map(|j| mean[(i, j)] + var[(i, j)].sqrt() * row[j])
+                        .collect();
+                    terms.push(lik.log_lik(model, i, yv, &f)?);
+                    weights.push(1.0 / eps.nrows() as f64);
+                }
+            }
+        }
+        let mx = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        if !mx.is_finite() {
+            return Ok(mx);
+        }
+        Ok(mx
+            + terms
+                .iter()
+                .zip(&weights)
+                .map(|(t, w)| w * (t - mx).exp())
+                .sum::<f64>()
+                .ln())
+    };
+    let classes = match model.support() {
+        Support::Binary => Some(2),
+        Support::Category => Some(model.classes),
+        _ => None,
+    };
+    let mut probs: Option<Vec<Vec<f64>>> = None;
+    if let Some(k) = classes {
+        let mut rows = Vec::with_capacity(m);
+        for i in 0..m {
+            let row: Vec<f64> = (0..k)
+                .map(|r| expect_exp(i, r as f64).map(f64::exp))
+                .collect::<Result<_, _>>()?;
+            let s: f64 = row.iter().sum();
+            rows.push(row.iter().map(|p| p / s).collect());
+        }
+        probs = Some(rows);
+    }
+    let log_density = match (&y, &probs) {
+        (Some(y), Some(p)) => Some(
+            y.iter()
+                .enumerate()
+                .map(|(i, &yi)| p[i].get(yi as usize).copied().unwrap_or(0.0).ln())
+                .collect(),
+        ),
+        (Some(y), None) => Some(
+            y.iter()
+                .enumerate()
+                .map(|(i, &yi)| expect_exp(i, yi))
+                .collect::<Result<Vec<f64>, _>>()?,
+        ),
+        _ => None,
+    };
+    let metrics = match (&y, &log_density) {
+        (Some(y), Some(ld)) => Some(metrics(y, ld, probs.as_deref(), n_bins)),
+        _ => None,
+    };
+    let rows = |a: &DMatrix<f64>| (0..m).map(|i| a.row(i).iter().copied().collect()).collect();
+    Ok((
+        Predictions {
+            mean_f: rows(&mean),
+            var_f: rows(&var),
+            probabilities: probs,
+            log_density,
+        },
+        metrics,
+    ))
+}
+
+/// Accuracy, mean log predictive density, ECE and MCE.
+pub fn metrics(
+    y: &[f64],
+    log_density: &[f64],
+    probs: Option<&[Vec<f64>]>,
+    n_bins: usize,
+) -> TestMetrics {
+    let n = y.len().max(1) as f64;
+    let mlpd = log_density.iter().sum::<f64>() / n;
+    let Some(probs) = probs else {
+        return TestMetrics {
+            accuracy: None,
+            mean_log_predictive_density: mlpd,
+            ece: None,
+            mce: None,
+            bins: vec![],
+        };
+    };
+    let n_bins = n_bins.max(1);
+    let mut count = vec![0usize; n_bins];
+    let mut conf = vec![0.0; n_bins];
+    let mut hits = vec![0.0; n_bins];
+    let mut correct = 0.0;
+    for (p, &yi) in probs.iter().zip(y) {
+        let (best, &pmax) = p
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .unwrap_or((0, &0.0));
+        let hit = if best == yi as usize { 1.0 } else { 0.0 };
+        correct += hit;
+        let b = ((pmax * n_bins as f64) as usize).min(n_bins - 1);
+        count[b] += 1;
+        conf[b] += pmax;
+        hits[b] += hit;
+    }
+    let mut ece = 0.0;
+    let mut mce: f64 = 0.0;
+    let mut bins = Vec::new();
+    for b in 0..n_bins {
+        if count[b] == 0 {
+            continue;
+        }
+        let k = count[b] as f64;
+        let gap = (hits[b] / k - conf[b] / k).abs();
+        ece += k / n * gap;
+        mce = mce.max(gap);
+        bins.push(Bin {
+            lower: b as f64 / n_bins as f64,
+            count: count[b],
+            confidence: conf[b] / k,
+            accuracy: hits[b] / k,
+        });
+    }
+    TestMetrics {
+        accuracy: Some(correct / n),
+        mean_log_predictive_density: mlpd,
+        ece: Some(ece),
+        mce: Some(mce),
+        bins,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calibration_errors_of_a_known_case() {
+        // Two bins: [0.5, 0.6) holds 0.55, 0.55 (one right), [0.9, 1.0] holds 0.95 (right).
+        let probs = vec![vec![0.45, 0.55], vec![0.55, 0.45], vec![0.05, 0.95]];
+        let y = [1.0, 1.0, 1.0];
+        let ld: Vec<f64> = probs
+            .iter()
+            .zip(&y)
+            .map(|(p, &yi)| p[yi as usize].ln())
+            .collect();
+        let m = metrics(&y, &ld, Some(&probs), 10);
+        assert!((m.accuracy.unwrap() - 2.0 / 3.0).abs() < 1e-12);
+        let ece = 2.0 / 3.0 * (0.5f64 - 0.55).abs() + 1.0 / 3.0 * (1.0f64 - 0.95).abs();
+        assert!((m.ece.unwrap() - ece).abs() < 1e-12);
+        assert!((m.mce.unwrap() - 0.05).abs() < 1e-12);
+        assert_eq!(m.bins.len(), 2);
+    }
+}
