@@ -248,6 +248,12 @@ pub const ENGINES: &[EngineSchema] = &[
                 Some("1e-10"),
                 "stop when the relative ELBO change falls below this",
             ),
+            s(
+                "backtrack",
+                SettingKind::Bool,
+                Some("true"),
+                "halve rho for a step whose ELBO would fall (then grow it back)",
+            ),
             SEED,
             VI_JITTER,
             BINS,

@@ -25,6 +25,8 @@ pub struct VariationalFit {
     pub trace: Vec<f64>,
     /// Steps taken.
     pub steps: usize,
+    /// The step size ρ used at each mirror-descent step (after any backtracking).
+    pub rho_trace: Vec<f64>,
     /// Why it stopped.
     pub reason: String,
     /// Every hyper's value.
@@ -56,6 +58,7 @@ impl VariationalFit {
             qs,
             trace,
             steps,
+            rho_trace: Vec::new(),
             reason,
             hypers,
             predictions: None,
@@ -85,6 +88,9 @@ impl VariationalFit {
             "n": self.core.prior.len(),
             "classes": self.core.model.classes,
         });
+        if !self.rho_trace.is_empty() {
+            out["rho_trace"] = json!(self.rho_trace);
+        }
         if let Some(t) = &self.test {
             out["test"] = serde_json::to_value(t).unwrap_or(serde_json::Value::Null);
         }

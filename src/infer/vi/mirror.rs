@@ -13,6 +13,12 @@
 //! likelihood the first step gives the exact posterior. With
 //! `learn_hypers = true` every step is followed by one Adam step on the hypers
 //! (Algorithm 1 for one task), keeping the sites θ̃.
+//!
+//! With `backtrack = true` (the default) a step whose ELBO would fall is
+//! retried with ρ halved, and ρ grows back towards its setting afterwards:
+//! log-concave likelihoods at ρ ≤ 1 never need it for one latent value per
+//! point, but for the C-class softmax the per-class (diagonal) curvature
+//! underestimates the coupled one, and ρ = 1 would otherwise cycle.
 
 use super::core::Core;
 use super::expect::Expectations;
@@ -34,6 +40,9 @@ pub struct MirrorDescent {
     exps: Expectations,
     trace: Vec<f64>,
     rho: f64,
+    rho_now: f64,
+    rho_trace: Vec<f64>,
+    backtrack: bool,
     steps: usize,
     tol: f64,
     step: usize,
@@ -54,6 +63,9 @@ impl MirrorDescent {
             exps,
             trace: vec![elbo],
             rho: cfg.real("rho"),
+            rho_now: cfg.real("rho"),
+            rho_trace: Vec::new(),
+            backtrack: cfg.bool("backtrack"),
             steps: cfg.int("steps").max(1) as usize,
             tol: cfg.real("tol"),
             step: 0,
@@ -76,20 +88,40 @@ impl Engine for MirrorDescent {
     fn step(&mut self) -> Result<Status, Error> {
         self.step += 1;
         let (m, _) = self.core.marginals(&self.qs);
-        let (rho, e) = (self.rho, &self.exps);
-        for j in 0..self.lambda1.len() {
-            let target1 = e.gm[j] - 2.0 * e.gv[j] * m[j];
-            self.lambda1[j] = (1.0 - rho) * self.lambda1[j] + rho * target1;
-            self.lambda2[j] = (1.0 - rho) * self.lambda2[j] + rho * e.gv[j];
-        }
-        self.qs = self.posteriors()?;
-        if self.core.hyper_opt.is_some() {
+        let prev = *self.trace.last().unwrap_or(&f64::NEG_INFINITY);
+        let (old1, old2) = (self.lambda1.clone(), self.lambda2.clone());
+        let mut rho = self.rho_now;
+        let (qs, exps, elbo) = loop {
+            let e = &self.exps;
+            for j in 0..self.lambda1.len() {
+                let target1 = e.gm[j] - 2.0 * e.gv[j] * m[j];
+                self.lambda1[j] = (1.0 - rho) * old1[j] + rho * target1;
+                self.lambda2[j] = (1.0 - rho) * old2[j] + rho * e.gv[j];
+            }
+            let tried = self
+                .posteriors()
+                .and_then(|qs| self.core.evaluate(&qs).map(|(e, l)| (qs, e, l)));
+            let fell = match &tried {
+                Ok((_, _, elbo)) => *elbo < prev - 1e-12 * prev.abs(),
+                Err(_) => true,
+            };
+            if !self.backtrack || !fell || rho < 1e-6 {
+                break tried?;
+            }
+            rho *= 0.5;
+        };
+        // Grow back towards the requested step after a damped one.
+        self.rho_now = (2.0 * rho).min(self.rho);
+        self.rho_trace.push(rho);
+        self.qs = qs;
+        let (exps, elbo) = if self.core.hyper_opt.is_some() {
             self.core.hyper_step(&self.qs)?;
             self.qs = self.posteriors()?;
-        }
-        let (exps, elbo) = self.core.evaluate(&self.qs)?;
+            self.core.evaluate(&self.qs)?
+        } else {
+            (exps, elbo)
+        };
         self.exps = exps;
-        let prev = *self.trace.last().unwrap_or(&elbo);
         self.trace.push(elbo);
         if (elbo - prev).abs() <= self.tol * elbo.abs() {
             return Ok(Status::Done(format!(
@@ -115,13 +147,15 @@ impl Engine for MirrorDescent {
 
     fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
         let this = *self;
-        Ok(Fit::Variational(Box::new(VariationalFit::new(
+        let mut fit = VariationalFit::new(
             "mirror_descent",
             this.core,
             this.qs,
             this.trace,
             this.step,
             reason,
-        ))))
+        );
+        fit.rho_trace = this.rho_trace;
+        Ok(Fit::Variational(Box::new(fit)))
     }
 }
