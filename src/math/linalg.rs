@@ -51,6 +51,16 @@ impl JitteredCholesky {
         );
         from_faer(&x)
     }
+    /// L⁻ᵀ B (back substitution), shape of B.
+    pub fn solve_upper_t(&self, b: &DMatrix<f64>) -> DMatrix<f64> {
+        let mut x = to_faer(b);
+        faer::linalg::triangular_solve::solve_upper_triangular_in_place(
+            self.llt.L().transpose(),
+            x.as_mut(),
+            Par::Seq,
+        );
+        from_faer(&x)
+    }
     /// (A + jitter·I)⁻¹.
     pub fn inverse(&self) -> DMatrix<f64> {
         from_faer(&self.llt.inverse())

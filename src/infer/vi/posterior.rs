@@ -147,24 +147,19 @@ impl Whitened {
         for i in 0..n {
             p[(i, i)] -= 1.0;
         }
-        // L⁻ᵀ P L⁻¹ = (L⁻¹ (L⁻¹ P)ᵀ)ᵀ, P symmetric.
-        let a = prior.whiten(&p);
-        prior.whiten(&a.transpose())
+        // Y = L⁻ᵀP; L⁻ᵀ P L⁻¹ = L⁻ᵀ Yᵀ, P symmetric.
+        let y = prior.chol.solve_upper_t(&p);
+        prior.chol.solve_upper_t(&y.transpose())
     }
 
     /// K⁻¹(m − μ₀) = L⁻ᵀ z, the weight of the prior mean's gradient.
     pub fn mean_weight(&self, prior: &Prior) -> DVector<f64> {
-        let l = &prior.l;
-        let n = l.nrows();
-        let mut x = self.z.clone();
-        for i in (0..n).rev() {
-            let mut s = x[i];
-            for k in i + 1..n {
-                s -= l[(k, i)] * x[k];
-            }
-            x[i] = s / l[(i, i)];
-        }
-        x
+        let n = self.z.len();
+        prior
+            .chol
+            .solve_upper_t(&DMatrix::from_column_slice(n, 1, self.z.as_slice()))
+            .column(0)
+            .into_owned()
     }
 
     /// Predictive mean and latent variance at new inputs, given
