@@ -375,3 +375,86 @@ fn learning_hypers_raises_the_elbo() {
         fixed.elbo
     );
 }
+
+#[test]
+fn engines_refuse_families_and_models_they_cannot_fit() {
+    let text = BREAST.replace("LIKELIHOOD", "bernoulli_logit(f(X))");
+    let data = csv("breast_cancer_prepared.csv", Some((0, 49)));
+    let err = |t: &str, engine: &str| {
+        let m = model(t);
+        let b = bind(&m, &data);
+        let e = tempest::run(
+            &b,
+            RunOptions {
+                engine: Some(engine.into()),
+                ..Default::default()
+            },
+        )
+        .err()
+        .expect("an error");
+        m.render(&e)
+    };
+    let mf = text.replace(
+        "infer mirror_descent",
+        "guide { f : mean_field }\ninfer mirror_descent",
+    );
+    assert!(err(&mf, "mirror_descent").contains("works with the family `sites`"));
+    let sites = text.replace(
+        "infer mirror_descent",
+        "guide { f : sites }\ninfer mirror_descent",
+    );
+    assert!(err(&sites, "gradient_descent").contains("`full_rank` or `mean_field`"));
+    let with_param = text
+        .replace("model {", "param { b : real ~ normal(0, 1) }\nmodel {")
+        .replace("f ~ gp(0,", "f ~ gp(b,");
+    assert!(err(&with_param, "mirror_descent").contains("is a param"));
+}
+
+#[test]
+fn non_log_concave_likelihoods_stay_finite() {
+    let m = model(&REGRESSION.replace(
+        "y ~ normal(f(X), sqrt(noise)) ^ temperature",
+        "y ~ student_t(3, f(X), sqrt(noise))",
+    ));
+    let b = bind(&m, &csv("diabetes_prepared.csv", Some((0, 99))));
+    let fit = run(&b, &[("steps", "60"), ("jitter", "1e-6")], None);
+    assert!(fit.trace.iter().all(|e| e.is_finite()));
+    for w in fit.trace.windows(2) {
+        assert!(
+            w[1] >= w[0] - 1e-9 * w[0].abs(),
+            "ELBO fell: {} then {}",
+            w[0],
+            w[1]
+        );
+    }
+    let mf = run(
+        &b,
+        &[("steps", "200"), ("lr", "0.05")],
+        Some("gradient_descent"),
+    );
+    assert!(mf.elbo.is_finite() && mf.elbo > mf.trace[0]);
+}
+
+#[test]
+fn mean_field_gradient_descent_improves_the_elbo() {
+    let text = BREAST
+        .replace("LIKELIHOOD", "bernoulli_logit(f(X))")
+        .replace(
+            "infer mirror_descent { steps = 60, rho = 1.0 }",
+            "guide { f : mean_field }\ninfer gradient_descent {}",
+        );
+    let m = model(&text);
+    let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 99))));
+    let fit = run(
+        &b,
+        &[("steps", "200"), ("lr", "0.05"), ("learn_hypers", "true")],
+        None,
+    );
+    assert!(
+        fit.elbo > fit.trace[0] + 10.0,
+        "{} vs {}",
+        fit.elbo,
+        fit.trace[0]
+    );
+    assert!(fit.trace.iter().all(|e| e.is_finite()));
+}
