@@ -24,6 +24,19 @@ fn from_faer(a: &Mat<f64>) -> DMatrix<f64> {
     DMatrix::from_fn(a.nrows(), a.ncols(), |i, j| a[(i, j)])
 }
 
+/// The dense product op(A) op(B) with faer's blocked kernels (one thread),
+/// where op transposes when the flag is set.
+pub fn matmul(a: &DMatrix<f64>, ta: bool, b: &DMatrix<f64>, tb: bool) -> DMatrix<f64> {
+    let (fa, fb) = (to_faer(a), to_faer(b));
+    let (ra, rb) = (
+        if ta { fa.transpose() } else { fa.as_ref() },
+        if tb { fb.transpose() } else { fb.as_ref() },
+    );
+    let mut out = Mat::<f64>::zeros(ra.nrows(), rb.ncols());
+    faer::linalg::matmul::matmul(out.as_mut(), faer::Accum::Replace, ra, rb, 1.0, Par::Seq);
+    from_faer(&out)
+}
+
 impl JitteredCholesky {
     /// The lower-triangular factor L, [N, N].
     pub fn l(&self) -> DMatrix<f64> {

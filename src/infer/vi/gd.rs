@@ -21,7 +21,7 @@ use crate::error::Error;
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
 use crate::infer::settings::EngineConfig;
-use crate::math::linalg::cholesky_jitter;
+use crate::math::linalg::{cholesky_jitter, matmul};
 use crate::math::optim::{Ascent, Rule};
 use nalgebra::{DMatrix, DVector};
 
@@ -163,11 +163,11 @@ impl GradientDescent {
                 Param::FullRank => {
                     let gz = l.tr_mul(&gm.into_owned()) - &q.z;
                     out[..n].copy_from_slice(gz.as_slice());
-                    let mut lr = l * &q.r;
+                    let mut lr = matmul(l, false, &q.r, false);
                     for (i, mut row) in lr.row_iter_mut().enumerate() {
                         row *= 2.0 * gv[i];
                     }
-                    let gr = l.tr_mul(&lr);
+                    let gr = matmul(l, true, &lr, false);
                     for i in 0..n {
                         for j in 0..=i {
                             let mut v = gr[(i, j)] - q.r[(i, j)];

@@ -18,7 +18,7 @@
 //!   ½ tr(W ∂K/∂θ) with W = L⁻ᵀ(R Rᵀ + z zᵀ − I)L⁻¹.
 
 use crate::error::Error;
-use crate::math::linalg::{JitteredCholesky, cholesky_jitter};
+use crate::math::linalg::{JitteredCholesky, cholesky_jitter, matmul};
 use crate::model::family::Gaussian;
 use nalgebra::{DMatrix, DVector};
 
@@ -91,7 +91,7 @@ impl Whitened {
         for (i, mut row) in ll.row_iter_mut().enumerate() {
             row *= big_lambda[i];
         }
-        let mut a = l.tr_mul(&ll);
+        let mut a = matmul(l, true, &ll, false);
         for i in 0..n {
             a[(i, i)] += 1.0;
         }
@@ -129,7 +129,7 @@ impl Whitened {
     /// Marginal means and variances of f, [N] each.
     pub fn marginals(&self, prior: &Prior) -> (DVector<f64>, DVector<f64>) {
         let m = (&prior.l * &self.z).add_scalar(prior.mean);
-        let lr = &prior.l * &self.r;
+        let lr = matmul(&prior.l, false, &self.r, false);
         let v = DVector::from_fn(lr.nrows(), |i, _| lr.row(i).norm_squared());
         (m, v)
     }
@@ -143,7 +143,7 @@ impl Whitened {
     /// The weight matrix W = L⁻ᵀ(R Rᵀ + z zᵀ − I)L⁻¹ of the kernel gradient.
     pub fn kernel_weight(&self, prior: &Prior) -> DMatrix<f64> {
         let n = self.z.len();
-        let mut p = &self.r * self.r.transpose() + &self.z * self.z.transpose();
+        let mut p = matmul(&self.r, false, &self.r, true) + &self.z * self.z.transpose();
         for i in 0..n {
             p[(i, i)] -= 1.0;
         }
@@ -171,7 +171,7 @@ impl Whitened {
         kss: &DVector<f64>,
     ) -> (DVector<f64>, DVector<f64>) {
         let mean = u.tr_mul(&self.z).add_scalar(prior.mean);
-        let rt_u = self.r.tr_mul(u);
+        let rt_u = matmul(&self.r, true, u, false);
         let var = DVector::from_fn(u.ncols(), |j, _| {
             (kss[j] - u.column(j).norm_squared() + rt_u.column(j).norm_squared()).max(0.0)
         });
