@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tempest::command::{self, Failure};
 use tempest::error::{Error, ErrorKind, Errors};
-use tempest::output::plot::{RegressionPlot, regression_1d};
+use tempest::infer::vi::fit::VariationalFit;
+use tempest::output::plot::{RegressionPlot, regression_1d, reliability_diagram, traces};
 use tempest::output::progress::BarProgress;
 use tempest::syntax::diagnostics::{SourceFile, render};
 use tempest::{Fit, Registry, RunOptions};
@@ -50,7 +51,9 @@ enum Command {
         /// Write machine-readable results to this JSON file.
         #[arg(long, value_name = "OUT")]
         json: Option<PathBuf>,
-        /// Draw the fit (1-D inputs) to this PNG file.
+        /// Draw the fit to this PNG file: exact engine, the fit (1-D inputs);
+        /// variational engines, the reliability diagram when test outcomes of
+        /// a classifier are given, else the ELBO trace.
         #[arg(long, value_name = "OUT.png")]
         plot: Option<PathBuf>,
         /// No progress display.
@@ -70,6 +73,23 @@ enum Command {
         /// Override a data scalar, a hyper's value, `temperature` or an engine setting.
         #[arg(long = "set", value_name = "NAME=VALUE")]
         set: Vec<String>,
+    },
+    /// Overlay the ELBO traces of variational runs (JSON files written by
+    /// `tempest run --json`), e.g. mirror descent against gradient descent.
+    #[command(name = "plot-trace")]
+    PlotTrace {
+        /// The PNG file to write.
+        #[arg(long, value_name = "OUT.png")]
+        out: PathBuf,
+        /// The runs' JSON files (each with an `elbo_trace`).
+        #[arg(value_name = "RUN.json", required = true)]
+        runs: Vec<PathBuf>,
+        /// Plot log10(best ELBO − ELBO), best over all runs, instead of the ELBO.
+        #[arg(long)]
+        gap: bool,
+        /// The plot's title.
+        #[arg(long)]
+        title: Option<String>,
     },
     /// Print a stage of the pipeline.
     Emit {
@@ -139,6 +159,12 @@ fn sourced(errors: Errors) -> Failure {
 
 fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
     match cli.command {
+        Command::PlotTrace {
+            out,
+            runs,
+            gap,
+            title,
+        } => plot_trace(&out, &runs, gap, title),
         Command::Emit { stage, model } => {
             let src = source.insert(read_source(&model)?);
             match stage {
@@ -206,6 +232,19 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             };
             let (overrides, settings) = command::split_sets(&graph, &set)?;
             let bound = tempest::bind(graph, &train, &overrides).map_err(sourced)?;
+            // The number of confidence bins, for the reliability diagram.
+            let n_bins = tempest::engine_config(
+                &bound.graph,
+                &RunOptions {
+                    engine: engine.clone(),
+                    settings: settings.clone(),
+                    ..Default::default()
+                },
+            )
+            .ok()
+            .map(|c| c.int("bins"))
+            .filter(|&b| b > 0)
+            .map(|b| b as usize);
             let mut options = RunOptions {
                 engine,
                 settings,
@@ -228,12 +267,112 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
                 write_json(path, &j)?;
             }
             if let Some(path) = &plot {
-                draw(&fit, path)?;
+                match fit.as_variational() {
+                    Some(v) => draw_variational(v, n_bins, path)?,
+                    None => draw(&fit, path)?,
+                }
                 println!("plot written to {}", path.display());
             }
             Ok(())
         }
     }
+}
+
+/// A variational fit's plot: the reliability diagram when there are
+/// classification test metrics, else the ELBO trace.
+fn draw_variational(f: &VariationalFit, n_bins: Option<usize>, path: &Path) -> Result<(), Failure> {
+    let what = engine_words(f.engine);
+    if let Some(t) = &f.test
+        && let (Some(ece), Some(mce)) = (t.ece, t.mce)
+        && !t.bins.is_empty()
+    {
+        let n: usize = t.bins.iter().map(|b| b.count).sum();
+        let title = format!("{what}: reliability diagram on the test data ({n} points)");
+        reliability_diagram(path, &t.bins, n_bins, ece, mce, &title)?;
+    } else {
+        let title = format!(
+            "{what}: ELBO by step (final {:.4}, {} step{})",
+            f.elbo,
+            f.steps,
+            if f.steps == 1 { "" } else { "s" }
+        );
+        traces(
+            path,
+            &[(f.engine.to_string(), f.trace.clone())],
+            &title,
+            "ELBO",
+            false,
+        )?;
+    }
+    Ok(())
+}
+
+fn engine_words(engine: &str) -> &str {
+    match engine {
+        "mirror_descent" => "mirror-descent VI",
+        "gradient_descent" => "gradient-descent VI",
+        other => other,
+    }
+}
+
+/// `tempest plot-trace`: read the runs' JSON and overlay their ELBO traces.
+fn plot_trace(
+    out: &Path,
+    runs: &[PathBuf],
+    gap: bool,
+    title: Option<String>,
+) -> Result<(), Failure> {
+    let mut series = Vec::new();
+    for path in runs {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot read run file `{}`: {e}", path.display()),
+            )
+        })?;
+        let j: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            Error::new(
+                ErrorKind::Data,
+                format!("`{}` is not valid JSON: {e}", path.display()),
+            )
+            .with_note("plot-trace reads the files written by `tempest run ... --json OUT`")
+        })?;
+        let trace = j.get("elbo_trace").and_then(|t| t.as_array()).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Data,
+                format!("`{}` has no `elbo_trace` array", path.display()),
+            )
+            .with_note(
+                "write one with `tempest run ... --json OUT` and a variational engine (mirror_descent, gradient_descent)",
+            )
+        })?;
+        // NaN and infinities are written as null; keep their place in the trace.
+        let values: Vec<f64> = trace
+            .iter()
+            .map(|v| v.as_f64().unwrap_or(f64::NAN))
+            .collect();
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_else(|| path.display().to_string());
+        let label = match j.get("engine").and_then(|e| e.as_str()) {
+            Some(e) => format!("{stem} ({e})"),
+            None => stem,
+        };
+        series.push((label, values));
+    }
+    let (default_title, y_label) = if gap {
+        (
+            "convergence: distance to the best ELBO",
+            "log₁₀(best ELBO − ELBO)",
+        )
+    } else {
+        ("ELBO by step", "ELBO")
+    };
+    let title = title.unwrap_or_else(|| default_title.to_string());
+    traces(out, &series, &title, y_label, gap)?;
+    println!("plot written to {}", out.display());
+    Ok(())
 }
 
 fn write_json(path: &Path, j: &serde_json::Value) -> Result<(), Failure> {

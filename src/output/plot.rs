@@ -1,8 +1,14 @@
-//! PNG plots (plotters, bitmap backend, an embedded DejaVu Sans font).
+//! PNG plots (plotters, bitmap backend, an embedded DejaVu Sans font): a
+//! 1-D regression fit, a reliability diagram of a classifier's test
+//! predictions, and ELBO traces of variational runs.
 
 use crate::error::{Error, ErrorKind};
+use crate::infer::vi::predict::Bin;
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 use std::sync::Once;
 
@@ -138,5 +144,539 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
         .draw()
         .map_err(|e| plot_err(path, e))?;
     root.present().map_err(|e| plot_err(path, e))?;
+    Ok(())
+}
+
+/// Colours for overlaid series (the Tableau 10 palette).
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// The width of the equal-width confidence bins that `bins` came from, when
+/// the caller does not know their number: the edges are k / n for an integer
+/// n, and each bin's mean confidence lies in [lower, lower + 1/n]. The
+/// default of the `bins` setting (10) is taken when it fits, else the
+/// smallest n that does (up to 1000).
+fn bin_width(bins: &[Bin]) -> f64 {
+    let fits = |n: usize| {
+        let w = 1.0 / n as f64;
+        bins.iter().all(|b| {
+            let k = b.lower * n as f64;
+            (k - k.round()).abs() < 1e-6 && b.confidence <= b.lower + w + 1e-9
+        })
+    };
+    if fits(10) {
+        return 0.1;
+    }
+    (1..=1000)
+        .find(|&n| fits(n))
+        .map_or(0.1, |n| 1.0 / n as f64)
+}
+
+/// Draw a reliability diagram (Guo et al. 2017) to a PNG file.
+///
+/// The top panel has one bar per confidence bin, as tall as the fraction of
+/// its points classified correctly, the gap between that accuracy and the
+/// bin's mean confidence shaded, and the diagonal of perfect calibration; the
+/// panel below counts the test points per bin; the side panel holds the
+/// legend, the overall accuracy (from the bins), and `ece` and `mce`.
+/// `bins` are the non-empty bins, as [`TestMetrics::bins`](crate::infer::vi::predict::TestMetrics)
+/// gives them; `n_bins` is how many equal-width bins there were (when
+/// `None`, it is inferred from the bins' lower edges and mean confidences,
+/// preferring 10, the default of the `bins` setting).
+pub fn reliability_diagram(
+    path: &Path,
+    bins: &[Bin],
+    n_bins: Option<usize>,
+    ece: f64,
+    mce: f64,
+    title: &str,
+) -> Result<(), Error> {
+    register_font();
+    let e = |err| plot_err(path, err);
+    let width = match n_bins {
+        Some(n) if n > 0 => 1.0 / n as f64,
+        _ => bin_width(bins),
+    };
+    let root = BitMapBackend::new(path, (1060, 780)).into_drawing_area();
+    root.fill(&WHITE).map_err(e)?;
+    let root = root
+        .titled(title, ("sans-serif", 24))
+        .map_err(e)?
+        .margin(4, 8, 8, 8);
+    let (left, side) = root.split_horizontally(760);
+    let (top, bottom) = left.split_vertically(540);
+
+    let blue = RGBColor(31, 119, 180);
+    let red = RGBColor(214, 39, 40);
+    let mut chart = ChartBuilder::on(&top)
+        .margin(8)
+        .x_label_area_size(28)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..1.0, 0.0..1.0)
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .y_desc("accuracy (fraction correct)")
+        .x_labels(11)
+        .y_labels(11)
+        .x_label_formatter(&|x| format!("{x:.1}"))
+        .y_label_formatter(&|y| format!("{y:.1}"))
+        .light_line_style(RGBColor(238, 238, 238))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(e)?;
+    chart
+        .draw_series(bins.iter().map(|b| {
+            Rectangle::new(
+                [(b.lower, 0.0), ((b.lower + width).min(1.0), b.accuracy)],
+                blue.mix(0.75).filled(),
+            )
+        }))
+        .map_err(e)?;
+    chart
+        .draw_series(bins.iter().map(|b| {
+            Rectangle::new(
+                [(b.lower, 0.0), ((b.lower + width).min(1.0), b.accuracy)],
+                RGBColor(20, 60, 110).stroke_width(1),
+            )
+        }))
+        .map_err(e)?;
+    // The gap between accuracy and mean confidence: pink where it lies above
+    // the bar (over-confident), red hatching over either.
+    chart
+        .draw_series(bins.iter().filter(|b| b.confidence > b.accuracy).map(|b| {
+            Rectangle::new(
+                [
+                    (b.lower, b.accuracy),
+                    ((b.lower + width).min(1.0), b.confidence),
+                ],
+                red.mix(0.22).filled(),
+            )
+        }))
+        .map_err(e)?;
+    let area = chart.plotting_area();
+    let (xr, yr) = area.get_pixel_range();
+    let pixel_area = area.strip_coord_spec();
+    for b in bins {
+        let (ax, ay) = area.map_coordinate(&(b.lower, b.accuracy));
+        let (cx, cy) = area.map_coordinate(&((b.lower + width).min(1.0), b.confidence));
+        let (x0, x1) = (ax.min(cx) - xr.start, ax.max(cx) - xr.start);
+        let (y0, y1) = (ay.min(cy) - yr.start, ay.max(cy) - yr.start);
+        hatch(&pixel_area, (x0, y0), (x1, y1), red.stroke_width(1)).map_err(e)?;
+        pixel_area
+            .draw(&Rectangle::new([(x0, y0), (x1, y1)], red.stroke_width(2)))
+            .map_err(e)?;
+    }
+    chart
+        .draw_series(DashedLineSeries::new(
+            [(0.0, 0.0), (1.0, 1.0)],
+            10,
+            6,
+            BLACK.mix(0.7).stroke_width(2),
+        ))
+        .map_err(e)?;
+
+    let n: usize = bins.iter().map(|b| b.count).sum();
+    let max_count = bins.iter().map(|b| b.count).max().unwrap_or(1).max(1) as f64;
+    let mut counts = ChartBuilder::on(&bottom)
+        .margin(8)
+        .x_label_area_size(48)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..1.0, 0.0..max_count * 1.22)
+        .map_err(e)?;
+    counts
+        .configure_mesh()
+        .x_desc("confidence (predicted probability of the predicted class)")
+        .y_desc("test points")
+        .x_labels(11)
+        .y_labels(4)
+        .x_label_formatter(&|x| format!("{x:.1}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .light_line_style(RGBColor(238, 238, 238))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(e)?;
+    counts
+        .draw_series(bins.iter().map(|b| {
+            Rectangle::new(
+                [(b.lower, 0.0), ((b.lower + width).min(1.0), b.count as f64)],
+                RGBColor(150, 150, 150).filled(),
+            )
+        }))
+        .map_err(e)?;
+    let count_font = ("sans-serif", 13)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Bottom));
+    counts
+        .draw_series(bins.iter().map(|b| {
+            Text::new(
+                b.count.to_string(),
+                (b.lower + 0.5 * width, b.count as f64 + 0.03 * max_count),
+                count_font.clone(),
+            )
+        }))
+        .map_err(e)?;
+
+    // The side panel: legend and numbers, clear of the data.
+    let accuracy = if n > 0 {
+        bins.iter()
+            .map(|b| b.accuracy * b.count as f64)
+            .sum::<f64>()
+            / n as f64
+    } else {
+        f64::NAN
+    };
+    let font = ("sans-serif", 15).into_font().color(&BLACK);
+    let big = ("sans-serif", 18).into_font().color(&BLACK);
+    let (x0, mut y) = (14, 24);
+    let legend: [(&str, ShapeStyle); 4] = [
+        ("accuracy in the bin", blue.mix(0.75).filled()),
+        ("gap to its mean confidence", red.mix(0.22).filled()),
+        ("perfect calibration", BLACK.mix(0.7).stroke_width(2)),
+        ("test points per bin", RGBColor(150, 150, 150).filled()),
+    ];
+    for (i, (label, style)) in legend.iter().enumerate() {
+        if i == 2 {
+            side.draw(&PathElement::new([(x0, y + 8), (x0 + 8, y + 8)], *style))
+                .map_err(e)?;
+            side.draw(&PathElement::new(
+                [(x0 + 14, y + 8), (x0 + 22, y + 8)],
+                *style,
+            ))
+            .map_err(e)?;
+        } else {
+            side.draw(&Rectangle::new([(x0, y), (x0 + 22, y + 16)], *style))
+                .map_err(e)?;
+            if i == 1 {
+                hatch(&side, (x0, y), (x0 + 22, y + 16), red.stroke_width(1)).map_err(e)?;
+                side.draw(&Rectangle::new(
+                    [(x0, y), (x0 + 22, y + 16)],
+                    red.stroke_width(2),
+                ))
+                .map_err(e)?;
+            }
+        }
+        side.draw(&Text::new(label.to_string(), (x0 + 32, y), font.clone()))
+            .map_err(e)?;
+        y += 28;
+    }
+    y += 20;
+    let lines = [
+        format!("ECE  {ece:.4}"),
+        format!("MCE  {mce:.4}"),
+        format!("accuracy  {accuracy:.4}"),
+        format!("test points  {n}"),
+        format!(
+            "non-empty bins  {} of {}",
+            bins.len(),
+            (1.0 / width).round()
+        ),
+    ];
+    for (i, l) in lines.iter().enumerate() {
+        let f = if i < 2 { big.clone() } else { font.clone() };
+        side.draw(&Text::new(l.clone(), (x0, y), f)).map_err(e)?;
+        y += if i < 2 { 30 } else { 24 };
+    }
+    y += 16;
+    let notes = [
+        "ECE: the gaps averaged,",
+        "weighted by points per bin;",
+        "MCE: the largest gap.",
+        "Bars above the diagonal:",
+        "under-confident; below:",
+        "over-confident.",
+    ];
+    let small = ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90));
+    for l in notes {
+        side.draw(&Text::new(l, (x0, y), small.clone()))
+            .map_err(e)?;
+        y += 19;
+    }
+    root.present().map_err(e)?;
+    Ok(())
+}
+
+/// Red diagonal hatching of the pixel rectangle (x0, y0)–(x1, y1) of `area`.
+fn hatch<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    (x0, y0): (i32, i32),
+    (x1, y1): (i32, i32),
+    style: ShapeStyle,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let mut c = x0 + y0 + 4;
+    while c < x1 + y1 {
+        // The line x + y = c inside the rectangle.
+        let (a, b) = ((c - y1).max(x0), (c - y0).min(x1));
+        if a < b {
+            area.draw(&PathElement::new([(a, c - a), (b, c - b)], style))?;
+        }
+        c += 8;
+    }
+    Ok(())
+}
+
+/// Where a legend of `size` pixels covers the fewest of `pts` (pixels in
+/// the plotting area of `dim` pixels); ties go to the first candidate.
+fn emptiest_corner(pts: &[(i32, i32)], dim: (i32, i32), size: (i32, i32)) -> SeriesLabelPosition {
+    use SeriesLabelPosition::*;
+    let (w, h) = (size.0 + 10, size.1 + 10);
+    let candidates = [
+        (UpperRight, (dim.0 - w, 0)),
+        (LowerRight, (dim.0 - w, dim.1 - h)),
+        (UpperLeft, (0, 0)),
+        (LowerLeft, (0, dim.1 - h)),
+        (MiddleRight, (dim.0 - w, (dim.1 - h) / 2)),
+        (UpperMiddle, ((dim.0 - w) / 2, 0)),
+        (LowerMiddle, ((dim.0 - w) / 2, dim.1 - h)),
+    ];
+    let mut best = (UpperRight, usize::MAX);
+    for (pos, (x, y)) in candidates {
+        let hits = pts
+            .iter()
+            .filter(|(px, py)| *px >= x && *px <= x + w && *py >= y && *py <= y + h)
+            .count();
+        if hits < best.1 {
+            best = (pos, hits);
+        }
+    }
+    best.0
+}
+
+/// Draw ELBO traces (the ELBO at the start and after each step) of several
+/// runs, overlaid, to a PNG file; each series is `(label, trace)`, its
+/// entry t the ELBO after t steps.
+///
+/// With `log_gap = false` the ELBO itself is drawn against the step. With
+/// `log_gap = true` each point is log₁₀(best − ELBOₜ), where best is the
+/// largest ELBO over all series (noted in the title); points whose gap is
+/// not positive (the best point itself) or not finite are left out. This is
+/// how a convergence comparison, such as mirror descent against gradient
+/// descent, is shown. `y_label` names the vertical axis.
+///
+/// When the longest series has at least 100 steps and ten times as many as
+/// the shortest, the step axis is logarithmic (and step 0, the start, is left
+/// out), so that a run of a few steps and one of thousands can both be read;
+/// the axis label says so. Series of up to 60 points are drawn with markers,
+/// and the legend goes in the corner where it covers the fewest data.
+pub fn traces(
+    path: &Path,
+    series: &[(String, Vec<f64>)],
+    title: &str,
+    y_label: &str,
+    log_gap: bool,
+) -> Result<(), Error> {
+    register_font();
+    let e = |err| plot_err(path, err);
+    let best = series
+        .iter()
+        .flat_map(|(_, t)| t.iter().copied())
+        .filter(|v| v.is_finite())
+        .fold(f64::NEG_INFINITY, f64::max);
+    let lens: Vec<usize> = series
+        .iter()
+        .map(|(_, t)| t.len())
+        .filter(|&n| n >= 2)
+        .collect();
+    let longest = lens.iter().copied().max().unwrap_or(0);
+    let shortest = lens.iter().copied().min().unwrap_or(0);
+    let log_x = longest >= 101 && longest >= 10 * shortest;
+    let pts: Vec<Vec<(f64, f64)>> = series
+        .iter()
+        .map(|(_, t)| {
+            t.iter()
+                .enumerate()
+                .skip(usize::from(log_x))
+                .filter_map(|(i, &v)| {
+                    let y = if log_gap {
+                        let gap = best - v;
+                        (gap > 0.0).then(|| gap.log10())?
+                    } else {
+                        v
+                    };
+                    y.is_finite().then_some((i as f64, y))
+                })
+                .collect()
+        })
+        .collect();
+    let all = pts.iter().flatten();
+    let (y0, y1) = all
+        .clone()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+            (a.min(p.1), b.max(p.1))
+        });
+    if !y0.is_finite() {
+        return Err(Error::new(
+            ErrorKind::Data,
+            if log_gap {
+                "nothing to plot: no trace has a point below the best ELBO".to_string()
+            } else {
+                "nothing to plot: the traces have no finite ELBO".to_string()
+            },
+        ));
+    }
+    let x1 = all.map(|p| p.0).fold(1.0, f64::max);
+    let pad = 0.06 * (y1 - y0).max(1e-9 * y1.abs().max(1.0));
+    let caption = if log_gap {
+        format!("{title}  (best ELBO {best:.6})")
+    } else {
+        title.to_string()
+    };
+    let root = BitMapBackend::new(path, (1000, 620)).into_drawing_area();
+    root.fill(&WHITE).map_err(e)?;
+    let mut builder = ChartBuilder::on(&root);
+    builder
+        .caption(caption, ("sans-serif", 24))
+        .margin(14)
+        .x_label_area_size(48)
+        .y_label_area_size(80);
+    let y_range = (y0 - pad)..(y1 + pad);
+    let spec = TraceSpec {
+        series,
+        pts: &pts,
+        y_label,
+        y_span: y1 - y0,
+        x_labels: (x1 as usize + 1).clamp(2, 11),
+    };
+    if log_x {
+        let chart = builder
+            .build_cartesian_2d((1.0..x1 * 1.05).log_scale(), y_range)
+            .map_err(e)?;
+        draw_traces(
+            path,
+            &root,
+            chart,
+            &spec,
+            "step (log scale; step 0 left out)",
+        )?;
+    } else {
+        let chart = builder
+            .build_cartesian_2d(0.0..x1 * 1.01, y_range)
+            .map_err(e)?;
+        draw_traces(path, &root, chart, &spec, "step")?;
+    }
+    root.present().map_err(e)?;
+    Ok(())
+}
+
+/// What [`traces`] draws, once its axes are chosen.
+struct TraceSpec<'a> {
+    series: &'a [(String, Vec<f64>)],
+    pts: &'a [Vec<(f64, f64)>],
+    y_label: &'a str,
+    y_span: f64,
+    x_labels: usize,
+}
+
+/// A tick label with as many decimals as the axis span needs.
+fn tick(v: f64, span: f64) -> String {
+    let decimals = if span > 0.0 {
+        (1.0 - span.log10().floor()).clamp(0.0, 8.0) as usize
+    } else {
+        2
+    };
+    format!("{v:.decimals$}")
+}
+
+fn draw_traces<'a, X>(
+    path: &Path,
+    root: &DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>,
+    mut chart: ChartContext<'a, BitMapBackend<'a>, Cartesian2d<X, RangedCoordf64>>,
+    spec: &TraceSpec,
+    x_desc: &str,
+) -> Result<(), Error>
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let e = |err| plot_err(path, err);
+    let span = spec.y_span;
+    let y_fmt = move |y: &f64| tick(*y, span);
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(spec.y_label)
+        .x_labels(spec.x_labels)
+        .x_label_formatter(&|x| {
+            // Steps are whole numbers: label only whole ticks.
+            if (x - x.round()).abs() < 1e-9 {
+                format!("{x:.0}")
+            } else {
+                String::new()
+            }
+        })
+        .y_label_formatter(&y_fmt)
+        .light_line_style(RGBColor(238, 238, 238))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(e)?;
+    let mut pixels = Vec::new();
+    let (xr, yr) = chart.plotting_area().get_pixel_range();
+    for (k, ((label, _), p)) in spec.series.iter().zip(spec.pts).enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        chart
+            .draw_series(LineSeries::new(p.iter().copied(), color.stroke_width(2)))
+            .map_err(e)?
+            .label(label.as_str())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(3)));
+        if p.len() <= 60 {
+            chart
+                .draw_series(p.iter().map(|&q| Circle::new(q, 4, color.filled())))
+                .map_err(e)?;
+        }
+        // Where the series passes, in pixels of the plotting area.
+        let area = chart.plotting_area();
+        let to_px = |q: &(f64, f64)| {
+            let (x, y) = area.map_coordinate(q);
+            (x - xr.start, y - yr.start)
+        };
+        for w in p.windows(2) {
+            let (a, b) = (to_px(&w[0]), to_px(&w[1]));
+            let steps = ((b.0 - a.0).abs().max((b.1 - a.1).abs()) / 3).max(1);
+            for s in 0..=steps {
+                let t = s as f64 / steps as f64;
+                pixels.push((
+                    a.0 + ((b.0 - a.0) as f64 * t) as i32,
+                    a.1 + ((b.1 - a.1) as f64 * t) as i32,
+                ));
+            }
+        }
+        if let [only] = p.as_slice() {
+            pixels.push(to_px(only));
+        }
+    }
+    let label_font: TextStyle = ("sans-serif", 15).into_font().into();
+    let text_w = spec
+        .series
+        .iter()
+        .map(|(l, _)| {
+            root.estimate_text_size(l, &label_font)
+                .map(|s| s.0 as i32)
+                .unwrap_or(8 * l.len() as i32)
+        })
+        .max()
+        .unwrap_or(0);
+    let dim = (xr.end - xr.start, yr.end - yr.start);
+    let size = (text_w + 30 + 20, spec.series.len() as i32 * 20 + 20);
+    chart
+        .configure_series_labels()
+        .position(emptiest_corner(&pixels, dim, size))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.5))
+        .label_font(label_font)
+        .draw()
+        .map_err(e)?;
     Ok(())
 }
