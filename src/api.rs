@@ -176,9 +176,15 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Fit> {
 
 /// The variational family the model's guide asks for, checked against the
 /// engine: mirror descent updates `sites`; gradient descent takes
-/// `full_rank` (the default) or `mean_field`.
+/// `full_rank` (the default) or `mean_field`. When the engine replaces the
+/// model's own (`--engine`), the guide is ignored and the default is used.
 fn check_family(bound: &Bound, engine: &str) -> Result<Param, Error> {
     let g = &bound.graph;
+    // An engine chosen with `--engine` over the model's own ignores a guide
+    // written for the model's engine and uses its default family.
+    if g.engine.as_ref().is_some_and(|e| e.name != engine) {
+        return Ok(Param::FullRank);
+    }
     for guide in &g.guides {
         let GuideTarget::Gp(_) = guide.target else {
             continue;

@@ -44,7 +44,9 @@ fn check_case(case: &serde_json::Value, lengthscale: f64) {
         },
     )
     .unwrap();
-    let Fit::Exact(f) = fit;
+    let Fit::Exact(f) = fit else {
+        panic!("not an exact fit")
+    };
     let model = &f.model;
     let theta0 = model.layout.initial(&bound).unwrap();
     let (state, grad) = model.lml_grad(&theta0).unwrap();
@@ -125,7 +127,9 @@ fn learning_hypers_reaches_a_stationary_point() {
         },
     )
     .unwrap();
-    let Fit::Exact(f) = fit;
+    let Fit::Exact(f) = fit else {
+        panic!("not an exact fit")
+    };
     let start = f.trace[0];
     assert_rel(start, -548.0784357421873, 1e-9, "starting lml");
     assert!(

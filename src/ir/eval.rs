@@ -226,6 +226,24 @@ pub fn call_likelihood<T: Scalar>(
     args: &[T],
 ) -> Result<T, Error> {
     let f = &graph.functions[func];
+    if let Some(p) = &f.compiled {
+        let mut params = Vec::with_capacity(args.len() + 1);
+        params.push(y);
+        params.extend_from_slice(args);
+        return Ok(p.run(&params));
+    }
+    call_likelihood_interpreted(graph, func, y, args)
+}
+
+/// [`call_likelihood`] by the general evaluator, even when the function has
+/// a compiled form (to check one against the other).
+pub fn call_likelihood_interpreted<T: Scalar>(
+    graph: &Graph,
+    func: usize,
+    y: T,
+    args: &[T],
+) -> Result<T, Error> {
+    let f = &graph.functions[func];
     let mut locals: Vec<Value<T>> = Vec::with_capacity(f.n_locals);
     let y_val = if f.params[0].1 == crate::ir::types::Ty::Int {
         Value::Int(y.to_constant() as i64)

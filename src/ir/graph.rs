@@ -235,6 +235,8 @@ pub struct Function {
     pub body: TExpr,
     /// Number of local slots (parameters, inputs and lets).
     pub n_locals: usize,
+    /// The compiled form when everything in it is a number (set by lowering).
+    pub compiled: Option<std::sync::Arc<super::compile::ScalarProgram>>,
     /// The definition.
     pub span: Span,
 }

@@ -49,5 +49,10 @@ pub fn lower(checked: Checked) -> Result<Graph> {
         }
     }
     g.sites = sites;
+    for f in &mut g.functions {
+        if f.kind == crate::syntax::ast::FunctionKind::Likelihood {
+            f.compiled = super::compile::ScalarProgram::compile(f).map(std::sync::Arc::new);
+        }
+    }
     Ok(g)
 }

@@ -8,6 +8,7 @@ pub mod types;
 
 pub use graph::Graph;
 pub mod bind;
+pub mod compile;
 pub mod eval;
 pub mod ops;
 pub mod value;

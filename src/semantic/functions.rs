@@ -130,6 +130,7 @@ impl Checker<'_> {
             lets,
             body,
             n_locals,
+            compiled: None,
             span: f.span,
         });
         self.declare(

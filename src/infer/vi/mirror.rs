@@ -102,11 +102,21 @@ impl Engine for MirrorDescent {
                 .posteriors()
                 .and_then(|qs| self.core.evaluate(&qs).map(|(e, l)| (qs, e, l)));
             let fell = match &tried {
-                Ok((_, _, elbo)) => *elbo < prev - 1e-12 * prev.abs(),
+                Ok((_, _, elbo)) => *elbo < prev,
                 Err(_) => true,
             };
-            if !self.backtrack || !fell || rho < 1e-6 {
+            if !self.backtrack || !fell {
                 break tried?;
+            }
+            if rho < 1e-6 {
+                // No step size raises the ELBO: keep the current q.
+                self.lambda1 = old1;
+                self.lambda2 = old2;
+                self.trace.push(prev);
+                self.rho_trace.push(0.0);
+                return Ok(Status::Done(
+                    "converged: no step size raises the ELBO".into(),
+                ));
             }
             rho *= 0.5;
         };

@@ -193,7 +193,7 @@ mod tests {
     use super::*;
 
     fn prior() -> Prior {
-        let x = [0.0, 0.4, 1.1, 2.0];
+        let x: [f64; 4] = [0.0, 0.4, 1.1, 2.0];
         let k = DMatrix::from_fn(4, 4, |i, j| {
             (-0.5 * (x[i] - x[j]) * (x[i] - x[j])).exp() + if i == j { 1e-6 } else { 0.0 }
         });

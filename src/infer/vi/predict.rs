@@ -252,7 +252,7 @@ mod tests {
     #[test]
     fn calibration_errors_of_a_known_case() {
         // Two bins: [0.5, 0.6) holds 0.55, 0.55 (one right), [0.9, 1.0] holds 0.95 (right).
-        let probs = vec![vec![0.45, 0.55], vec![0.55, 0.45], vec![0.05, 0.95]];
+        let probs: Vec<Vec<f64>> = vec![vec![0.45, 0.55], vec![0.55, 0.45], vec![0.05, 0.95]];
         let y = [1.0, 1.0, 1.0];
         let ld: Vec<f64> = probs
             .iter()
