@@ -3,7 +3,7 @@
 use super::exact::model::ExactModel;
 use super::exact::objective::LmlState;
 use super::exact::predict::Predictions;
-use super::hypers::hypers_json;
+use super::hypers::{hypers_json, hypers_table};
 use super::vi::fit::VariationalFit;
 use crate::error::Error;
 use crate::ir::bind::Bound;
@@ -207,26 +207,10 @@ impl ExactFit {
             "log marginal likelihood: {:.10}",
             self.log_marginal_likelihood
         );
-        let learned: Vec<usize> = self.model.layout.slots.iter().map(|sl| sl.hyper).collect();
+        let learned = !self.model.layout.slots.is_empty();
         let _ = writeln!(s, "hypers:");
-        let width = b
-            .graph
-            .hypers
-            .iter()
-            .map(|h| h.name.len())
-            .max()
-            .unwrap_or(0);
-        for (i, (h, v)) in b.graph.hypers.iter().zip(&self.hypers).enumerate() {
-            let tag = if learned.contains(&i) {
-                "learned"
-            } else if h.fixed {
-                "fixed"
-            } else {
-                "given"
-            };
-            let _ = writeln!(s, "  {:width$}  {:<14}  ({tag})", h.name, fmt_value(v));
-        }
-        if !learned.is_empty() {
+        s.push_str(&hypers_table(b, &self.hypers, &self.model.layout));
+        if learned {
             let _ = writeln!(
                 s,
                 "optimizer: L-BFGS, {} iteration{}, |gradient| = {:.2e} ({})",
@@ -286,15 +270,5 @@ impl ExactFit {
             }
         }
         s
-    }
-}
-
-fn fmt_value(v: &Value<f64>) -> String {
-    match v {
-        Value::Real(x) => format!("{x:.6}"),
-        other => {
-            let xs: Vec<String> = other.flatten().iter().map(|x| format!("{x:.4}")).collect();
-            format!("[{}]", xs.join(", "))
-        }
     }
 }

@@ -137,3 +137,30 @@ pub fn hypers_json(bound: &Bound, values: &[Value<f64>]) -> Map<String, serde_js
     }
     m
 }
+
+/// The hypers as an aligned table for summaries: name, value, and whether
+/// it was learned, fixed or given.
+pub fn hypers_table(bound: &Bound, values: &[Value<f64>], layout: &HyperLayout) -> String {
+    let learned: Vec<usize> = layout.slots.iter().map(|sl| sl.hyper).collect();
+    let hypers = &bound.graph.hypers;
+    let width = hypers.iter().map(|h| h.name.len()).max().unwrap_or(0);
+    let mut s = String::new();
+    for (i, (h, v)) in hypers.iter().zip(values).enumerate() {
+        let tag = if learned.contains(&i) {
+            "learned"
+        } else if h.fixed {
+            "fixed"
+        } else {
+            "given"
+        };
+        let text = match v {
+            Value::Real(x) => format!("{x:.6}"),
+            other => {
+                let xs: Vec<String> = other.flatten().iter().map(|x| format!("{x:.4}")).collect();
+                format!("[{}]", xs.join(", "))
+            }
+        };
+        s.push_str(&format!("  {:width$}  {text:<14}  ({tag})\n", h.name));
+    }
+    s
+}

@@ -12,6 +12,7 @@ use super::expect::{Expectations, Rule, expectations, expected_total};
 use super::model::{ViModel, ViPieces};
 use super::posterior::{Prior, Whitened};
 use crate::error::Error;
+use crate::infer::engine::{Progress, Status};
 use crate::infer::gradients::{half_trace_w_dk, seed_chunk};
 use crate::infer::settings::EngineConfig;
 use crate::math::optim::{Ascent, Rule as OptRule};
@@ -139,5 +140,29 @@ impl Core {
             opt.step(&mut self.theta, &g);
         }
         self.refresh()
+    }
+}
+
+/// Whether a variational engine is done after step `step` of `steps`: when
+/// the relative ELBO change is within `tol` (if `tol` > 0) or the steps are
+/// used up.
+pub fn stop_status(step: usize, steps: usize, tol: f64, prev: f64, elbo: f64) -> Status {
+    if tol > 0.0 && (elbo - prev).abs() <= tol * elbo.abs() {
+        return Status::Done(format!("relative ELBO change below {tol:.0e}"));
+    }
+    if step >= steps {
+        return Status::Done(format!("reached steps = {steps}"));
+    }
+    Status::Running
+}
+
+/// Progress of a variational engine: the step and the latest ELBO.
+pub fn elbo_progress(step: usize, steps: usize, trace: &[f64]) -> Progress {
+    Progress {
+        step,
+        total: Some(steps),
+        objective: trace.last().copied(),
+        objective_name: "ELBO",
+        message: String::new(),
     }
 }

@@ -5,7 +5,7 @@ use super::core::Core;
 use super::posterior::Whitened;
 use super::predict::{Predictions, TestMetrics, predict};
 use crate::error::Error;
-use crate::infer::hypers::hypers_json;
+use crate::infer::hypers::{hypers_json, hypers_table};
 use crate::ir::bind::Bound;
 use crate::ir::value::Value;
 use serde_json::json;
@@ -123,33 +123,9 @@ impl VariationalFit {
             if self.steps == 1 { "" } else { "s" },
             self.reason
         );
-        let learned: Vec<usize> = self
-            .core
-            .model
-            .layout
-            .slots
-            .iter()
-            .map(|sl| sl.hyper)
-            .collect();
         if !b.graph.hypers.is_empty() {
             let _ = writeln!(s, "hypers:");
-            let width = b
-                .graph
-                .hypers
-                .iter()
-                .map(|h| h.name.len())
-                .max()
-                .unwrap_or(0);
-            for (i, (h, v)) in b.graph.hypers.iter().zip(&self.hypers).enumerate() {
-                let tag = if learned.contains(&i) {
-                    "learned"
-                } else if h.fixed {
-                    "fixed"
-                } else {
-                    "given"
-                };
-                let _ = writeln!(s, "  {:width$}  {:<14}  ({tag})", h.name, short(v));
-            }
+            s.push_str(&hypers_table(b, &self.hypers, &self.core.model.layout));
         }
         if let Some(t) = &self.test {
             let n = self
@@ -174,15 +150,5 @@ impl VariationalFit {
             );
         }
         s
-    }
-}
-
-fn short(v: &Value<f64>) -> String {
-    match v {
-        Value::Real(x) => format!("{x:.6}"),
-        other => {
-            let xs: Vec<String> = other.flatten().iter().map(|x| format!("{x:.4}")).collect();
-            format!("[{}]", xs.join(", "))
-        }
     }
 }

@@ -12,7 +12,7 @@
 //! hypers at fixed (m, S); a full-rank q is then re-expressed in the new
 //! whitened coordinates so that it stays the same distribution.
 
-use super::core::Core;
+use super::core::{Core, elbo_progress, stop_status};
 use super::expect::Expectations;
 use super::fit::VariationalFit;
 use super::model::ViModel;
@@ -248,26 +248,11 @@ impl Engine for GradientDescent {
         self.exps = exps;
         let prev = *self.trace.last().unwrap_or(&elbo);
         self.trace.push(elbo);
-        if self.tol > 0.0 && (elbo - prev).abs() <= self.tol * elbo.abs() {
-            return Ok(Status::Done(format!(
-                "relative ELBO change below {:.0e}",
-                self.tol
-            )));
-        }
-        if self.step >= self.steps {
-            return Ok(Status::Done(format!("reached steps = {}", self.steps)));
-        }
-        Ok(Status::Running)
+        Ok(stop_status(self.step, self.steps, self.tol, prev, elbo))
     }
 
     fn progress(&self) -> Progress {
-        Progress {
-            step: self.step,
-            total: Some(self.steps),
-            objective: self.trace.last().copied(),
-            objective_name: "ELBO",
-            message: String::new(),
-        }
+        elbo_progress(self.step, self.steps, &self.trace)
     }
 
     fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {

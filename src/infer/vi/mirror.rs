@@ -20,7 +20,7 @@
 //! point, but for the C-class softmax the per-class (diagonal) curvature
 //! underestimates the coupled one, and ρ = 1 would otherwise cycle.
 
-use super::core::Core;
+use super::core::{Core, elbo_progress, stop_status};
 use super::expect::Expectations;
 use super::fit::VariationalFit;
 use super::model::ViModel;
@@ -133,26 +133,11 @@ impl Engine for MirrorDescent {
         };
         self.exps = exps;
         self.trace.push(elbo);
-        if (elbo - prev).abs() <= self.tol * elbo.abs() {
-            return Ok(Status::Done(format!(
-                "relative ELBO change below {:.0e}",
-                self.tol
-            )));
-        }
-        if self.step >= self.steps {
-            return Ok(Status::Done(format!("reached steps = {}", self.steps)));
-        }
-        Ok(Status::Running)
+        Ok(stop_status(self.step, self.steps, self.tol, prev, elbo))
     }
 
     fn progress(&self) -> Progress {
-        Progress {
-            step: self.step,
-            total: Some(self.steps),
-            objective: self.trace.last().copied(),
-            objective_name: "ELBO",
-            message: String::new(),
-        }
+        elbo_progress(self.step, self.steps, &self.trace)
     }
 
     fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
