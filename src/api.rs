@@ -185,10 +185,11 @@ fn check_family(bound: &Bound, engine: &str) -> Result<Param, Error> {
     if g.engine.as_ref().is_some_and(|e| e.name != engine) {
         return Ok(Param::FullRank);
     }
+    let latent = crate::infer::structure::latent_observation(bound, engine)?;
     for guide in &g.guides {
-        let GuideTarget::Gp(_) = guide.target else {
+        if guide.target != GuideTarget::Gp(latent.gp) {
             continue;
-        };
+        }
         let ok = match (engine, &guide.family) {
             ("mirror_descent", Family::Sites) => Some(Param::FullRank),
             ("gradient_descent", Family::FullRank) => Some(Param::FullRank),

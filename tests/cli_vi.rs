@@ -308,7 +308,7 @@ fn wine_example_classifies_held_out_wines() {
     ]));
     assert!(stdout.contains("3 latent GPs"), "{stdout}");
     let j = read_json(&json);
-    assert_eq!(j["classes"], 3);
+    assert_eq!(j["latent_gps"], 3);
     let acc = j["test"]["accuracy"].as_f64().unwrap();
     assert!(acc >= 0.95, "held-out accuracy {acc}");
     let mlpd = j["test"]["mean_log_predictive_density"].as_f64().unwrap();

@@ -238,7 +238,7 @@ pub const ENGINES: &[EngineSchema] = &[
             ),
             s(
                 "mc_samples",
-                SettingKind::Int(1),
+                SettingKind::Int(2),
                 Some("64"),
                 "Monte Carlo samples for multi-class expectations",
             ),

@@ -105,6 +105,22 @@ pub fn latent_observation(bound: &Bound, engine: &str) -> Result<LatentObservati
     let latent: Vec<usize> = (0..o.dist.args.len())
         .filter(|&i| o.dist.args[i].uses_latent())
         .collect();
+    if latent.is_empty() {
+        let through_let = o
+            .dist
+            .args
+            .iter()
+            .flat_map(|a| g.dependencies(a))
+            .any(|r| matches!(r, Ref::Let(i) if g.lets[i].value.uses_latent()));
+        let msg = if through_let {
+            format!(
+                "the {engine} engine needs the latent GP written in the likelihood's argument itself, not through a `let`: write `y ~ lik(f(X) + ...)`"
+            )
+        } else {
+            format!("the {engine} engine needs a latent GP in the likelihood: `y ~ lik(f(X), ...)`")
+        };
+        return Err(unsupported(o.dist.span, msg));
+    }
     let [latent_arg] = latent.as_slice() else {
         let span = o
             .dist

@@ -100,6 +100,21 @@ impl Core {
     pub fn evaluate(&self, qs: &[Whitened]) -> Result<(Expectations, f64), Error> {
         let (m, v) = self.marginals(qs);
         let e = expectations(&self.model, &self.pieces.lik, &self.rule, &m, &v)?;
+        if let Some(i) = e.value.iter().position(|x| !x.is_finite()) {
+            let o = &self.model.bound.graph.observations[self.model.latent.obs];
+            return Err(Error::at(
+                crate::error::ErrorKind::Numerical,
+                o.dist.span,
+                format!(
+                    "the expected log-likelihood of point {i} is {} (with y = {})",
+                    e.value[i], self.model.y[i]
+                ),
+            )
+            .with_label("this likelihood")
+            .with_note(
+                "check its arguments at the current hypers (e.g. a scale that is not positive)",
+            ));
+        }
         let elbo = e.total() - qs.iter().map(|q| q.kl()).sum::<f64>();
         Ok((e, elbo))
     }

@@ -9,8 +9,9 @@
 //! point the expectations use Gauss–Hermite quadrature; on the same nodes
 //! g_m and g_v are the exact derivatives of the quadrature value. For the
 //! C-class softmax they use Monte Carlo with fixed antithetic draws (the same
-//! at every step, so the objective is deterministic), with the closed forms
-//! ∇ log softmax_y = e_y − p and diag ∇² = p² − p.
+//! at every step, so the objective is deterministic), with ∇ log softmax_y =
+//! e_y − p and the same identity for g_v, so that g_m and g_v are the exact
+//! derivatives of the Monte Carlo ELBO that is reported.
 
 use super::model::{LikArgs, ViModel};
 use crate::error::Error;
@@ -111,23 +112,26 @@ pub fn expectations(
             for i in 0..n {
                 let yi = model.y[i] as usize;
                 let (mut e, mut gm, mut gv) = (0.0, vec![0.0; c], vec![0.0; c]);
+                let sd: Vec<f64> = (0..c).map(|j| v[(i, j)].max(0.0).sqrt()).collect();
                 for row in eps.row_iter() {
-                    let f: Vec<f64> = (0..c)
-                        .map(|j| m[(i, j)] + v[(i, j)].max(0.0).sqrt() * row[j])
-                        .collect();
+                    let f: Vec<f64> = (0..c).map(|j| m[(i, j)] + sd[j] * row[j]).collect();
                     let mx = f.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                     let z: f64 = f.iter().map(|x| (x - mx).exp()).sum();
                     e += f[yi] - mx - z.ln();
                     for j in 0..c {
-                        let p = (f[j] - mx).exp() / z;
-                        gm[j] += if j == yi { 1.0 } else { 0.0 } - p;
-                        gv[j] += p * p - p;
+                        let d = if j == yi { 1.0 } else { 0.0 } - (f[j] - mx).exp() / z;
+                        gm[j] += d;
+                        gv[j] += d * row[j];
                     }
                 }
                 out.value[i] = t * e / s;
                 for j in 0..c {
                     out.gm[(i, j)] = t * gm[j] / s;
-                    out.gv[(i, j)] = 0.5 * t * gv[j] / s;
+                    out.gv[(i, j)] = if sd[j] > 0.0 {
+                        0.5 * t * gv[j] / (s * sd[j])
+                    } else {
+                        0.0
+                    };
                 }
             }
         }

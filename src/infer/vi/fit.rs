@@ -74,6 +74,22 @@ impl VariationalFit {
         Ok(())
     }
 
+    /// Parts of the model this engine does not use, and numerical repairs.
+    pub fn notes(&self) -> Vec<String> {
+        let g = &self.core.model.bound.graph;
+        let mut out = Vec::new();
+        if !g.estimates.is_empty() {
+            out.push(format!("the `estimate` block is not used by the {} engine (expectations come from sampling engines)", self.engine));
+        }
+        if self.core.prior.chol.jitter > 0.0 {
+            out.push(format!(
+                "jitter {:.1e} was added to the prior covariance beyond the `jitter` setting",
+                self.core.prior.chol.jitter
+            ));
+        }
+        out
+    }
+
     /// Machine-readable results.
     pub fn to_json(&self) -> serde_json::Value {
         let b = &self.core.model.bound;
@@ -86,8 +102,12 @@ impl VariationalFit {
             "hypers": hypers_json(b, &self.hypers),
             "learned": self.core.model.layout.names(b),
             "n": self.core.prior.len(),
-            "classes": self.core.model.classes,
+            "latent_gps": self.core.model.classes,
         });
+        let notes = self.notes();
+        if !notes.is_empty() {
+            out["notes"] = json!(notes);
+        }
         if !self.rho_trace.is_empty() {
             out["rho_trace"] = json!(self.rho_trace);
         }
@@ -126,6 +146,9 @@ impl VariationalFit {
         if !b.graph.hypers.is_empty() {
             let _ = writeln!(s, "hypers:");
             s.push_str(&hypers_table(b, &self.hypers, &self.core.model.layout));
+        }
+        for n in self.notes() {
+            let _ = writeln!(s, "note: {n}");
         }
         if let Some(t) = &self.test {
             let n = self
