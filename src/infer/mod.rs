@@ -6,6 +6,7 @@ pub mod exact;
 pub mod fit;
 pub mod gradients;
 pub mod hypers;
+pub mod mcmc;
 pub mod settings;
 pub mod structure;
 pub mod vi;

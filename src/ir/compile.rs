@@ -197,7 +197,7 @@ impl ScalarProgram {
 
 /// An element-wise built-in on one scalar (the same definitions as
 /// [`super::ops::builtin`]).
-fn call1<T: Scalar>(b: Builtin, v: T) -> T {
+pub(crate) fn call1<T: Scalar>(b: Builtin, v: T) -> T {
     use Builtin::*;
     match b {
         Exp => v.exp(),

@@ -388,7 +388,10 @@ pub fn eval<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) ->
             }
         },
         TKind::Unary(op, a) => ops::unary(*op, &ev(a)?, span)?,
-        TKind::Binary(op, a, b) => ops::binary(*op, ev(a)?, ev(b)?, span)?,
+        TKind::Binary(op, a, b) => match data_matvec(*op, a, b, env, locals)? {
+            Some(v) => v,
+            None => ops::binary(*op, ev(a)?, ev(b)?, span)?,
+        },
         TKind::Builtin(b, xs) => {
             let vals: Vec<Value<T>> = xs.iter().map(ev).collect::<Result<_, _>>()?;
             ops::builtin(*b, &vals, span)?
@@ -543,4 +546,35 @@ fn array<T: Scalar>(vals: Vec<Value<T>>, span: Span) -> R<T> {
         "an array literal holds numbers, rows of equal length, or strings",
     )
     .with_label("here"))
+}
+
+/// `X * v` with X a data matrix, without copying X into the scalar type.
+fn data_matvec<T: Scalar>(
+    op: crate::syntax::ast::BinOp,
+    a: &TExpr,
+    b: &TExpr,
+    env: &Option<&Env<T>>,
+    locals: &[Value<T>],
+) -> Result<Option<Value<T>>, Error> {
+    let (crate::syntax::ast::BinOp::Mul, TKind::Ref(Ref::Data(i)), Some(en)) = (op, &a.kind, env)
+    else {
+        return Ok(None);
+    };
+    let (Value::Matrix(m), true) = (&en.bound.data[*i], en.bound.present[*i]) else {
+        return Ok(None);
+    };
+    let Some(v) = eval(b, env, locals)?.vector() else {
+        return Ok(None);
+    };
+    if m.ncols() != v.len() {
+        return Ok(None);
+    }
+    let mut out = DVector::from_element(m.nrows(), T::zero());
+    for j in 0..m.ncols() {
+        let vj = v[j];
+        for r in 0..m.nrows() {
+            out[r] += vj * ad_trait::F64(m[(r, j)]);
+        }
+    }
+    Ok(Some(Value::Vector(out)))
 }

@@ -1,0 +1,411 @@
+//! The log density of a model's params on the unconstrained scale, and its
+//! gradient, for the samplers.
+//!
+//! x holds every `param` (each entry mapped to the real line by its declared
+//! bounds, [`crate::model::constraint::Bounds`]) and, for a latent GP
+//! observed through a non-Gaussian likelihood, its values in whitened form
+//! v (f = μ₀ + L v, v ~ N(0, I)). Then
+//!
+//!   log π(x) = Σ log|dθ/du| + Σ priors + Σ t · log-likelihood terms − ½‖v‖²,
+//!
+//! with hypers at their initial values. The gradient comes from the
+//! vector-level reverse pass of [`super::tape`]; per-element likelihood and
+//! prior terms are differentiated by forward-mode autodiff.
+
+use super::tape::{Tape, zero_like};
+use crate::error::{Error, ErrorKind};
+use crate::infer::structure::latent_observation;
+use crate::ir::bind::{Bound, concrete_shape};
+use crate::ir::eval::{Env, point_log_density};
+use crate::ir::expr::TExpr;
+use crate::ir::graph::{DistCall, DistRef};
+use crate::ir::value::Value;
+use crate::math::scalar::Dual1;
+use crate::model::constraint::Bounds;
+use crate::model::dist::{Dist, categorical_logit};
+use nalgebra::{DMatrix, DVector};
+use std::sync::Arc;
+
+/// Where one param lives in x.
+#[derive(Clone, Debug)]
+pub struct Slot {
+    /// The param (index into the graph's params).
+    pub param: usize,
+    /// First index in x.
+    pub offset: usize,
+    /// Rows and columns of its value ((0, 0) scalar, (n, 0) vector).
+    pub shape: (usize, usize),
+    /// Its bounds.
+    pub bounds: Bounds,
+}
+
+impl Slot {
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        match self.shape {
+            (0, 0) => 1,
+            (n, 0) => n,
+            (n, m) => n * m,
+        }
+    }
+    /// Whether it has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A latent GP sampled in whitened form.
+#[derive(Clone)]
+struct Latent {
+    site: usize,
+    offset: usize,
+    n: usize,
+    classes: usize,
+    l: DMatrix<f64>,
+    mean: TExpr,
+}
+
+/// The unnormalised log density of a bound model over its params.
+#[derive(Clone)]
+pub struct Density {
+    /// The bound model.
+    pub bound: Arc<Bound>,
+    /// The hypers' (fixed) values.
+    pub hypers: Vec<Value<f64>>,
+    /// The params' places in x.
+    pub slots: Vec<Slot>,
+    latent: Option<Latent>,
+    /// The dimension of x.
+    pub dim: usize,
+}
+
+fn unsupported(span: crate::syntax::ast::Span, msg: impl Into<String>) -> Error {
+    Error::at(ErrorKind::Unsupported, span, msg).with_label("here")
+}
+
+impl Density {
+    /// Set up for a bound model.
+    pub fn new(bound: Arc<Bound>) -> Result<Density, Error> {
+        let g = bound.graph.clone();
+        let hypers = bound.hyper_init.clone();
+        let mut slots = Vec::new();
+        let mut offset = 0;
+        for (i, p) in g.params.iter().enumerate() {
+            let shape = concrete_shape(&p.ty, &bound.sizes).ok_or_else(|| {
+                Error::at(
+                    ErrorKind::Shape,
+                    p.span,
+                    format!("the size of `{}` is unknown", p.name),
+                )
+            })?;
+            let slot = Slot {
+                param: i,
+                offset,
+                shape,
+                bounds: bound.param_bounds[i],
+            };
+            offset += slot.len();
+            slots.push(slot);
+        }
+        for o in &g.observations {
+            if let Some(t) = &o.temperature {
+                if g.dependencies(t)
+                    .iter()
+                    .any(|r| matches!(r, crate::ir::expr::Ref::Param(_)))
+                {
+                    return Err(unsupported(
+                        t.span,
+                        "the power of a likelihood cannot depend on a param when sampling",
+                    ));
+                }
+            }
+        }
+        let mut latent = None;
+        if !g.sites.is_empty() {
+            if g.sites.len() > 1 {
+                return Err(unsupported(
+                    g.sites[1].span,
+                    "sampling handles one latent GP site in this version",
+                ));
+            }
+            let gp = &g.gps[g.sites[0].gp];
+            let gaussian = g.observations.len() == 1
+                && matches!(g.observations[0].dist.dist, DistRef::Builtin(Dist::Normal));
+            if gaussian {
+                return Err(unsupported(
+                    g.observations[0].span,
+                    "a latent GP with a Gaussian likelihood is integrated out by `infer exact`; sampling it with its hypers as params is not available in this version",
+                ));
+            }
+            let kernel_params = g
+                .dependencies(&gp.kernel)
+                .iter()
+                .any(|r| matches!(r, crate::ir::expr::Ref::Param(_)));
+            if kernel_params {
+                return Err(unsupported(
+                    gp.kernel.span,
+                    "a kernel with params needs a Gaussian likelihood for sampling in this version; declare its hyperparameters in `hyper`",
+                ));
+            }
+            latent_observation(&bound, "nuts").ok();
+            let env = Env::new(&bound, &hypers, &[], &[]);
+            let k = env.kernel(&gp.kernel)?;
+            let inputs = bound.site_inputs(0, &hypers, &[])?;
+            let mut km = k.gram(&inputs)?;
+            for i in 0..km.nrows() {
+                km[(i, i)] += 1e-6;
+            }
+            let l =
+                crate::math::linalg::cholesky_jitter(&km, 0.0, 1e-2, "the prior covariance K")?.l();
+            let classes = bound.replicas(g.sites[0].gp)?;
+            let n = inputs.len();
+            latent = Some(Latent {
+                site: 0,
+                offset,
+                n,
+                classes,
+                l,
+                mean: gp.mean.clone(),
+            });
+            offset += n * classes;
+        }
+        Ok(Density {
+            bound,
+            hypers,
+            slots,
+            latent,
+            dim: offset,
+        })
+    }
+
+    /// The params' values at x (constrained), with Σ log|dθ/du| and dθ/du
+    /// per entry of x.
+    pub fn params_at(&self, x: &[f64]) -> (Vec<Value<f64>>, f64, Vec<f64>) {
+        let mut values = Vec::with_capacity(self.slots.len());
+        let mut logjac = 0.0;
+        let mut dtheta = vec![1.0; self.dim];
+        for s in &self.slots {
+            let mut flat = Vec::with_capacity(s.len());
+            for k in 0..s.len() {
+                let u = x[s.offset + k];
+                flat.push(s.bounds.constrain(u));
+                logjac += s.bounds.log_jacobian(u);
+                dtheta[s.offset + k] = s.bounds.constrain(Dual1::new(u, [1.0])).tangent()[0];
+            }
+            values.push(match s.shape {
+                (0, 0) => Value::Real(flat[0]),
+                (_, 0) => Value::Vector(DVector::from_vec(flat)),
+                (n, m) => Value::Matrix(DMatrix::from_row_slice(n, m, &flat)),
+            });
+        }
+        (values, logjac, dtheta)
+    }
+
+    /// d log|dθ/du| / du for one entry.
+    fn dlogjac(b: &Bounds, u: f64) -> f64 {
+        b.log_jacobian(Dual1::new(u, [1.0])).tangent()[0]
+    }
+
+    /// Latent site values f = μ₀ + L v.
+    fn sites_at(&self, x: &[f64], params: &[Value<f64>]) -> Result<Vec<Option<Value<f64>>>, Error> {
+        let Some(lt) = &self.latent else {
+            return Ok(vec![]);
+        };
+        let env = Env::new(&self.bound, &self.hypers, params, &[]);
+        let mu = env.scalar(&lt.mean)?;
+        let mut f = DMatrix::zeros(lt.n, lt.classes);
+        for c in 0..lt.classes {
+            let v =
+                DVector::from_column_slice(&x[lt.offset + c * lt.n..lt.offset + (c + 1) * lt.n]);
+            f.set_column(c, &(&lt.l * v).add_scalar(mu));
+        }
+        Ok(vec![Some(if lt.classes > 1 {
+            Value::Matrix(f)
+        } else {
+            Value::Vector(f.column(0).into_owned())
+        })])
+    }
+
+    /// log π(x).
+    pub fn log_density(&self, x: &[f64]) -> Result<f64, Error> {
+        let mut g = vec![0.0; self.dim];
+        self.log_density_grad(x, &mut g)
+    }
+
+    /// log π(x) and its gradient (written to `grad`).
+    pub fn log_density_grad(&self, x: &[f64], grad: &mut [f64]) -> Result<f64, Error> {
+        let (params, logjac, dtheta) = self.params_at(x);
+        let sites = self.sites_at(x, &params)?;
+        let mut tape = Tape::new(&self.bound, &self.hypers, &params, &sites);
+        let mut lp = logjac;
+        let g = self.bound.graph.clone();
+        for p in &g.priors {
+            let y = params[p.param].clone();
+            lp += self.term(&mut tape, &p.dist, &y, 1.0, Some(p.param))?;
+        }
+        for o in &g.observations {
+            let t = match &o.temperature {
+                Some(e) => tape.env().scalar(e)?,
+                None => 1.0,
+            };
+            if t == 0.0 {
+                continue;
+            }
+            let y = self.bound.data[o.data].clone();
+            lp += self.term(&mut tape, &o.dist, &y, t, None)?;
+        }
+        tape.flush_lets()?;
+        grad.iter_mut().for_each(|v| *v = 0.0);
+        for s in &self.slots {
+            let a = tape.adj.params[s.param].flatten();
+            for k in 0..s.len() {
+                let u = x[s.offset + k];
+                grad[s.offset + k] = a.get(k).copied().unwrap_or(0.0) * dtheta[s.offset + k]
+                    + Self::dlogjac(&s.bounds, u);
+            }
+        }
+        if let Some(lt) = &self.latent {
+            let adj_f = tape.adj.sites[lt.site].take();
+            let mut total = 0.0;
+            for c in 0..lt.classes {
+                let v = &x[lt.offset + c * lt.n..lt.offset + (c + 1) * lt.n];
+                lp -= 0.5 * v.iter().map(|a| a * a).sum::<f64>();
+                let af: DVector<f64> = match &adj_f {
+                    Some(Value::Matrix(m)) => m.column(c).into_owned(),
+                    Some(Value::Vector(v)) => v.clone(),
+                    _ => DVector::zeros(lt.n),
+                };
+                total += af.sum();
+                let gv = lt.l.tr_mul(&af);
+                for i in 0..lt.n {
+                    grad[lt.offset + c * lt.n + i] = gv[i] - v[i];
+                }
+            }
+            if tape.varies(&lt.mean) {
+                let mut t2 = Tape::new(&self.bound, &self.hypers, &params, &sites);
+                t2.backward(&lt.mean, &Value::Real(total))?;
+                t2.flush_lets()?;
+                for s in &self.slots {
+                    let a = t2.adj.params[s.param].flatten();
+                    for k in 0..s.len() {
+                        grad[s.offset + k] +=
+                            a.get(k).copied().unwrap_or(0.0) * dtheta[s.offset + k];
+                    }
+                }
+            }
+        }
+        Ok(lp)
+    }
+
+    /// One sampling statement's log density, tempered by t, with its
+    /// adjoints pushed to the tape (and to `param` when it is a prior's outcome).
+    fn term(
+        &self,
+        tape: &mut Tape,
+        dist: &DistCall,
+        y: &Value<f64>,
+        t: f64,
+        param: Option<usize>,
+    ) -> Result<f64, Error> {
+        let args: Vec<Value<f64>> = dist
+            .args
+            .iter()
+            .map(|a| tape.env().eval(a))
+            .collect::<Result<_, _>>()?;
+        let varies: Vec<bool> = dist.args.iter().map(|a| tape.varies(a)).collect();
+        let n = y.len().unwrap_or(1);
+        let opts: Vec<f64> = dist.options.iter().map(|(_, v)| *v).collect();
+        let graph = &self.bound.graph;
+        let categorical = matches!(dist.dist, DistRef::Builtin(Dist::CategoricalLogit));
+        let mut total = 0.0;
+        let mut arg_adj: Vec<Value<f64>> = args.iter().map(zero_like).collect();
+        let mut y_adj = zero_like(y);
+        for i in 0..n {
+            let yi = y
+                .element(i)
+                .ok_or_else(|| Error::internal("outcome element"))?;
+            if categorical {
+                let row: Vec<f64> = match &args[0] {
+                    Value::Matrix(m) => m.row(i).iter().copied().collect(),
+                    v => v.flatten(),
+                };
+                let lp = categorical_logit(yi as usize, &row);
+                total += lp;
+                if varies[0] {
+                    let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let z: f64 = row.iter().map(|x| (x - mx).exp()).sum();
+                    if let Value::Matrix(m) = &mut arg_adj[0] {
+                        for c in 0..row.len() {
+                            m[(i, c)] += t
+                                * ((if c == yi as usize { 1.0 } else { 0.0 })
+                                    - (row[c] - mx).exp() / z);
+                        }
+                    }
+                }
+                continue;
+            }
+            let a: Vec<f64> = args.iter().map(|v| v.element(i).unwrap_or(0.0)).collect();
+            total += point_log_density(graph, dist, yi, &a, &opts)?;
+            for k in 0..a.len() {
+                if !varies[k] {
+                    continue;
+                }
+                let ad: Vec<Dual1> = a
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &v)| Dual1::new(v, [if j == k { 1.0 } else { 0.0 }]))
+                    .collect();
+                let d = point_log_density(graph, dist, Dual1::new_constant(yi), &ad, &opts)?
+                    .tangent()[0];
+                add_at(&mut arg_adj[k], i, t * d);
+            }
+            if param.is_some() {
+                let ad: Vec<Dual1> = a.iter().map(|&v| Dual1::new_constant(v)).collect();
+                let d =
+                    point_log_density(graph, dist, Dual1::new(yi, [1.0]), &ad, &opts)?.tangent()[0];
+                add_at(&mut y_adj, i, t * d);
+            }
+        }
+        for (k, e) in dist.args.iter().enumerate() {
+            if varies[k] {
+                tape.backward(e, &arg_adj[k])?;
+            }
+        }
+        if let Some(p) = param {
+            let cur = tape.adj.params[p].clone();
+            tape.adj.params[p] =
+                crate::ir::ops::zip_num(&cur, &y_adj, &|a, b| a + b, "+", Default::default())?;
+        }
+        Ok(t * total)
+    }
+
+    /// Names and shapes of the params, for output.
+    pub fn param_shapes(&self) -> Vec<(String, Vec<usize>)> {
+        self.slots
+            .iter()
+            .map(|s| {
+                let name = self.bound.graph.params[s.param].name.clone();
+                let shape = match s.shape {
+                    (0, 0) => vec![],
+                    (n, 0) => vec![n],
+                    (n, m) => vec![n, m],
+                };
+                (name, shape)
+            })
+            .collect()
+    }
+
+    /// x at the params' initial values (0 on the unconstrained scale) with
+    /// the latent values at zero.
+    pub fn initial(&self) -> Vec<f64> {
+        vec![0.0; self.dim]
+    }
+}
+
+fn add_at(v: &mut Value<f64>, i: usize, d: f64) {
+    match v {
+        Value::Vector(x) => x[i] += d,
+        Value::Real(x) => *x += d,
+        _ => {}
+    }
+}
