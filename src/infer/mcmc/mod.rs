@@ -2,5 +2,8 @@
 //! gradient, the samplers (MALA, HMC, NUTS) with adaptation, and
 //! diagnostics.
 
+pub mod adapt;
+pub mod chain;
 pub mod density;
+pub mod hamiltonian;
 pub mod tape;

@@ -1,0 +1,174 @@
+//! Warm-up adaptation as Stan does it: dual averaging of the step size
+//! towards a target acceptance statistic δ (Hoffman & Gelman 2014, with
+//! γ = 0.05, t₀ = 10, κ = 0.75, μ = log 10ε₀), and a diagonal inverse mass
+//! matrix estimated from the draws of doubling windows (an initial buffer of
+//! 75 iterations, windows from 25 doubling, a terminal buffer of 50), each
+//! estimate regularised towards 10⁻³ as (n/(n+5)) var + 10⁻³ · 5/(n+5).
+
+/// Dual averaging of log ε.
+#[derive(Clone, Debug)]
+pub struct DualAveraging {
+    delta: f64,
+    mu: f64,
+    s_bar: f64,
+    x_bar: f64,
+    counter: f64,
+}
+
+impl DualAveraging {
+    /// Start from step size `eps` with target acceptance `delta`.
+    pub fn new(eps: f64, delta: f64) -> Self {
+        DualAveraging {
+            delta,
+            mu: (10.0 * eps).ln(),
+            s_bar: 0.0,
+            x_bar: 0.0,
+            counter: 0.0,
+        }
+    }
+    /// Restart around a new step size (after a metric update).
+    pub fn restart(&mut self, eps: f64) {
+        *self = DualAveraging::new(eps, self.delta);
+    }
+    /// Learn from one acceptance statistic; returns the next step size.
+    pub fn update(&mut self, accept: f64) -> f64 {
+        let (gamma, t0, kappa) = (0.05, 10.0, 0.75);
+        self.counter += 1.0;
+        let accept = if accept.is_finite() {
+            accept.min(1.0)
+        } else {
+            0.0
+        };
+        let eta = 1.0 / (self.counter + t0);
+        self.s_bar = (1.0 - eta) * self.s_bar + eta * (self.delta - accept);
+        let x = self.mu - self.s_bar * self.counter.sqrt() / gamma;
+        let x_eta = self.counter.powf(-kappa);
+        self.x_bar = (1.0 - x_eta) * self.x_bar + x_eta * x;
+        x.exp()
+    }
+    /// The final (averaged) step size.
+    pub fn final_step(&self) -> f64 {
+        self.x_bar.exp()
+    }
+}
+
+/// Welford's running variance of each coordinate.
+#[derive(Clone, Debug)]
+pub struct Variance {
+    n: f64,
+    mean: Vec<f64>,
+    m2: Vec<f64>,
+}
+
+impl Variance {
+    /// For `dim` coordinates.
+    pub fn new(dim: usize) -> Self {
+        Variance {
+            n: 0.0,
+            mean: vec![0.0; dim],
+            m2: vec![0.0; dim],
+        }
+    }
+    /// Add one draw.
+    pub fn add(&mut self, x: &[f64]) {
+        self.n += 1.0;
+        for i in 0..x.len() {
+            let d = x[i] - self.mean[i];
+            self.mean[i] += d / self.n;
+            self.m2[i] += d * (x[i] - self.mean[i]);
+        }
+    }
+    /// The regularised variance estimate.
+    pub fn estimate(&self) -> Vec<f64> {
+        let n = self.n;
+        self.m2
+            .iter()
+            .map(|m| {
+                let var = if n > 1.0 { m / (n - 1.0) } else { 1.0 };
+                (n / (n + 5.0)) * var + 1e-3 * (5.0 / (n + 5.0))
+            })
+            .collect()
+    }
+}
+
+/// Stan's warm-up schedule for `warmup` iterations.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    /// The iterations (0-based) after which the metric is updated.
+    pub ends: Vec<usize>,
+    /// The first iteration of slow adaptation.
+    pub start: usize,
+    /// Whether the metric is adapted at all.
+    pub metric: bool,
+}
+
+impl Schedule {
+    /// The windows for `warmup` iterations (no metric adaptation below 20,
+    /// Stan's 15%/75%/10% split when the defaults do not fit).
+    pub fn new(warmup: usize) -> Schedule {
+        if warmup < 20 {
+            return Schedule {
+                ends: vec![],
+                start: warmup,
+                metric: false,
+            };
+        }
+        let (mut init, mut term, base) = (75usize, 50usize, 25usize);
+        if init + term + base > warmup {
+            init = (0.15 * warmup as f64) as usize;
+            term = (0.1 * warmup as f64) as usize;
+        }
+        let last = warmup - term;
+        let mut ends = Vec::new();
+        let mut start = init;
+        let mut size = if init + term + base > warmup {
+            warmup - init - term
+        } else {
+            base
+        };
+        loop {
+            let mut end = start + size;
+            // Stretch the last window to the terminal buffer.
+            if end + 2 * size > last {
+                end = last;
+            }
+            ends.push(end - 1);
+            if end >= last {
+                break;
+            }
+            start = end;
+            size *= 2;
+        }
+        Schedule {
+            ends,
+            start: init,
+            metric: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stan_windows_for_1000_warmup() {
+        // Stan: 75 init, windows 25, 50, 100, 200, 500 (stretched), 50 terminal.
+        let s = Schedule::new(1000);
+        assert_eq!(s.start, 75);
+        assert_eq!(s.ends, vec![99, 149, 249, 449, 949]);
+    }
+
+    #[test]
+    fn dual_averaging_moves_towards_the_target() {
+        let mut da = DualAveraging::new(1.0, 0.8);
+        let mut eps: f64 = 1.0;
+        for _ in 0..200 {
+            // acceptance falls as the step grows
+            let accept = (-eps).exp();
+            eps = da.update(accept);
+        }
+        let e = da.final_step();
+        assert!(((-e).exp() - 0.8).abs() < 0.05, "{e}");
+    }
+}
