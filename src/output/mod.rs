@@ -2,3 +2,4 @@
 
 pub mod plot;
 pub mod progress;
+pub mod stan_csv;
