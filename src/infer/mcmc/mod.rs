@@ -5,5 +5,6 @@
 pub mod adapt;
 pub mod chain;
 pub mod density;
+pub mod diagnostics;
 pub mod hamiltonian;
 pub mod tape;
