@@ -1,5 +1,6 @@
 //! Output: plots, progress display and result files.
 
 pub mod plot;
+pub mod plot_mcmc;
 pub mod progress;
 pub mod stan_csv;

@@ -14,14 +14,14 @@ use std::sync::Once;
 
 static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
-fn register_font() {
+pub(crate) fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
     });
 }
 
-fn plot_err(path: &Path, e: impl std::fmt::Display) -> Error {
+pub(crate) fn plot_err(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::new(
         ErrorKind::Io,
         format!("cannot write the plot `{}`: {e}", path.display()),
