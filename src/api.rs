@@ -17,6 +17,7 @@ use crate::error::{Error, ErrorKind, Errors, Result};
 use crate::infer::engine::{Executor, Observer};
 use crate::infer::exact::{engine::ExactEngine, model::ExactModel};
 use crate::infer::fit::Fit;
+use crate::infer::mcmc::{density::Density, engine::McmcEngine};
 use crate::infer::settings::{self, ENGINES, EngineConfig};
 use crate::infer::vi::{gd::GradientDescent, gd::Param, mirror::MirrorDescent, model::ViModel};
 use crate::ir::bind::{self, Bound, Overrides};
@@ -64,6 +65,10 @@ pub struct RunOptions {
     pub observers: Vec<Box<dyn Observer>>,
     /// Stop early when set (Ctrl-C).
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Samplers: stream each chain's draws to `PREFIX_<chain>.csv` (Stan CSV).
+    pub csv: Option<std::path::PathBuf>,
+    /// The model's name, recorded in output headers (the file's stem).
+    pub model_name: Option<String>,
 }
 
 /// The engine configuration a run will use: the model's `infer` block or
@@ -128,6 +133,28 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Fit> {
         .with_note(format!("available engines: {}", have.join(", ")))
         .into());
     }
+    let sampler = matches!(cfg.name.as_str(), "nuts" | "hmc" | "mala");
+    if options.csv.is_some() && !sampler {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!(
+                "--csv: the `{}` engine has no draws to write; it is for `nuts`, `hmc` and `mala`",
+                cfg.name
+            ),
+        )
+        .into());
+    }
+    if options.test.is_some() && sampler {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!(
+                "--test: predictions from the `{}` engine's draws are not available in this version",
+                cfg.name
+            ),
+        )
+        .with_note("use the `estimate` block for posterior expectations")
+        .into());
+    }
     let test = match &options.test {
         Some(d) => Some(bind::bind_test(bound, d)?),
         None => None,
@@ -150,6 +177,12 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Fit> {
                 param,
             )?)
         }
+        "nuts" | "hmc" | "mala" => Box::new(McmcEngine::new(
+            Density::new(shared)?,
+            &cfg,
+            options.csv.clone(),
+            options.model_name.as_deref().unwrap_or("model"),
+        )?),
         other => {
             return Err(Error::internal(format!(
                 "engine `{other}` is marked available but has no runner"
@@ -169,6 +202,7 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Fit> {
         match &mut fit {
             Fit::Exact(f) => f.attach_test(t)?,
             Fit::Variational(f) => f.attach_test(t, cfg.int("bins").max(1) as usize)?,
+            Fit::Mcmc(_) => return Err(Error::internal("test data reached a sampler").into()),
         }
     }
     Ok(fit)

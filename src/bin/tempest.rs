@@ -56,6 +56,10 @@ enum Command {
         /// a classifier are given, else the ELBO trace.
         #[arg(long, value_name = "OUT.png")]
         plot: Option<PathBuf>,
+        /// Samplers: stream each chain's draws to `PREFIX_1.csv`,
+        /// `PREFIX_2.csv`, ... (Stan CSV, readable by ArviZ's from_cmdstan).
+        #[arg(long, value_name = "PREFIX")]
+        csv: Option<PathBuf>,
         /// No progress display.
         #[arg(long, short)]
         quiet: bool,
@@ -219,6 +223,7 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             seed,
             json,
             plot,
+            csv,
             quiet,
         } => {
             let src = source.insert(read_source(&model)?);
@@ -245,11 +250,25 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             .map(|c| c.int("bins"))
             .filter(|&b| b > 0)
             .map(|b| b as usize);
+            // Ctrl-C stops the run at the end of the current step and keeps
+            // the result so far (every draw already streamed stays on disk).
+            let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            {
+                let flag = cancel.clone();
+                // A handler may already be installed (embedding); then Ctrl-C
+                // keeps its default behaviour.
+                let _ = ctrlc::set_handler(move || {
+                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                });
+            }
             let mut options = RunOptions {
                 engine,
                 settings,
                 seed,
                 test: test_data,
+                cancel: Some(cancel),
+                csv,
+                model_name: model.file_stem().map(|s| s.to_string_lossy().into_owned()),
                 ..Default::default()
             };
             if !quiet {

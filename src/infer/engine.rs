@@ -19,6 +19,21 @@ pub struct Progress {
     pub objective_name: &'static str,
     /// A short status line.
     pub message: String,
+    /// Parallel lanes (e.g. one per chain), each shown as its own bar.
+    pub lanes: Vec<Lane>,
+}
+
+/// The progress of one of several parallel lanes of work.
+#[derive(Clone, Debug, Default)]
+pub struct Lane {
+    /// What the lane is ("chain 2").
+    pub label: String,
+    /// Steps done.
+    pub pos: usize,
+    /// Steps planned.
+    pub len: usize,
+    /// A short status line.
+    pub message: String,
 }
 
 /// Whether an engine wants more steps.

@@ -4,6 +4,7 @@ use super::exact::model::ExactModel;
 use super::exact::objective::LmlState;
 use super::exact::predict::Predictions;
 use super::hypers::{hypers_json, hypers_table};
+use super::mcmc::fit::McmcFit;
 use super::vi::fit::VariationalFit;
 use crate::error::Error;
 use crate::ir::bind::Bound;
@@ -18,6 +19,8 @@ pub enum Fit {
     Exact(Box<ExactFit>),
     /// Mirror-descent or gradient-descent variational inference.
     Variational(Box<VariationalFit>),
+    /// Markov chain Monte Carlo (NUTS, HMC, MALA).
+    Mcmc(Box<McmcFit>),
 }
 
 impl Fit {
@@ -26,6 +29,7 @@ impl Fit {
         match self {
             Fit::Exact(_) => "exact",
             Fit::Variational(f) => f.engine,
+            Fit::Mcmc(f) => f.engine,
         }
     }
     /// Machine-readable results.
@@ -33,6 +37,7 @@ impl Fit {
         match self {
             Fit::Exact(f) => f.to_json(),
             Fit::Variational(f) => f.to_json(),
+            Fit::Mcmc(f) => f.to_json(),
         }
     }
     /// A readable summary.
@@ -40,6 +45,7 @@ impl Fit {
         match self {
             Fit::Exact(f) => f.summary(),
             Fit::Variational(f) => f.summary(),
+            Fit::Mcmc(f) => f.summary(),
         }
     }
     /// The exact fit, if this is one.
@@ -53,6 +59,13 @@ impl Fit {
     pub fn as_variational(&self) -> Option<&VariationalFit> {
         match self {
             Fit::Variational(f) => Some(f),
+            _ => None,
+        }
+    }
+    /// The sampling fit, if this is one.
+    pub fn as_mcmc(&self) -> Option<&McmcFit> {
+        match self {
+            Fit::Mcmc(f) => Some(f),
             _ => None,
         }
     }

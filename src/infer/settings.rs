@@ -347,19 +347,19 @@ pub const ENGINES: &[EngineSchema] = &[
     },
     EngineSchema {
         name: "mala",
-        implemented: false,
+        implemented: true,
         doc: "Metropolis-adjusted Langevin algorithm",
         settings: MCMC,
     },
     EngineSchema {
         name: "hmc",
-        implemented: false,
+        implemented: true,
         doc: "Hamiltonian Monte Carlo",
         settings: MCMC,
     },
     EngineSchema {
         name: "nuts",
-        implemented: false,
+        implemented: true,
         doc: "the No-U-Turn sampler",
         settings: MCMC,
     },

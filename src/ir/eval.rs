@@ -569,12 +569,5 @@ fn data_matvec<T: Scalar>(
     if m.ncols() != v.len() {
         return Ok(None);
     }
-    let mut out = DVector::from_element(m.nrows(), T::zero());
-    for j in 0..m.ncols() {
-        let vj = v[j];
-        for r in 0..m.nrows() {
-            out[r] += vj * ad_trait::F64(m[(r, j)]);
-        }
-    }
-    Ok(Some(Value::Vector(out)))
+    Ok(Some(Value::Vector(T::data_matvec(m, &v))))
 }

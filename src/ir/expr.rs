@@ -146,7 +146,11 @@ impl Builtin {
     }
 
     /// Look a function up by name.
+    /// `inv_logit` (Stan's name) is accepted for `sigmoid`.
     pub fn from_name(name: &str) -> Option<Builtin> {
+        if name == "inv_logit" {
+            return Some(Builtin::Sigmoid);
+        }
         Builtin::ALL.into_iter().find(|b| b.name() == name)
     }
 

@@ -120,18 +120,14 @@ pub trait RealExt: Real {
         };
         lift(self, s, s * (1.0 - s))
     }
-    /// log(1 + e^x), stable for large |x|.
+    /// log(1 + e^x), stable for large |x| (one exp and one log1p).
     fn softplus(self) -> Self {
         let v = self.to_constant();
-        let sp = if v > 0.0 {
-            v + (-v).exp().ln_1p()
-        } else {
-            v.exp().ln_1p()
-        };
+        let e = (-v.abs()).exp();
+        let sp = v.max(0.0) + e.ln_1p();
         let s = if v >= 0.0 {
-            1.0 / (1.0 + (-v).exp())
+            1.0 / (1.0 + e)
         } else {
-            let e = v.exp();
             e / (1.0 + e)
         };
         lift(self, sp, s)

@@ -35,6 +35,7 @@
 //! ```
 
 use crate::math::scalar::{Dual1, Dual8, Real};
+use nalgebra::{DMatrix, DVector};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -129,9 +130,23 @@ pub trait Scalar: Real {
     fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self;
     /// Call a registered kernel.
     fn call_kernel(k: &dyn DynKernel, p: &[Self], x: &[f64], y: &[f64]) -> Self;
+    /// `X v` with X a data matrix (`n × d`) and v of length d: length n.
+    fn data_matvec(x: &DMatrix<f64>, v: &DVector<Self>) -> DVector<Self> {
+        let mut out = DVector::from_element(x.nrows(), Self::zero());
+        for j in 0..x.ncols() {
+            let vj = v[j];
+            for r in 0..x.nrows() {
+                out[r] += vj * ad_trait::F64(x[(r, j)]);
+            }
+        }
+        out
+    }
 }
 
 impl Scalar for f64 {
+    fn data_matvec(x: &DMatrix<f64>, v: &DVector<Self>) -> DVector<Self> {
+        x * v
+    }
     fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self {
         l.log_density_f64(y, f, p)
     }

@@ -72,8 +72,10 @@ pub struct StanCsvHeader {
     pub warmup: usize,
     /// Number of saved draws after warmup.
     pub draws: usize,
-    /// The sampling algorithm, CmdStan's `algorithm`: `hmc` (written with
-    /// engine `nuts` and a diagonal metric) or e.g. `fixed_param`.
+    /// The sampler: `nuts` (written as CmdStan does, `algorithm = hmc` with
+    /// `engine = nuts`, its `max_depth` and a diagonal metric), `hmc`
+    /// (`algorithm = hmc`, `engine = static`), or another name written as
+    /// the `algorithm` itself (`mala`).
     pub algorithm: String,
     /// The target acceptance rate of step-size adaptation.
     pub adapt_delta: f64,
@@ -259,13 +261,20 @@ impl StanCsvWriter {
         line(format!("#       engaged = {}", u8::from(h.warmup > 0)));
         line(format!("#       delta = {}", num(h.adapt_delta)));
         let algorithm = one_line(&h.algorithm);
-        line(format!("#     algorithm = {algorithm}"));
-        if algorithm == "hmc" {
-            line("#       hmc".into());
-            line("#         engine = nuts".into());
-            line("#           nuts".into());
-            line(format!("#             max_depth = {}", h.max_depth));
-            line("#         metric = diag_e".into());
+        match algorithm.as_str() {
+            "nuts" | "hmc" => {
+                line("#     algorithm = hmc".into());
+                line("#       hmc".into());
+                if algorithm == "nuts" {
+                    line("#         engine = nuts".into());
+                    line("#           nuts".into());
+                    line(format!("#             max_depth = {}", h.max_depth));
+                } else {
+                    line("#         engine = static".into());
+                }
+                line("#         metric = diag_e".into());
+            }
+            other => line(format!("#     algorithm = {other}")),
         }
         line("#     num_chains = 1".into());
         line(format!("# id = {}", h.chain_id));
@@ -593,7 +602,7 @@ mod tests {
             seed: 42,
             warmup: 500,
             draws: 1000,
-            algorithm: "hmc".into(),
+            algorithm: "nuts".into(),
             adapt_delta: 0.8,
             max_depth: 10,
             data_file: "data/mauna.json".into(),

@@ -195,6 +195,7 @@ impl Engine for ExactEngine {
             objective: self.trace.last().copied(),
             objective_name: "log marginal likelihood",
             message: format!("|grad| = {:.3e}", self.last_grad_norm),
+            lanes: vec![],
         }
     }
 

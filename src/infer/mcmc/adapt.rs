@@ -72,10 +72,10 @@ impl Variance {
     /// Add one draw.
     pub fn add(&mut self, x: &[f64]) {
         self.n += 1.0;
-        for i in 0..x.len() {
-            let d = x[i] - self.mean[i];
-            self.mean[i] += d / self.n;
-            self.m2[i] += d * (x[i] - self.mean[i]);
+        for ((xi, mean), m2) in x.iter().zip(&mut self.mean).zip(&mut self.m2) {
+            let d = xi - *mean;
+            *mean += d / self.n;
+            *m2 += d * (xi - *mean);
         }
     }
     /// The regularised variance estimate.

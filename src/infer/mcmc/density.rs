@@ -23,6 +23,7 @@ use crate::ir::value::Value;
 use crate::math::scalar::Dual1;
 use crate::model::constraint::Bounds;
 use crate::model::dist::{Dist, categorical_logit};
+use crate::output::stan_csv::stan_names;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
@@ -108,16 +109,15 @@ impl Density {
             slots.push(slot);
         }
         for o in &g.observations {
-            if let Some(t) = &o.temperature {
-                if g.dependencies(t)
+            if let Some(t) = &o.temperature
+                && g.dependencies(t)
                     .iter()
                     .any(|r| matches!(r, crate::ir::expr::Ref::Param(_)))
-                {
-                    return Err(unsupported(
-                        t.span,
-                        "the power of a likelihood cannot depend on a param when sampling",
-                    ));
-                }
+            {
+                return Err(unsupported(
+                    t.span,
+                    "the power of a likelihood cannot depend on a param when sampling",
+                ));
             }
         }
         let mut latent = None;
@@ -251,8 +251,7 @@ impl Density {
             if t == 0.0 {
                 continue;
             }
-            let y = self.bound.data[o.data].clone();
-            lp += self.term(&mut tape, &o.dist, &y, t, None)?;
+            lp += self.term(&mut tape, &o.dist, &self.bound.data[o.data], t, None)?;
         }
         tape.flush_lets()?;
         grad.iter_mut().for_each(|v| *v = 0.0);
@@ -320,6 +319,14 @@ impl Density {
         let mut total = 0.0;
         let mut arg_adj: Vec<Value<f64>> = args.iter().map(zero_like).collect();
         let mut y_adj = zero_like(y);
+        let mut a = vec![0.0; args.len()];
+        let mut seeds: Vec<Seed> = (0..args.len())
+            .filter(|&k| varies[k])
+            .map(Seed::Arg)
+            .collect();
+        if param.is_some() {
+            seeds.push(Seed::Outcome);
+        }
         for i in 0..n {
             let yi = y
                 .element(i)
@@ -344,27 +351,36 @@ impl Density {
                 }
                 continue;
             }
-            let a: Vec<f64> = args.iter().map(|v| v.element(i).unwrap_or(0.0)).collect();
-            total += point_log_density(graph, dist, yi, &a, &opts)?;
-            for k in 0..a.len() {
-                if !varies[k] {
-                    continue;
+            for (slot, v) in a.iter_mut().zip(&args) {
+                *slot = v.element(i).unwrap_or(0.0);
+            }
+            // One forward-mode pass gives the value and the derivatives in
+            // every varying coordinate (the args that vary, then y).
+            let lp = match seeds.len() {
+                0 => point_log_density(graph, dist, yi, &a, &opts)?,
+                1 => {
+                    let (v, d) = point_dual::<1>(graph, dist, yi, &a, &opts, &seeds)?;
+                    push_adjoints(&seeds, &d, i, t, &mut arg_adj, &mut y_adj);
+                    v
                 }
-                let ad: Vec<Dual1> = a
-                    .iter()
-                    .enumerate()
-                    .map(|(j, &v)| Dual1::new(v, [if j == k { 1.0 } else { 0.0 }]))
-                    .collect();
-                let d = point_log_density(graph, dist, Dual1::new_constant(yi), &ad, &opts)?
-                    .tangent()[0];
-                add_at(&mut arg_adj[k], i, t * d);
-            }
-            if param.is_some() {
-                let ad: Vec<Dual1> = a.iter().map(|&v| Dual1::new_constant(v)).collect();
-                let d =
-                    point_log_density(graph, dist, Dual1::new(yi, [1.0]), &ad, &opts)?.tangent()[0];
-                add_at(&mut y_adj, i, t * d);
-            }
+                2..=8 => {
+                    let (v, d) = point_dual::<8>(graph, dist, yi, &a, &opts, &seeds)?;
+                    push_adjoints(&seeds, &d, i, t, &mut arg_adj, &mut y_adj);
+                    v
+                }
+                _ => {
+                    let mut d = Vec::with_capacity(seeds.len());
+                    let mut v = 0.0;
+                    for s in 0..seeds.len() {
+                        let (vs, ds) = point_dual::<1>(graph, dist, yi, &a, &opts, &seeds[s..=s])?;
+                        v = vs;
+                        d.push(ds[0]);
+                    }
+                    push_adjoints(&seeds, &d, i, t, &mut arg_adj, &mut y_adj);
+                    v
+                }
+            };
+            total += lp;
         }
         for (k, e) in dist.args.iter().enumerate() {
             if varies[k] {
@@ -395,10 +411,129 @@ impl Density {
             .collect()
     }
 
+    /// Output column names in Stan's convention (`beta.1`, `A.2.1`,
+    /// column-major), the params first, then the latent GP's values at its
+    /// inputs (`f.i`, or `f.i.c` for class `c`).
+    pub fn stan_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .param_shapes()
+            .iter()
+            .flat_map(|(n, shape)| stan_names(n, shape))
+            .collect();
+        if let Some(lt) = &self.latent {
+            let gp = &self.bound.graph.gps[self.bound.graph.sites[lt.site].gp];
+            let shape = if lt.classes > 1 {
+                vec![lt.n, lt.classes]
+            } else {
+                vec![lt.n]
+            };
+            names.extend(stan_names(&gp.name, &shape));
+        }
+        names
+    }
+
+    /// The number of output columns that are params (the rest are latent
+    /// values).
+    pub fn param_columns(&self) -> usize {
+        self.slots.iter().map(Slot::len).sum()
+    }
+
+    /// The values for [`Density::stan_names`] at x: params constrained,
+    /// matrices column-major, then f = μ₀ + L v.
+    pub fn stan_values(&self, x: &[f64]) -> Result<Vec<f64>, Error> {
+        let (params, _, _) = self.params_at(x);
+        let mut out = Vec::with_capacity(self.dim);
+        for v in &params {
+            match v {
+                Value::Real(r) => out.push(*r),
+                Value::Vector(v) => out.extend(v.iter()),
+                // nalgebra stores column-major, Stan's order.
+                Value::Matrix(m) => out.extend(m.iter()),
+                other => out.extend(other.flatten()),
+            }
+        }
+        for f in self.sites_at(x, &params)?.into_iter().flatten() {
+            match f {
+                Value::Vector(v) => out.extend(v.iter()),
+                Value::Matrix(m) => out.extend(m.iter()),
+                other => out.extend(other.flatten()),
+            }
+        }
+        Ok(out)
+    }
+
     /// x at the params' initial values (0 on the unconstrained scale) with
     /// the latent values at zero.
     pub fn initial(&self) -> Vec<f64> {
         vec![0.0; self.dim]
+    }
+}
+
+/// A coordinate a sampling statement's log density is differentiated in.
+#[derive(Clone, Copy)]
+enum Seed {
+    /// The k-th argument of the distribution.
+    Arg(usize),
+    /// The outcome (a param with a prior).
+    Outcome,
+}
+
+/// One element's log density and its derivatives in the `seeds` coordinates
+/// (at most N), by one forward-mode pass with N tangents.
+fn point_dual<const N: usize>(
+    graph: &crate::ir::graph::Graph,
+    dist: &DistCall,
+    y: f64,
+    a: &[f64],
+    opts: &[f64],
+    seeds: &[Seed],
+) -> Result<(f64, [f64; N]), Error>
+where
+    ad_trait::forward_ad::adfn::adfn<N>: crate::model::custom::Scalar,
+{
+    use ad_trait::forward_ad::adfn::adfn;
+    let tangent = |which: &dyn Fn(Seed) -> bool| {
+        let mut t = [0.0; N];
+        for (s, seed) in seeds.iter().enumerate() {
+            if which(*seed) {
+                t[s] = 1.0;
+            }
+        }
+        t
+    };
+    let arg = |k: usize| adfn::new(a[k], tangent(&|s| matches!(s, Seed::Arg(j) if j == k)));
+    let yd = adfn::new(y, tangent(&|s| matches!(s, Seed::Outcome)));
+    // The arguments on the stack when there are few (no allocation per
+    // element).
+    const STACK: usize = 6;
+    let r = if a.len() <= STACK {
+        let mut ad = [adfn::<N>::new(0.0, [0.0; N]); STACK];
+        for (k, slot) in ad.iter_mut().enumerate().take(a.len()) {
+            *slot = arg(k);
+        }
+        point_log_density(graph, dist, yd, &ad[..a.len()], opts)?
+    } else {
+        let ad: Vec<adfn<N>> = (0..a.len()).map(arg).collect();
+        point_log_density(graph, dist, yd, &ad, opts)?
+    };
+    Ok((r.value(), r.tangent()))
+}
+
+/// Add one element's derivatives (times t) to the adjoints of the args and
+/// the outcome.
+fn push_adjoints(
+    seeds: &[Seed],
+    d: &[f64],
+    i: usize,
+    t: f64,
+    arg_adj: &mut [Value<f64>],
+    y_adj: &mut Value<f64>,
+) {
+    for (seed, di) in seeds.iter().zip(d) {
+        match seed {
+            Seed::Arg(k) => add_at(&mut arg_adj[*k], i, t * di),
+            Seed::Outcome => add_at(y_adj, i, t * di),
+        }
     }
 }
 

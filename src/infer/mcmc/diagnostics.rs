@@ -650,71 +650,27 @@ impl MeanAutocovariance {
 
 /// Biased autocovariances `(1/n) Σₖ yₖ yₖ₊ₜ` of centered `y` at every lag
 /// `t < n`, by zero-padding to `size ≥ 2n` (no circular wrap-around), the
-/// power spectrum, and an inverse FFT.
+/// power spectrum of a real FFT, and its inverse.
 fn autocovariance_fft(y: &[f64], size: usize) -> Vec<f64> {
     let n = y.len();
-    let mut re = vec![0.0; size];
-    let mut im = vec![0.0; size];
-    re[..n].copy_from_slice(y);
-    fft(&mut re, &mut im, false);
-    for (r, i) in re.iter_mut().zip(im.iter_mut()) {
-        *r = *r * *r + *i * *i;
-        *i = 0.0;
+    let mut planner = realfft::RealFftPlanner::<f64>::new();
+    let forward = planner.plan_fft_forward(size);
+    let inverse = planner.plan_fft_inverse(size);
+    let mut signal = vec![0.0; size];
+    signal[..n].copy_from_slice(y);
+    let mut spectrum = forward.make_output_vec();
+    // The lengths come from the plans themselves, so neither call can fail.
+    if forward.process(&mut signal, &mut spectrum).is_err() {
+        return vec![f64::NAN; n];
     }
-    fft(&mut re, &mut im, true);
+    for c in spectrum.iter_mut() {
+        *c = realfft::num_complex::Complex::new(c.norm_sqr(), 0.0);
+    }
+    if inverse.process(&mut spectrum, &mut signal).is_err() {
+        return vec![f64::NAN; n];
+    }
     let scale = 1.0 / (size as f64 * n as f64);
-    re[..n].iter().map(|v| v * scale).collect()
-}
-
-/// In-place iterative radix-2 complex FFT (unnormalized both ways) of a
-/// power-of-two length: `X_k = Σ_j x_j e^{∓2πijk/N}`, the sign `+` when
-/// `inverse`.
-fn fft(re: &mut [f64], im: &mut [f64], inverse: bool) {
-    let n = re.len();
-    debug_assert!(n.is_power_of_two() && im.len() == n);
-    if n < 2 {
-        return;
-    }
-    // Bit-reversal permutation.
-    let mut j = 0;
-    for i in 1..n {
-        let mut bit = n >> 1;
-        while j & bit != 0 {
-            j ^= bit;
-            bit >>= 1;
-        }
-        j |= bit;
-        if i < j {
-            re.swap(i, j);
-            im.swap(i, j);
-        }
-    }
-    // Twiddles from cos/sin of each angle (no accumulated rounding).
-    let sign = if inverse { 1.0 } else { -1.0 };
-    let twiddles: Vec<(f64, f64)> = (0..n / 2)
-        .map(|k| {
-            let angle = sign * 2.0 * std::f64::consts::PI * k as f64 / n as f64;
-            (angle.cos(), angle.sin())
-        })
-        .collect();
-    let mut len = 2;
-    while len <= n {
-        let half = len / 2;
-        let stride = n / len;
-        for start in (0..n).step_by(len) {
-            for k in 0..half {
-                let (wr, wi) = twiddles[k * stride];
-                let (a, b) = (start + k, start + k + half);
-                let xr = re[b] * wr - im[b] * wi;
-                let xi = re[b] * wi + im[b] * wr;
-                re[b] = re[a] - xr;
-                im[b] = im[a] - xi;
-                re[a] += xr;
-                im[a] += xi;
-            }
-        }
-        len *= 2;
-    }
+    signal[..n].iter().map(|v| v * scale).collect()
 }
 
 #[cfg(test)]

@@ -62,16 +62,15 @@ impl State {
 /// One leapfrog step of size `eps` (negative goes backwards). A failed
 /// density evaluation leaves lp = −∞.
 pub fn leapfrog<T: Target + ?Sized>(target: &T, s: &mut State, eps: f64, inv_metric: &[f64]) {
-    let n = s.q.len();
-    for i in 0..n {
-        s.p[i] += 0.5 * eps * s.grad[i];
-        s.q[i] += eps * inv_metric[i] * s.p[i];
+    for (((q, p), g), m) in s.q.iter_mut().zip(&mut s.p).zip(&s.grad).zip(inv_metric) {
+        *p += 0.5 * eps * g;
+        *q += eps * m * *p;
     }
     match target.logp_grad(&s.q, &mut s.grad) {
         Ok(lp) if lp.is_finite() && s.grad.iter().all(|g| g.is_finite()) => {
             s.lp = lp;
-            for i in 0..n {
-                s.p[i] += 0.5 * eps * s.grad[i];
+            for (p, g) in s.p.iter_mut().zip(&s.grad) {
+                *p += 0.5 * eps * g;
             }
         }
         _ => s.lp = f64::NEG_INFINITY,

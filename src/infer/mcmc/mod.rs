@@ -6,5 +6,7 @@ pub mod adapt;
 pub mod chain;
 pub mod density;
 pub mod diagnostics;
+pub mod engine;
+pub mod fit;
 pub mod hamiltonian;
 pub mod tape;

@@ -15,10 +15,12 @@ use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
 use crate::ir::expr::{Builtin, Ref, TExpr, TKind};
 use crate::ir::ops;
+use crate::ir::types::Ty;
 use crate::ir::value::Value;
 use crate::math::scalar::Dual1;
 use crate::syntax::ast::{BinOp, UnOp};
 use nalgebra::{DMatrix, DVector};
+use std::borrow::Cow;
 
 /// Adjoints of the quantities a model depends on.
 pub struct Adjoints {
@@ -66,6 +68,16 @@ fn reduce_to(adj: &Value<f64>, operand: &Value<f64>) -> Value<f64> {
     }
 }
 
+/// The adjoint of an operand of a sum: summed when the operand is a
+/// number broadcast over `adj`.
+fn reduce_ty(adj: &Value<f64>, operand_scalar: bool) -> Value<f64> {
+    match (operand_scalar, adj) {
+        (true, Value::Vector(v)) => Value::Real(v.sum()),
+        (true, Value::Matrix(m)) => Value::Real(m.sum()),
+        _ => adj.clone(),
+    }
+}
+
 fn num(v: &Value<f64>) -> Option<f64> {
     v.scalar()
 }
@@ -83,7 +95,7 @@ impl<'a> Tape<'a> {
         sites: &'a [Option<Value<f64>>],
     ) -> Self {
         let adj = Adjoints {
-            params: params.iter().map(|p| zero_like(p)).collect(),
+            params: params.iter().map(zero_like).collect(),
             sites: vec![None; sites.len()],
             lets: vec![None; bound.graph.lets.len()],
         };
@@ -191,17 +203,30 @@ impl<'a> Tape<'a> {
         Ok(())
     }
 
+    /// The value of `e`, borrowed when it is a data item (no copy of a
+    /// data matrix).
+    fn value(&self, e: &TExpr) -> Result<Cow<'_, Value<f64>>, Error> {
+        if let TKind::Ref(Ref::Data(i)) = &e.kind {
+            let bound = self.env.bound;
+            if bound.present[*i] {
+                return Ok(Cow::Borrowed(&bound.data[*i]));
+            }
+        }
+        Ok(Cow::Owned(self.env.eval(e)?))
+    }
+
     fn binary(&mut self, op: BinOp, a: &TExpr, b: &TExpr, adj: &Value<f64>) -> Result<(), Error> {
-        let (va, vb) = (self.env.eval(a)?, self.env.eval(b)?);
         let (da, db) = (self.varies(a), self.varies(b));
         use BinOp::*;
+        let scalar = |t: &Ty| matches!(t, Ty::Int | Ty::Real);
         match op {
+            // Sums need only the operands' shapes, from their types.
             Add | Sub => {
                 if da {
-                    self.backward(a, &reduce_to(adj, &va))?;
+                    self.backward(a, &reduce_ty(adj, scalar(&a.ty)))?;
                 }
                 if db {
-                    let r = reduce_to(adj, &vb);
+                    let r = reduce_ty(adj, scalar(&b.ty));
                     let r = if op == Sub {
                         ops::map_num(&r, &|x| -x, b.span)?
                     } else {
@@ -209,33 +234,55 @@ impl<'a> Tape<'a> {
                     };
                     self.backward(b, &r)?;
                 }
+                return Ok(());
             }
-            Mul if matches!(
-                (&va, &vb),
-                (Value::Matrix(_), Value::Vector(_) | Value::IntArray(_))
-            ) =>
+            // Matrix products: Xᵀ g for the vector, g vᵀ for the matrix, each
+            // computed only when that side varies.
+            Mul if matches!(a.ty, Ty::Matrix(..))
+                && matches!(b.ty, Ty::Vector(_) | Ty::IntArray(_)) =>
             {
-                let (Value::Matrix(m), Some(v), Value::Vector(g)) = (&va, vb.vector(), adj) else {
+                let Value::Vector(g) = adj else {
                     return Err(unsupported(a, "this product"));
                 };
                 if db {
-                    self.backward(b, &Value::Vector(m.tr_mul(g)))?;
+                    let gb = match &*self.value(a)? {
+                        Value::Matrix(m) => m.tr_mul(g),
+                        _ => return Err(unsupported(a, "this product")),
+                    };
+                    self.backward(b, &Value::Vector(gb))?;
                 }
                 if da {
+                    let Some(v) = self.env.eval(b)?.vector() else {
+                        return Err(unsupported(b, "this product"));
+                    };
                     self.backward(a, &Value::Matrix(g * v.transpose()))?;
                 }
+                return Ok(());
             }
-            Mul if matches!((&va, &vb), (Value::Matrix(_), Value::Matrix(_))) => {
-                let (Value::Matrix(x), Value::Matrix(y), Value::Matrix(g)) = (&va, &vb, adj) else {
+            Mul if matches!(a.ty, Ty::Matrix(..)) && matches!(b.ty, Ty::Matrix(..)) => {
+                let Value::Matrix(g) = adj else {
                     return Err(unsupported(a, "this product"));
                 };
                 if da {
-                    self.backward(a, &Value::Matrix(g * y.transpose()))?;
+                    let ga = match &*self.value(b)? {
+                        Value::Matrix(y) => g * y.transpose(),
+                        _ => return Err(unsupported(b, "this product")),
+                    };
+                    self.backward(a, &Value::Matrix(ga))?;
                 }
                 if db {
-                    self.backward(b, &Value::Matrix(x.tr_mul(g)))?;
+                    let gb = match &*self.value(a)? {
+                        Value::Matrix(x) => x.tr_mul(g),
+                        _ => return Err(unsupported(a, "this product")),
+                    };
+                    self.backward(b, &Value::Matrix(gb))?;
                 }
+                return Ok(());
             }
+            _ => {}
+        }
+        let (va, vb) = (self.value(a)?.into_owned(), self.value(b)?.into_owned());
+        match op {
             Mul | EwMul => {
                 if da {
                     let r = map2(adj, &vb, &|g, y| g * y)?;

@@ -179,5 +179,6 @@ pub fn elbo_progress(step: usize, steps: usize, trace: &[f64]) -> Progress {
         objective: trace.last().copied(),
         objective_name: "ELBO",
         message: String::new(),
+        lanes: vec![],
     }
 }

@@ -1,0 +1,55 @@
+//! Sampling cost on Bayesian logistic regression (breast cancer, all 569
+//! rows, intercept + 30 coefficients): one log density, one log density with
+//! its gradient, and a whole NUTS run (4 chains × 1000 warm-up × 1000
+//! draws) whose min bulk ESS per second and per 1000 gradients are printed.
+//! See benches/README.md.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tempest::infer::mcmc::density::Density;
+use tempest::{Data, Model, Overrides, Registry, RunOptions};
+
+const MODEL: &str = r#"
+data { n : int  X : matrix[n, 30] = columns("x0".."x29")  y : int<lower=0, upper=1>[n] }
+param { alpha : real ~ normal(0, 1)  beta : vector[30] ~ normal(0, 1) }
+model { y ~ bernoulli_logit(alpha + X * beta) }
+infer nuts { chains = 4  warmup = 1000  draws = 1000 }
+"#;
+
+fn bench(c: &mut Criterion) {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/breast_cancer_prepared.csv");
+    let data = Data::read(&path).expect("data");
+    let m = Model::from_str("logistic.tempest", MODEL, &Registry::default()).expect("model");
+    let b = m.bind(&data, &Overrides::default()).expect("bind");
+    let d = Density::new(Arc::new(b.clone())).expect("density");
+    let x: Vec<f64> = (0..d.dim).map(|i| 0.1 * (i as f64 * 0.731).sin()).collect();
+    let mut g = c.benchmark_group("logistic_569x31");
+    g.bench_function("log_density", |bench| {
+        bench.iter(|| black_box(d.log_density(black_box(&x)).expect("lp")))
+    });
+    let mut grad = vec![0.0; d.dim];
+    g.bench_function("log_density_and_gradient", |bench| {
+        bench.iter(|| black_box(d.log_density_grad(black_box(&x), &mut grad).expect("lp")))
+    });
+    g.sample_size(10);
+    g.bench_function("nuts_4x1000", |bench| {
+        bench.iter(|| {
+            let fit = tempest::run(&b, RunOptions::default()).expect("run");
+            let f = fit.as_mcmc().expect("mcmc");
+            let (ess, _) = f.extremes();
+            eprintln!(
+                "    min bulk ESS {ess:.0}; {:.0} per second of sampling; {:.1} per 1000 gradients",
+                ess / f.sampling_seconds,
+                1000.0 * ess / f.gradients as f64
+            );
+            black_box(ess)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

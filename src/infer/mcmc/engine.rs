@@ -1,0 +1,222 @@
+//! The sampling engines (`nuts`, `hmc`, `mala`) under the executor: each
+//! step advances every chain by one iteration, chains in parallel (rayon),
+//! and streams kept draws to a Stan CSV file per chain when asked.
+
+use super::chain::{Chain, ChainConfig, Draw, Method};
+use super::density::Density;
+use super::fit::McmcFit;
+use super::hamiltonian::Target;
+use crate::error::Error;
+use crate::infer::engine::{Engine, Lane, Progress, Status};
+use crate::infer::fit::Fit;
+use crate::infer::settings::EngineConfig;
+use crate::output::stan_csv::{SamplerStats, StanCsvHeader, StanCsvWriter};
+use rayon::prelude::*;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+impl Target for Density {
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn logp_grad(&self, q: &[f64], grad: &mut [f64]) -> Result<f64, Error> {
+        self.log_density_grad(q, grad)
+    }
+}
+
+/// A sampling run in progress.
+pub struct McmcEngine {
+    density: Arc<Density>,
+    name: &'static str,
+    chains: Vec<Chain>,
+    draws: Vec<Vec<Draw>>,
+    writers: Vec<Option<StanCsvWriter>>,
+    cfg: ChainConfig,
+    started: Instant,
+    sampling_started: Option<Instant>,
+    warmup_seconds: f64,
+    gradients: usize,
+}
+
+impl McmcEngine {
+    /// Start `chains` chains; with `csv`, stream each chain's draws to
+    /// `PREFIX_<chain>.csv`.
+    pub fn new(
+        density: Density,
+        cfg: &EngineConfig,
+        csv: Option<PathBuf>,
+        model_name: &str,
+    ) -> Result<McmcEngine, Error> {
+        let method = match cfg.name.as_str() {
+            "nuts" => Method::Nuts {
+                max_depth: cfg.int("max_depth").max(1) as usize,
+            },
+            "hmc" => Method::Hmc {
+                steps: cfg.int("leapfrog_steps").max(1) as usize,
+            },
+            _ => Method::Mala,
+        };
+        let chain_cfg = ChainConfig {
+            method,
+            warmup: cfg.int("warmup").max(0) as usize,
+            draws: cfg.int("draws").max(1) as usize,
+            target_accept: cfg.real("target_accept"),
+            step_size: cfg.real_opt("step_size"),
+        };
+        let n = cfg.int("chains").max(1) as usize;
+        let seed = cfg.int("seed").max(0) as u64;
+        let density = Arc::new(density);
+        let chains: Vec<Chain> = (0..n)
+            .into_par_iter()
+            .map(|i| Chain::new(&*density, i, seed, chain_cfg))
+            .collect::<Result<_, _>>()?;
+        let names = density.stan_names();
+        let mut writers = Vec::with_capacity(n);
+        for c in 0..n {
+            writers.push(match &csv {
+                Some(prefix) => {
+                    let path = PathBuf::from(format!("{}_{}.csv", prefix.display(), c + 1));
+                    let header = StanCsvHeader {
+                        model: model_name.to_string(),
+                        chain_id: c + 1,
+                        seed,
+                        warmup: chain_cfg.warmup,
+                        draws: chain_cfg.draws,
+                        algorithm: cfg.name.clone(),
+                        adapt_delta: chain_cfg.target_accept,
+                        max_depth: cfg.int("max_depth").max(1) as usize,
+                        data_file: density.bound.data_file.clone(),
+                        tempest_version: env!("CARGO_PKG_VERSION").to_string(),
+                    };
+                    Some(StanCsvWriter::create(&path, &header, &names)?)
+                }
+                None => None,
+            });
+        }
+        Ok(McmcEngine {
+            density,
+            name: match method {
+                Method::Nuts { .. } => "nuts",
+                Method::Hmc { .. } => "hmc",
+                Method::Mala => "mala",
+            },
+            draws: vec![Vec::with_capacity(chain_cfg.draws); n],
+            chains,
+            writers,
+            cfg: chain_cfg,
+            started: Instant::now(),
+            sampling_started: None,
+            warmup_seconds: 0.0,
+            gradients: 0,
+        })
+    }
+}
+
+impl Engine for McmcEngine {
+    fn step(&mut self) -> Result<Status, Error> {
+        let density = &*self.density;
+        let results: Vec<Result<(Option<Draw>, bool), Error>> = self
+            .chains
+            .par_iter_mut()
+            .zip(self.writers.par_iter_mut())
+            .map(|(chain, writer)| {
+                let was_warming = chain.warming_up();
+                let draw = chain.step(density);
+                let adapted_now = was_warming && !chain.warming_up();
+                if let Some(w) = writer {
+                    if adapted_now {
+                        w.write_adaptation(chain.eps, &chain.inv_metric)?;
+                    }
+                    if let Some(d) = &draw {
+                        let s = d.stats;
+                        let stats = SamplerStats {
+                            lp: d.lp,
+                            accept_stat: s.accept_stat,
+                            stepsize: s.step_size,
+                            treedepth: s.tree_depth,
+                            n_leapfrog: s.n_leapfrog,
+                            divergent: s.divergent,
+                            energy: s.energy,
+                        };
+                        w.write_draw(&stats, &density.stan_values(&d.q)?)?;
+                    }
+                }
+                Ok((draw, adapted_now))
+            })
+            .collect();
+        for (c, r) in results.into_iter().enumerate() {
+            let (draw, adapted_now) = r?;
+            if adapted_now && self.sampling_started.is_none() {
+                self.sampling_started = Some(Instant::now());
+                self.warmup_seconds = self.started.elapsed().as_secs_f64();
+            }
+            if let Some(d) = draw {
+                self.gradients += d.stats.n_leapfrog;
+                self.draws[c].push(d);
+            }
+        }
+        if self.chains.iter().all(|c| c.done()) {
+            return Ok(Status::Done("all draws taken".into()));
+        }
+        Ok(Status::Running)
+    }
+
+    fn progress(&self) -> Progress {
+        let total = self.cfg.warmup + self.cfg.draws;
+        let lanes = self
+            .chains
+            .iter()
+            .map(|c| Lane {
+                label: format!("chain {}", c.id + 1),
+                pos: c.iter,
+                len: total,
+                message: format!(
+                    "{} ε {:.3} divergences {}",
+                    if c.warming_up() {
+                        "warm-up"
+                    } else {
+                        "sampling"
+                    },
+                    c.eps,
+                    c.divergences
+                ),
+            })
+            .collect();
+        Progress {
+            step: self.chains.iter().map(|c| c.iter).min().unwrap_or(0),
+            total: Some(total),
+            objective: None,
+            objective_name: "",
+            message: String::new(),
+            lanes,
+        }
+    }
+
+    fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
+        let this = *self;
+        let sampling_seconds = this
+            .sampling_started
+            .map(|s| s.elapsed().as_secs_f64())
+            .unwrap_or(0.0);
+        let mut writers = this.writers;
+        for w in writers.drain(..).flatten() {
+            w.finish(this.warmup_seconds, sampling_seconds)?;
+        }
+        let step_sizes = this.chains.iter().map(|c| c.eps).collect();
+        let metrics = this.chains.iter().map(|c| c.inv_metric.clone()).collect();
+        let fit = McmcFit::new(
+            this.name,
+            this.density,
+            this.draws,
+            this.cfg,
+            step_sizes,
+            metrics,
+            sampling_seconds,
+            this.warmup_seconds,
+            this.gradients,
+            reason,
+        )?;
+        Ok(Fit::Mcmc(Box::new(fit)))
+    }
+}

@@ -1,0 +1,326 @@
+//! The result of a sampling run: draws (with their scores ∇ log π, kept for
+//! control variates), posterior summaries with R-hat and ESS, sampler
+//! diagnostics with warnings, and the `estimate` block evaluated over draws.
+
+use super::chain::{ChainConfig, Draw, Method};
+use super::density::Density;
+use super::diagnostics::{Summary, ebfmi, summarize};
+use crate::error::Error;
+use crate::ir::eval::Env;
+use crate::ir::value::Value;
+use serde_json::{Map, json};
+use std::fmt::Write;
+use std::sync::Arc;
+
+/// One estimate E[expr] over the draws, per component.
+#[derive(Clone, Debug)]
+pub struct Estimate {
+    /// The estimate's name (with `[k]` for vector components).
+    pub name: String,
+    /// The Monte Carlo summary of the integrand's draws.
+    pub summary: Summary,
+}
+
+/// What a sampler produced.
+pub struct McmcFit {
+    /// `nuts`, `hmc` or `mala`.
+    pub engine: &'static str,
+    /// The model's density (for names and transforms).
+    pub density: Arc<Density>,
+    /// Kept draws per chain.
+    pub draws: Vec<Vec<Draw>>,
+    /// Column names (Stan's `name.i` convention).
+    pub names: Vec<String>,
+    /// Summaries per column.
+    pub summaries: Vec<Summary>,
+    /// The estimates of the `estimate` block.
+    pub estimates: Vec<Estimate>,
+    /// Divergent transitions after warm-up.
+    pub divergences: usize,
+    /// Transitions that hit the maximum tree depth (NUTS).
+    pub max_depth_hits: usize,
+    /// E-BFMI per chain.
+    pub ebfmi: Vec<f64>,
+    /// The adapted step size per chain.
+    pub step_sizes: Vec<f64>,
+    /// The adapted inverse metric per chain.
+    pub inv_metrics: Vec<Vec<f64>>,
+    /// Seconds spent sampling (after warm-up).
+    pub sampling_seconds: f64,
+    /// Seconds spent in warm-up.
+    pub warmup_seconds: f64,
+    /// Gradient evaluations after warm-up.
+    pub gradients: usize,
+    /// Warnings about the run.
+    pub warnings: Vec<String>,
+    /// Why the run ended.
+    pub reason: String,
+    cfg: ChainConfig,
+}
+
+impl McmcFit {
+    /// Summarise the draws.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        engine: &'static str,
+        density: Arc<Density>,
+        draws: Vec<Vec<Draw>>,
+        cfg: ChainConfig,
+        step_sizes: Vec<f64>,
+        inv_metrics: Vec<Vec<f64>>,
+        sampling_seconds: f64,
+        warmup_seconds: f64,
+        gradients: usize,
+        reason: String,
+    ) -> Result<McmcFit, Error> {
+        let names = density.stan_names();
+        let values: Vec<Vec<Vec<f64>>> = draws
+            .iter()
+            .map(|c| {
+                c.iter()
+                    .map(|d| density.stan_values(&d.q))
+                    .collect::<Result<_, _>>()
+            })
+            .collect::<Result<_, _>>()?;
+        let summaries: Vec<Summary> = (0..names.len())
+            .map(|k| {
+                let chains: Vec<Vec<f64>> = values
+                    .iter()
+                    .map(|c| c.iter().map(|v| v[k]).collect())
+                    .collect();
+                summarize(&chains)
+            })
+            .collect();
+        let divergences = draws.iter().flatten().filter(|d| d.stats.divergent).count();
+        let max_depth_hits = match cfg.method {
+            Method::Nuts { max_depth } => draws
+                .iter()
+                .flatten()
+                .filter(|d| d.stats.tree_depth >= max_depth)
+                .count(),
+            _ => 0,
+        };
+        let ebfmi: Vec<f64> = draws
+            .iter()
+            .map(|c| ebfmi(&c.iter().map(|d| d.stats.energy).collect::<Vec<_>>()))
+            .collect();
+        let estimates = estimates(&density, &draws)?;
+        let mut fit = McmcFit {
+            engine,
+            density,
+            draws,
+            names,
+            summaries,
+            estimates,
+            divergences,
+            max_depth_hits,
+            ebfmi,
+            step_sizes,
+            inv_metrics,
+            sampling_seconds,
+            warmup_seconds,
+            gradients,
+            warnings: vec![],
+            reason,
+            cfg,
+        };
+        fit.warnings = fit.warn();
+        Ok(fit)
+    }
+
+    fn warn(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        let total: usize = self.draws.iter().map(|c| c.len()).sum();
+        if self.divergences > 0 {
+            w.push(format!("{} of {total} transitions after warm-up diverged: the posterior may be biased; raise target_accept or reparameterise", self.divergences));
+        }
+        if self.max_depth_hits > 0 {
+            w.push(format!("{} transitions hit the maximum tree depth: the sampler may be inefficient; consider raising max_depth", self.max_depth_hits));
+        }
+        if let Some((i, s)) = self
+            .summaries
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.rhat.is_finite())
+            .max_by(|a, b| a.1.rhat.total_cmp(&b.1.rhat))
+            && s.rhat > 1.01
+        {
+            w.push(format!(
+                "R-hat of {} is {:.3} (> 1.01): the chains have not mixed; run longer",
+                self.names[i], s.rhat
+            ));
+        }
+        let min_ess = 100.0 * self.draws.len() as f64;
+        if let Some((i, s)) = self
+            .summaries
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.ess_bulk.is_finite())
+            .min_by(|a, b| a.1.ess_bulk.total_cmp(&b.1.ess_bulk))
+            && s.ess_bulk < min_ess
+        {
+            w.push(format!(
+                "the bulk ESS of {} is {:.0} (< 100 per chain): estimates may be unreliable",
+                self.names[i], s.ess_bulk
+            ));
+        }
+        for (c, e) in self.ebfmi.iter().enumerate() {
+            if *e < 0.3 {
+                w.push(format!("chain {}: E-BFMI {e:.2} (< 0.3): the momentum resampling explores the energy poorly", c + 1));
+            }
+        }
+        w
+    }
+
+    /// The smallest bulk ESS and the largest R-hat over the params.
+    pub fn extremes(&self) -> (f64, f64) {
+        let min_ess = self
+            .summaries
+            .iter()
+            .map(|s| s.ess_bulk)
+            .fold(f64::INFINITY, f64::min);
+        let max_rhat = self
+            .summaries
+            .iter()
+            .map(|s| s.rhat)
+            .fold(f64::NEG_INFINITY, f64::max);
+        (min_ess, max_rhat)
+    }
+
+    /// Machine-readable results.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut summary = Map::new();
+        for (n, s) in self.names.iter().zip(&self.summaries) {
+            summary.insert(n.clone(), summary_json(s));
+        }
+        let mut est = Map::new();
+        for e in &self.estimates {
+            est.insert(e.name.clone(), json!({"mc": e.summary.mean, "mc_se": e.summary.mcse, "sd": e.summary.sd, "ess_bulk": e.summary.ess_bulk, "method": "none"}));
+        }
+        let (min_ess, max_rhat) = self.extremes();
+        json!({
+            "engine": self.engine,
+            "summary": summary,
+            "estimates": est,
+            "sampling_seconds": self.sampling_seconds,
+            "warmup_seconds": self.warmup_seconds,
+            "divergences": self.divergences,
+            "max_depth_hits": self.max_depth_hits,
+            "chains": self.draws.len(),
+            "draws": self.cfg.draws,
+            "warmup": self.cfg.warmup,
+            "step_size": self.step_sizes,
+            "ebfmi": self.ebfmi,
+            "gradient_evaluations": self.gradients,
+            "ess_bulk_min": min_ess,
+            "rhat_max": max_rhat,
+            "warnings": self.warnings,
+        })
+    }
+
+    /// The summary table and warnings.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let total: usize = self.draws.iter().map(|c| c.len()).sum();
+        let _ = writeln!(
+            s,
+            "engine: {} ({} chains × {} draws after {} warm-up; {:.2} s sampling, {} gradient evaluations)",
+            self.engine,
+            self.draws.len(),
+            self.cfg.draws,
+            self.cfg.warmup,
+            self.sampling_seconds,
+            self.gradients
+        );
+        let width = self
+            .names
+            .iter()
+            .chain(self.estimates.iter().map(|e| &e.name))
+            .map(|n| n.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        let _ = writeln!(
+            s,
+            "{:width$}  {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8} {:>8}",
+            "", "mean", "mcse", "sd", "5%", "50%", "95%", "rhat", "ess_bulk", "ess_tail"
+        );
+        let row = |s: &mut String, n: &str, x: &Summary| {
+            let _ = writeln!(
+                s,
+                "{n:width$}  {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>7.3} {:>8.0} {:>8.0}",
+                x.mean, x.mcse, x.sd, x.q5, x.q50, x.q95, x.rhat, x.ess_bulk, x.ess_tail
+            );
+        };
+        for (n, x) in self.names.iter().zip(&self.summaries) {
+            row(&mut s, n, x);
+        }
+        if !self.estimates.is_empty() {
+            let _ = writeln!(s, "estimates:");
+            for e in &self.estimates {
+                row(&mut s, &e.name, &e.summary);
+            }
+        }
+        let _ = writeln!(
+            s,
+            "divergences: {} of {total}; step sizes: {}",
+            self.divergences,
+            self.step_sizes
+                .iter()
+                .map(|e| format!("{e:.3}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for w in &self.warnings {
+            let _ = writeln!(s, "warning: {w}");
+        }
+        s
+    }
+}
+
+fn summary_json(s: &Summary) -> serde_json::Value {
+    json!({"mean": s.mean, "sd": s.sd, "mcse": s.mcse, "q5": s.q5, "q50": s.q50, "q95": s.q95, "rhat": s.rhat, "ess_bulk": s.ess_bulk, "ess_tail": s.ess_tail})
+}
+
+/// Evaluate the `estimate` block at every draw and summarise each component.
+fn estimates(density: &Density, draws: &[Vec<Draw>]) -> Result<Vec<Estimate>, Error> {
+    let g = &density.bound.graph;
+    let mut out = Vec::new();
+    for e in &g.estimates {
+        let mut per_chain: Vec<Vec<Vec<f64>>> = Vec::new();
+        for chain in draws {
+            let mut vals = Vec::with_capacity(chain.len());
+            for d in chain {
+                let (params, _, _) = density.params_at(&d.q);
+                let env = Env::new(&density.bound, &density.hypers, &params, &[]);
+                let v = env.eval(&e.expr)?;
+                vals.push(match v {
+                    Value::Int(_) | Value::Real(_) => vec![v.scalar().unwrap_or(f64::NAN)],
+                    other => other.flatten(),
+                });
+            }
+            per_chain.push(vals);
+        }
+        let k = per_chain
+            .first()
+            .and_then(|c| c.first())
+            .map(|v| v.len())
+            .unwrap_or(1);
+        for j in 0..k {
+            let chains: Vec<Vec<f64>> = per_chain
+                .iter()
+                .map(|c| c.iter().map(|v| v[j]).collect())
+                .collect();
+            let name = if k == 1 {
+                e.name.clone()
+            } else {
+                format!("{}[{j}]", e.name)
+            };
+            out.push(Estimate {
+                name,
+                summary: summarize(&chains),
+            });
+        }
+    }
+    Ok(out)
+}
