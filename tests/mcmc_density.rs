@@ -109,3 +109,67 @@ model { y ~ normal(mu, 1) }
     let want = lnorm(mu, 0.0) + ys.iter().map(|y| lnorm(*y, mu)).sum::<f64>();
     assert_rel(d.log_density(&[mu]).unwrap(), want, 1e-12, "log density");
 }
+
+const GP_REGRESSION: &str = r#"
+data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : vector[n] = column("x3") }
+param {
+  ell : positive ~ lognormal(0, 1)
+  sf : positive ~ lognormal(0, 1)
+  sigma : positive ~ half_normal(1)
+  c : real ~ normal(0, 1)
+}
+model {
+  f ~ gp(c, sf^2 * rbf(ell))
+  y ~ normal(f(X) + 0.5 * c, sigma)
+}
+"#;
+
+#[test]
+fn gp_regression_hypers_marginal_gradient() {
+    // The latent GP is integrated out: x holds only the four params.
+    let b = bind(
+        &model(GP_REGRESSION),
+        &csv("breast_cancer_prepared.csv", Some((0, 29))),
+    );
+    let d = Density::new(Arc::new(b)).unwrap();
+    assert_eq!(d.dim, 4);
+    check_gradient(&d, &point(&d, 0.4));
+    check_gradient(&d, &[-0.5, 0.3, -1.0, 0.2]);
+}
+
+#[test]
+fn gp_regression_hypers_marginal_value_is_closed_form() {
+    use nalgebra::{DMatrix, DVector};
+    let b = bind(
+        &model(GP_REGRESSION),
+        &csv("breast_cancer_prepared.csv", Some((0, 19))),
+    );
+    let xs = b.data[b.graph.data_index("X").unwrap()].flatten();
+    let ys = b.data[b.graph.data_index("y").unwrap()].flatten();
+    let d = Density::new(Arc::new(b)).unwrap();
+    let u: [f64; 4] = [0.3, -0.2, -0.7, 0.4];
+    let (ell, sf, sigma, c) = (u[0].exp(), u[1].exp(), u[2].exp(), u[3]);
+    let n = ys.len();
+    let ln2pi = (2.0 * std::f64::consts::PI).ln();
+    let a = DMatrix::from_fn(n, n, |i, j| {
+        let r2 = (xs[2 * i] - xs[2 * j]).powi(2) + (xs[2 * i + 1] - xs[2 * j + 1]).powi(2);
+        sf * sf * (-0.5 * r2 / (ell * ell)).exp() + if i == j { sigma * sigma } else { 0.0 }
+    });
+    let r = DVector::from_iterator(n, ys.iter().map(|y| y - 1.5 * c));
+    let chol = a.cholesky().unwrap();
+    let lml = -0.5 * r.dot(&chol.solve(&r))
+        - chol.l().diagonal().iter().map(|v| v.ln()).sum::<f64>()
+        - 0.5 * n as f64 * ln2pi;
+    let lognormal01 = |x: f64| -x.ln() - 0.5 * ln2pi - 0.5 * x.ln().powi(2);
+    let priors = lognormal01(ell)
+        + lognormal01(sf)
+        + (2f64.ln() - 0.5 * ln2pi - 0.5 * sigma * sigma)
+        + (-0.5 * ln2pi - 0.5 * c * c);
+    let logjac = u[0] + u[1] + u[2];
+    assert_rel(
+        d.log_density(&u).unwrap(),
+        lml + priors + logjac,
+        1e-10,
+        "marginal log density",
+    );
+}

@@ -86,11 +86,22 @@ pub fn latent_observation(bound: &Bound, engine: &str) -> Result<LatentObservati
             p.span,
             format!(
                 "`{}` is a param (a random quantity); the {engine} engine treats every quantity other than the latent GP as a hyper. \
-                 Declare it in `hyper`, or sample it with `infer nuts`, which this version of tempest does not have yet",
+                 Declare it in `hyper`, or sample it with `infer nuts`",
                 p.name
             ),
         ));
     }
+    latent_observation_with_params(bound, engine)
+}
+
+/// Like [`latent_observation`], for models that may have params (the
+/// samplers): the latent argument's other terms, the kernel, the mean and
+/// the other arguments may depend on them; the GP's inputs may not.
+pub fn latent_observation_with_params(
+    bound: &Bound,
+    engine: &str,
+) -> Result<LatentObservation, Error> {
+    let g = &bound.graph;
     let [o] = g.observations.as_slice() else {
         let span = g.observations.get(1).map(|o| o.span).unwrap_or_default();
         return Err(Error::new(

@@ -8,7 +8,7 @@
 use crate::error::{Error, ErrorKind};
 use crate::infer::hypers::HyperLayout;
 use crate::infer::settings::EngineConfig;
-use crate::infer::structure::{latent_observation, unsupported};
+use crate::infer::structure::{LatentObservation, latent_observation, unsupported};
 use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
 use crate::ir::expr::TExpr;
@@ -50,6 +50,28 @@ impl ExactModel {
     /// Recognise the exact-GP structure of a bound model.
     pub fn new(bound: Arc<Bound>, cfg: &EngineConfig) -> Result<ExactModel, Error> {
         let lo = latent_observation(&bound, "exact")?;
+        let layout = HyperLayout::new(&bound, cfg.bool("learn_hypers"));
+        Self::from_structure(
+            bound,
+            &lo,
+            layout,
+            cfg.real("jitter"),
+            cfg.real("max_jitter"),
+        )
+    }
+
+    /// Build from a recognised latent observation (which must use
+    /// `normal`), with `layout` choosing the learned hypers and the jitter
+    /// settings of the Cholesky factorisation. Samplers use this with params
+    /// in the model: the kernel, mean, offset and noise may then depend on
+    /// params, which [`ExactModel::pieces_in`] evaluates.
+    pub fn from_structure(
+        bound: Arc<Bound>,
+        lo: &LatentObservation,
+        layout: HyperLayout,
+        jitter: f64,
+        max_jitter: f64,
+    ) -> Result<ExactModel, Error> {
         let g = bound.graph.clone();
         let obs = &g.observations[lo.obs];
         let DistRef::Builtin(Dist::Normal) = obs.dist.dist else {
@@ -69,11 +91,9 @@ impl ExactModel {
                 "the exact engine needs the latent GP in the mean of `normal`, not in its scale",
             ));
         }
-        let (gp, site, offset) = (lo.gp, lo.site, lo.offset);
         let sigma = obs.dist.args[1].clone();
-        let layout = HyperLayout::new(&bound, cfg.bool("learn_hypers"));
         let hypers = layout.values::<f64>(&bound, &layout.initial(&bound)?);
-        let inputs = bound.site_inputs(site, &hypers, &[])?;
+        let inputs = bound.site_inputs(lo.site, &hypers, &[])?;
         let y = bound.data[obs.data].vector().ok_or_else(|| {
             Error::at(
                 ErrorKind::Type,
@@ -82,17 +102,17 @@ impl ExactModel {
             )
         })?;
         Ok(ExactModel {
-            obs: 0,
+            obs: lo.obs,
             bound,
-            gp,
-            site,
+            gp: lo.gp,
+            site: lo.site,
             inputs,
             y,
-            offset,
+            offset: lo.offset.clone(),
             sigma,
             layout,
-            jitter: cfg.real("jitter"),
-            max_jitter: cfg.real("max_jitter"),
+            jitter,
+            max_jitter,
         })
     }
 
@@ -107,6 +127,12 @@ impl ExactModel {
     ) -> Result<Pieces<T>, Error> {
         let hypers = self.layout.values::<T>(&self.bound, theta);
         let env = Env::new(bound, &hypers, &[], &[]);
+        self.pieces_in(&env, n)
+    }
+
+    /// Evaluate the model's pieces in an environment (hypers and params
+    /// of type `T`) for `n` points.
+    pub fn pieces_in<T: Scalar>(&self, env: &Env<'_, T>, n: usize) -> Result<Pieces<T>, Error> {
         let g = &self.bound.graph;
         let gp = &g.gps[self.gp];
         let kernel = env.kernel(&gp.kernel)?;

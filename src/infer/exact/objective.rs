@@ -15,7 +15,7 @@
 //! computation, including the Cholesky factorisation: slower, and used to
 //! check the first.
 
-use super::model::ExactModel;
+use super::model::{ExactModel, Pieces};
 use crate::error::Error;
 use crate::infer::gradients::{half_trace_w_dk, seed_chunk};
 use crate::math::linalg::{
@@ -46,6 +46,12 @@ impl ExactModel {
     pub fn lml(&self, theta: &[f64]) -> Result<LmlState, Error> {
         let n = self.inputs.len();
         let p = self.pieces::<f64>(theta, &self.bound, n)?;
+        self.lml_of(&p)
+    }
+
+    /// The log marginal likelihood for evaluated pieces.
+    pub fn lml_of(&self, p: &Pieces<f64>) -> Result<LmlState, Error> {
+        let n = self.inputs.len();
         if p.t == 0.0 {
             return Ok(LmlState {
                 lml: 0.0,
@@ -75,38 +81,58 @@ impl ExactModel {
         })
     }
 
+    /// W = ααᵀ − A⁻¹ [N, N], the weight of ∂A in the gradient; `None` when
+    /// t = 0.
+    pub fn weight(state: &LmlState) -> Option<DMatrix<f64>> {
+        let chol = state.chol.as_ref()?;
+        let mut w = chol.inverse();
+        w.neg_mut();
+        w.ger(1.0, &state.alpha, &state.alpha, 1.0);
+        Some(w)
+    }
+
+    /// The derivative of the log marginal likelihood in the (up to eight)
+    /// directions seeded in dual pieces, given the state and weight
+    /// [`ExactModel::weight`] at the same point.
+    pub fn grad_chunk(
+        &self,
+        state: &LmlState,
+        w: &DMatrix<f64>,
+        p: &Pieces<Dual8>,
+    ) -> Result<[f64; CHUNK], Error> {
+        let alpha = &state.alpha;
+        let mut g = half_trace_w_dk(&p.kernel, &self.inputs, w)?;
+        for (i, s) in p.tempered_noise().iter().enumerate() {
+            let tg = s.tangent();
+            for c in 0..CHUNK {
+                g[c] += 0.5 * w[(i, i)] * tg[c];
+            }
+        }
+        for (i, l) in p.loc.iter().enumerate() {
+            let tg = l.tangent();
+            for c in 0..CHUNK {
+                g[c] += alpha[i] * tg[c];
+            }
+        }
+        let tg = p.log_c().tangent();
+        for c in 0..CHUNK {
+            g[c] += tg[c];
+        }
+        Ok(g)
+    }
+
     /// The log marginal likelihood and its gradient with respect to θ.
     pub fn lml_grad(&self, theta: &[f64]) -> Result<(LmlState, Vec<f64>), Error> {
         let state = self.lml(theta)?;
         let mut grad = vec![0.0; theta.len()];
-        let Some(chol) = &state.chol else {
+        let Some(w) = Self::weight(&state) else {
             return Ok((state, grad));
         };
         let n = self.inputs.len();
-        let alpha = &state.alpha;
-        let mut w = chol.inverse();
-        w.neg_mut();
-        w.ger(1.0, alpha, alpha, 1.0);
         for start in (0..theta.len()).step_by(CHUNK) {
             let td = seed_chunk(theta, start);
             let p = self.pieces::<Dual8>(&td, &self.bound, n)?;
-            let mut g = half_trace_w_dk(&p.kernel, &self.inputs, &w)?;
-            for (i, s) in p.tempered_noise().iter().enumerate() {
-                let tg = s.tangent();
-                for c in 0..CHUNK {
-                    g[c] += 0.5 * w[(i, i)] * tg[c];
-                }
-            }
-            for i in 0..n {
-                let tg = p.loc[i].tangent();
-                for c in 0..CHUNK {
-                    g[c] += alpha[i] * tg[c];
-                }
-            }
-            let tg = p.log_c().tangent();
-            for c in 0..CHUNK {
-                g[c] += tg[c];
-            }
+            let g = self.grad_chunk(&state, &w, &p)?;
             let m = CHUNK.min(theta.len() - start);
             grad[start..start + m].copy_from_slice(&g[..m]);
         }

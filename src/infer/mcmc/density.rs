@@ -14,13 +14,15 @@
 
 use super::tape::{Tape, zero_like};
 use crate::error::{Error, ErrorKind};
-use crate::infer::structure::latent_observation;
+use crate::infer::exact::model::ExactModel;
+use crate::infer::hypers::HyperLayout;
+use crate::infer::structure::latent_observation_with_params;
 use crate::ir::bind::{Bound, concrete_shape};
 use crate::ir::eval::{Env, point_log_density};
 use crate::ir::expr::TExpr;
 use crate::ir::graph::{DistCall, DistRef};
 use crate::ir::value::Value;
-use crate::math::scalar::Dual1;
+use crate::math::scalar::{CHUNK, Dual1, Dual8};
 use crate::model::constraint::Bounds;
 use crate::model::dist::{Dist, categorical_logit};
 use crate::output::stan_csv::stan_names;
@@ -66,6 +68,16 @@ struct Latent {
     mean: TExpr,
 }
 
+/// A latent GP with a Gaussian likelihood, integrated out: the observation
+/// contributes log N(y | μ + offset, K + σ²/t·I) (tempered as in
+/// [`ExactModel`]), with K, μ, the offset and σ free to depend on params.
+#[derive(Clone)]
+struct Marginal {
+    model: ExactModel,
+    /// The coordinates of x (param entries) the marginal depends on.
+    coords: Vec<usize>,
+}
+
 /// The unnormalised log density of a bound model over its params.
 #[derive(Clone)]
 pub struct Density {
@@ -76,6 +88,7 @@ pub struct Density {
     /// The params' places in x.
     pub slots: Vec<Slot>,
     latent: Option<Latent>,
+    marginal: Option<Marginal>,
     /// The dimension of x.
     pub dim: usize,
 }
@@ -121,6 +134,7 @@ impl Density {
             }
         }
         let mut latent = None;
+        let mut marginal = None;
         if !g.sites.is_empty() {
             if g.sites.len() > 1 {
                 return Err(unsupported(
@@ -129,51 +143,78 @@ impl Density {
                 ));
             }
             let gp = &g.gps[g.sites[0].gp];
-            let gaussian = g.observations.len() == 1
-                && matches!(g.observations[0].dist.dist, DistRef::Builtin(Dist::Normal));
-            if gaussian {
-                return Err(unsupported(
-                    g.observations[0].span,
-                    "a latent GP with a Gaussian likelihood is integrated out by `infer exact`; sampling it with its hypers as params is not available in this version",
-                ));
-            }
-            let kernel_params = g
-                .dependencies(&gp.kernel)
-                .iter()
-                .any(|r| matches!(r, crate::ir::expr::Ref::Param(_)));
-            if kernel_params {
-                return Err(unsupported(
-                    gp.kernel.span,
-                    "a kernel with params needs a Gaussian likelihood for sampling in this version; declare its hyperparameters in `hyper`",
-                ));
-            }
-            latent_observation(&bound, "nuts").ok();
-            let env = Env::new(&bound, &hypers, &[], &[]);
-            let k = env.kernel(&gp.kernel)?;
-            let inputs = bound.site_inputs(0, &hypers, &[])?;
-            let mut km = k.gram(&inputs)?;
-            for i in 0..km.nrows() {
-                km[(i, i)] += 1e-6;
-            }
-            let l =
-                crate::math::linalg::cholesky_jitter(&km, 0.0, 1e-2, "the prior covariance K")?.l();
-            let classes = bound.replicas(g.sites[0].gp)?;
-            let n = inputs.len();
-            latent = Some(Latent {
-                site: 0,
-                offset,
-                n,
-                classes,
-                l,
-                mean: gp.mean.clone(),
+            let lo = latent_observation_with_params(&bound, "nuts").ok();
+            let gaussian = lo.as_ref().is_some_and(|lo| {
+                lo.latent_arg == 0
+                    && matches!(
+                        g.observations[lo.obs].dist.dist,
+                        DistRef::Builtin(Dist::Normal)
+                    )
             });
-            offset += n * classes;
+            if let (true, Some(lo)) = (gaussian, lo) {
+                let model = ExactModel::from_structure(
+                    bound.clone(),
+                    &lo,
+                    HyperLayout::new(&bound, false),
+                    0.0,
+                    1e-6,
+                )?;
+                let mut exprs = vec![&gp.kernel, &gp.mean, &model.sigma];
+                exprs.extend(model.offset.iter().map(|(e, _)| e));
+                let mut used = vec![false; g.params.len()];
+                for e in exprs {
+                    for r in g.dependencies(e) {
+                        if let crate::ir::expr::Ref::Param(i) = r {
+                            used[i] = true;
+                        }
+                    }
+                }
+                let coords = slots
+                    .iter()
+                    .filter(|s| used[s.param])
+                    .flat_map(|s| s.offset..s.offset + s.len())
+                    .collect();
+                marginal = Some(Marginal { model, coords });
+            } else {
+                let kernel_params = g
+                    .dependencies(&gp.kernel)
+                    .iter()
+                    .any(|r| matches!(r, crate::ir::expr::Ref::Param(_)));
+                if kernel_params {
+                    return Err(unsupported(
+                        gp.kernel.span,
+                        "a kernel with params needs a Gaussian likelihood (`y ~ normal(f(X) + ..., sigma)`) for sampling in this version; declare its hyperparameters in `hyper`",
+                    ));
+                }
+                let env = Env::new(&bound, &hypers, &[], &[]);
+                let k = env.kernel(&gp.kernel)?;
+                let inputs = bound.site_inputs(0, &hypers, &[])?;
+                let mut km = k.gram(&inputs)?;
+                for i in 0..km.nrows() {
+                    km[(i, i)] += 1e-6;
+                }
+                let l =
+                    crate::math::linalg::cholesky_jitter(&km, 0.0, 1e-2, "the prior covariance K")?
+                        .l();
+                let classes = bound.replicas(g.sites[0].gp)?;
+                let n = inputs.len();
+                latent = Some(Latent {
+                    site: 0,
+                    offset,
+                    n,
+                    classes,
+                    l,
+                    mean: gp.mean.clone(),
+                });
+                offset += n * classes;
+            }
         }
         Ok(Density {
             bound,
             hypers,
             slots,
             latent,
+            marginal,
             dim: offset,
         })
     }
@@ -243,7 +284,10 @@ impl Density {
             let y = params[p.param].clone();
             lp += self.term(&mut tape, &p.dist, &y, 1.0, Some(p.param))?;
         }
-        for o in &g.observations {
+        for (j, o) in g.observations.iter().enumerate() {
+            if self.marginal.as_ref().is_some_and(|m| m.model.obs == j) {
+                continue;
+            }
             let t = match &o.temperature {
                 Some(e) => tape.env().scalar(e)?,
                 None => 1.0,
@@ -262,6 +306,9 @@ impl Density {
                 grad[s.offset + k] = a.get(k).copied().unwrap_or(0.0) * dtheta[s.offset + k]
                     + Self::dlogjac(&s.bounds, u);
             }
+        }
+        if let Some(m) = &self.marginal {
+            lp += self.marginal_term(m, &params, &dtheta, grad)?;
         }
         if let Some(lt) = &self.latent {
             let adj_f = tape.adj.sites[lt.site].take();
@@ -294,6 +341,66 @@ impl Density {
             }
         }
         Ok(lp)
+    }
+
+    /// The integrated-out GP observation's log marginal likelihood; its
+    /// gradient (times dθ/du) is added to `grad`, eight coordinates per
+    /// forward-mode pass through the kernel, mean, offset and noise.
+    fn marginal_term(
+        &self,
+        m: &Marginal,
+        params: &[Value<f64>],
+        dtheta: &[f64],
+        grad: &mut [f64],
+    ) -> Result<f64, Error> {
+        let n = m.model.inputs.len();
+        let env = Env::new(&self.bound, &self.hypers, params, &[]);
+        let pieces = m.model.pieces_in(&env, n)?;
+        let state = m.model.lml_of(&pieces)?;
+        let Some(w) = ExactModel::weight(&state) else {
+            return Ok(state.lml);
+        };
+        let hypers: Vec<Value<Dual8>> = self.hypers.iter().map(Value::lift).collect();
+        for chunk in m.coords.chunks(CHUNK) {
+            let seeded = self.seeded_params(params, chunk);
+            let env = Env::new(&self.bound, &hypers, &seeded, &[]);
+            let pd = m.model.pieces_in(&env, n)?;
+            let g = m.model.grad_chunk(&state, &w, &pd)?;
+            for (c, &coord) in chunk.iter().enumerate() {
+                grad[coord] += g[c] * dtheta[coord];
+            }
+        }
+        Ok(state.lml)
+    }
+
+    /// The params as duals with unit tangents on the x coordinates in
+    /// `chunk` (at most eight).
+    fn seeded_params(&self, params: &[Value<f64>], chunk: &[usize]) -> Vec<Value<Dual8>> {
+        let mut out: Vec<Value<Dual8>> = params.iter().map(Value::lift).collect();
+        for s in &self.slots {
+            for (c, &coord) in chunk.iter().enumerate() {
+                if coord < s.offset || coord >= s.offset + s.len() {
+                    continue;
+                }
+                let k = coord - s.offset;
+                let seed = |d: &mut Dual8| {
+                    let mut t = d.tangent();
+                    t[c] = 1.0;
+                    *d = Dual8::new(d.value(), t);
+                };
+                match &mut out[s.param] {
+                    Value::Real(r) => seed(r),
+                    Value::Vector(v) => seed(&mut v[k]),
+                    // x holds matrices row-major (see `params_at`).
+                    Value::Matrix(mm) => {
+                        let cols = mm.ncols();
+                        seed(&mut mm[(k / cols, k % cols)])
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out
     }
 
     /// One sampling statement's log density, tempered by t, with its
