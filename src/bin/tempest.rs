@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tempest::command::{self, Failure};
 use tempest::error::{Error, ErrorKind, Errors};
+use tempest::infer::mcmc::fit::McmcFit;
 use tempest::infer::vi::fit::VariationalFit;
 use tempest::output::plot::{RegressionPlot, regression_1d, reliability_diagram, traces};
+use tempest::output::plot_mcmc::{ChainSeries, trace_density};
 use tempest::output::progress::BarProgress;
 use tempest::syntax::diagnostics::{SourceFile, render};
 use tempest::{Fit, Registry, RunOptions};
@@ -286,9 +288,10 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
                 write_json(path, &j)?;
             }
             if let Some(path) = &plot {
-                match fit.as_variational() {
-                    Some(v) => draw_variational(v, n_bins, path)?,
-                    None => draw(&fit, path)?,
+                match (fit.as_variational(), fit.as_mcmc()) {
+                    (Some(v), _) => draw_variational(v, n_bins, path)?,
+                    (_, Some(m)) => draw_mcmc(m, path)?,
+                    _ => draw(&fit, path)?,
                 }
                 println!("plot written to {}", path.display());
             }
@@ -323,6 +326,46 @@ fn draw_variational(f: &VariationalFit, n_bins: Option<usize>, path: &Path) -> R
             false,
         )?;
     }
+    Ok(())
+}
+
+/// The most variables a sampler's plot shows.
+const PLOT_VARS: usize = 8;
+
+/// A sampler's plot: trace and density of the first params (at most
+/// [`PLOT_VARS`]) per chain.
+fn draw_mcmc(f: &McmcFit, path: &Path) -> Result<(), Failure> {
+    let shown = f
+        .density
+        .param_columns()
+        .clamp(1, PLOT_VARS)
+        .min(f.names.len());
+    if shown == 0 {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            "--plot: the model has nothing sampled to plot",
+        )
+        .into());
+    }
+    let vars: Vec<ChainSeries> = (0..shown)
+        .map(|k| ChainSeries {
+            name: f.names[k].clone(),
+            chains: f.column(k),
+        })
+        .collect();
+    let total = f.density.param_columns();
+    let more = if total > shown {
+        format!(" (first {shown} of {total} params)")
+    } else {
+        String::new()
+    };
+    let title = format!(
+        "{}: {} chains × {} draws{more}",
+        f.engine,
+        f.draws.len(),
+        f.draws.first().map_or(0, Vec::len)
+    );
+    trace_density(path, &vars, &title)?;
     Ok(())
 }
 

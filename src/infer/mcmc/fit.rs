@@ -31,6 +31,9 @@ pub struct McmcFit {
     pub draws: Vec<Vec<Draw>>,
     /// Column names (Stan's `name.i` convention).
     pub names: Vec<String>,
+    /// The draws' values per chain, per draw, per column of `names`
+    /// (params constrained, then latent GP values) [chains][draws][columns].
+    pub values: Vec<Vec<Vec<f64>>>,
     /// Summaries per column.
     pub summaries: Vec<Summary>,
     /// The estimates of the `estimate` block.
@@ -59,6 +62,14 @@ pub struct McmcFit {
 }
 
 impl McmcFit {
+    /// Column `k`'s draws per chain [chains][draws].
+    pub fn column(&self, k: usize) -> Vec<Vec<f64>> {
+        self.values
+            .iter()
+            .map(|c| c.iter().map(|v| v[k]).collect())
+            .collect()
+    }
+
     /// Summarise the draws.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -110,6 +121,7 @@ impl McmcFit {
             density,
             draws,
             names,
+            values,
             summaries,
             estimates,
             divergences,
