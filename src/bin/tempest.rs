@@ -55,7 +55,8 @@ enum Command {
         json: Option<PathBuf>,
         /// Draw the fit to this PNG file: exact engine, the fit (1-D inputs);
         /// variational engines, the reliability diagram when test outcomes of
-        /// a classifier are given, else the ELBO trace.
+        /// a classifier are given, else the ELBO trace; samplers, trace and
+        /// density plots of the first eight params.
         #[arg(long, value_name = "OUT.png")]
         plot: Option<PathBuf>,
         /// Samplers: stream each chain's draws to `PREFIX_1.csv`,

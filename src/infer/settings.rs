@@ -152,7 +152,7 @@ const MCMC: &[SettingSpec] = &[
         "leapfrog_steps",
         SettingKind::Int(1),
         Some("16"),
-        "leapfrog steps per iteration (hmc)",
+        "mean leapfrog steps per iteration (hmc): each iteration draws its number uniformly from 1..=2L-1",
     ),
 ];
 

@@ -200,14 +200,21 @@ impl Chain {
                 max_depth,
                 &mut self.rng,
             ),
-            Method::Hmc { steps } => hmc_transition(
-                target,
-                &self.state,
-                self.eps,
-                &self.inv_metric,
-                steps,
-                &mut self.rng,
-            ),
+            Method::Hmc { steps } => {
+                // The number of steps is drawn uniformly from 1..=2L−1
+                // (mean L): a fixed trajectory length can be periodic for
+                // some directions (e.g. ε·L ≈ π for a unit Gaussian maps x
+                // to −x, so |x| never moves).
+                let l = self.rng.random_range(1..=(2 * steps).max(2) - 1);
+                hmc_transition(
+                    target,
+                    &self.state,
+                    self.eps,
+                    &self.inv_metric,
+                    l,
+                    &mut self.rng,
+                )
+            }
             Method::Mala => hmc_transition(
                 target,
                 &self.state,

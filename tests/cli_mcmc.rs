@@ -1,0 +1,222 @@
+//! The samplers through the command line: the logistic example with Stan
+//! CSV files, JSON and plots; the GP-hyper example; and clean failures.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn tempest(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tempest"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run tempest")
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn assert_ok(o: &Output) -> String {
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "stdout: {out}\nstderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+fn assert_clean_failure(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("RUST_BACKTRACE"), "{err}");
+    err
+}
+
+#[test]
+fn logistic_example_writes_csv_json_and_plot() {
+    let dir = out_dir("cli_mcmc_logistic");
+    let prefix = dir.join("logistic");
+    let json = dir.join("run.json");
+    let png = dir.join("trace.png");
+    let o = tempest(&[
+        "run",
+        "examples/logistic.tempest",
+        "--data",
+        "examples/data/breast_cancer_prepared.csv",
+        "--set",
+        "chains=2",
+        "--set",
+        "warmup=200",
+        "--set",
+        "draws=150",
+        "--seed",
+        "5",
+        "--csv",
+        prefix.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        png.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let out = assert_ok(&o);
+    for want in [
+        "engine: nuts",
+        "rhat",
+        "ess_bulk",
+        "ess_tail",
+        "alpha",
+        "beta.30",
+        "p_first",
+        "divergences:",
+    ] {
+        assert!(out.contains(want), "missing {want} in\n{out}");
+    }
+    for c in 1..=2 {
+        let text = std::fs::read_to_string(dir.join(format!("logistic_{c}.csv"))).unwrap();
+        assert!(
+            text.starts_with('#') && text.contains("# model = logistic"),
+            "{}",
+            &text[..80]
+        );
+        let header = text.lines().find(|l| !l.starts_with('#')).unwrap();
+        assert!(header.starts_with(
+            "lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__,alpha,beta.1,beta.2,"
+        ));
+        assert!(header.ends_with(",beta.30"));
+        let rows = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .count();
+        assert_eq!(rows, 151, "header and 150 draws");
+        assert!(text.contains("seed = 5"), "the seed is recorded");
+    }
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(j["engine"], "nuts");
+    for key in ["mean", "sd", "rhat", "ess_bulk", "ess_tail"] {
+        assert!(
+            j["summary"]["alpha"][key].is_number(),
+            "summary.alpha.{key}"
+        );
+    }
+    assert!(j["sampling_seconds"].as_f64().unwrap() > 0.0);
+    assert!(j["divergences"].is_u64());
+    let est = &j["estimates"]["p_first"];
+    assert!(
+        est["mc"].is_number() && est["mc_se"].as_f64().unwrap() > 0.0,
+        "{est}"
+    );
+    let png_bytes = std::fs::read(&png).unwrap();
+    assert!(png_bytes.starts_with(b"\x89PNG"));
+}
+
+#[test]
+fn seed_makes_runs_identical() {
+    let run = |seed: &str| {
+        let o = tempest(&[
+            "run",
+            "examples/logistic.tempest",
+            "--data",
+            "examples/data/breast_cancer_prepared.csv",
+            "--rows",
+            "0..99",
+            "--set",
+            "chains=2",
+            "--set",
+            "warmup=100",
+            "--set",
+            "draws=100",
+            "--seed",
+            seed,
+            "--quiet",
+        ]);
+        let out = assert_ok(&o);
+        // Drop the timing line.
+        out.lines()
+            .filter(|l| !l.starts_with("engine:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (a, b, c) = (run("3"), run("3"), run("4"));
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn gp_hyper_example_samples_the_hypers() {
+    let o = tempest(&[
+        "run",
+        "examples/mcycle_nuts.tempest",
+        "--data",
+        "examples/data/mcycle.csv",
+        "--set",
+        "chains=2",
+        "--set",
+        "warmup=150",
+        "--set",
+        "draws=100",
+        "--quiet",
+    ]);
+    let out = assert_ok(&o);
+    for want in ["ell", "sf", "sigma", "signal_to_noise"] {
+        assert!(out.contains(want), "missing {want} in\n{out}");
+    }
+}
+
+#[test]
+fn sampler_misuse_fails_cleanly() {
+    let dir = out_dir("cli_mcmc_errors");
+    // --csv with an engine that has no draws.
+    let o = tempest(&[
+        "run",
+        "examples/mcycle.tempest",
+        "--data",
+        "examples/data/mcycle.csv",
+        "--csv",
+        dir.join("x").to_str().unwrap(),
+        "--quiet",
+    ]);
+    let err = assert_clean_failure(&o);
+    assert!(err.contains("--csv"), "{err}");
+    // --test with a sampler.
+    let o = tempest(&[
+        "run",
+        "examples/logistic.tempest",
+        "--data",
+        "examples/data/breast_cancer_prepared.csv",
+        "--test",
+        "examples/data/breast_cancer_prepared.csv",
+        "--quiet",
+    ]);
+    let err = assert_clean_failure(&o);
+    assert!(err.contains("--test"), "{err}");
+    // A bad sampler setting names the setting.
+    let o = tempest(&[
+        "run",
+        "examples/logistic.tempest",
+        "--data",
+        "examples/data/breast_cancer_prepared.csv",
+        "--set",
+        "target_accept=1.5",
+        "--quiet",
+    ]);
+    let err = assert_clean_failure(&o);
+    assert!(err.contains("target_accept"), "{err}");
+    // An unwritable CSV prefix.
+    let o = tempest(&[
+        "run",
+        "examples/logistic.tempest",
+        "--data",
+        "examples/data/breast_cancer_prepared.csv",
+        "--csv",
+        "/nonexistent/dir/draws",
+        "--quiet",
+    ]);
+    let err = assert_clean_failure(&o);
+    assert!(err.contains("/nonexistent/dir/draws_1.csv"), "{err}");
+}

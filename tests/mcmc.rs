@@ -1,0 +1,446 @@
+//! The samplers against truth: the breast-cancer logistic regression against
+//! Stan's posterior, conjugate models with closed-form posteriors (all three
+//! samplers), correlated and badly scaled Gaussians, a funnel whose
+//! divergences are reported, GP hyperparameters against quadrature of their
+//! marginal posterior, identical draws for any thread count, and Stan CSV
+//! files that read back with the exact column layout.
+
+mod common;
+use common::*;
+use std::sync::Arc;
+use tempest::infer::fit::Fit;
+use tempest::infer::mcmc::density::Density;
+use tempest::infer::mcmc::fit::McmcFit;
+use tempest::output::stan_csv::{SAMPLER_COLUMNS, read_stan_csv};
+use tempest::{Bound, Data, RunOptions};
+
+/// Run the model's sampler with these settings.
+fn sample(b: &Bound, engine: &str, settings: &[(&str, &str)]) -> Box<McmcFit> {
+    let options = RunOptions {
+        engine: Some(engine.to_string()),
+        settings: settings
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Default::default()
+    };
+    match tempest::run(b, options).unwrap_or_else(|e| panic!("{e:?}")) {
+        Fit::Mcmc(f) => f,
+        _ => panic!("not a sampler fit"),
+    }
+}
+
+fn column(f: &McmcFit, name: &str) -> usize {
+    f.names
+        .iter()
+        .position(|n| n == name)
+        .unwrap_or_else(|| panic!("no column {name} in {:?}", f.names))
+}
+
+/// |estimate − truth| within `k` Monte Carlo standard errors.
+fn assert_within_mcse(f: &McmcFit, name: &str, truth: f64, k: f64) {
+    let s = &f.summaries[column(f, name)];
+    assert!(
+        (s.mean - truth).abs() <= k * s.mcse,
+        "{} {name}: mean {} vs truth {truth} (mcse {})",
+        f.engine,
+        s.mean,
+        s.mcse
+    );
+}
+
+fn no_data(text: &str) -> Bound {
+    bind(&model(text), &Data::values())
+}
+
+#[test]
+fn logistic_regression_matches_stan_reference() {
+    let m = model(
+        r#"
+data { n : int  X : matrix[n, 30] = columns("x0".."x29")  y : int<lower=0, upper=1>[n] }
+param { alpha : real ~ normal(0, 1)  beta : vector[30] ~ normal(0, 1) }
+model { y ~ bernoulli_logit(alpha + X * beta) }
+"#,
+    );
+    let b = bind(&m, &csv("breast_cancer_prepared.csv", None));
+    let f = sample(
+        &b,
+        "nuts",
+        &[
+            ("chains", "4"),
+            ("warmup", "1000"),
+            ("draws", "1000"),
+            ("seed", "1"),
+        ],
+    );
+    let text = std::fs::read_to_string(
+        shared()
+            .join("reference")
+            .join("stan_logistic_posterior_reference.csv"),
+    )
+    .unwrap();
+    let mut checked = 0;
+    for line in text.lines().skip(1) {
+        let v: Vec<f64> = line.split(',').map(|x| x.parse().unwrap()).collect();
+        let name = if v[0] == 0.0 {
+            "alpha".to_string()
+        } else {
+            format!("beta.{}", v[0] as usize)
+        };
+        let s = &f.summaries[column(&f, &name)];
+        assert!(
+            (s.mean - v[1]).abs() < 0.1 * v[2],
+            "{name}: mean {} vs Stan {} (sd {})",
+            s.mean,
+            v[1],
+            v[2]
+        );
+        assert!(
+            (s.sd / v[2] - 1.0).abs() < 0.1,
+            "{name}: sd {} vs Stan {}",
+            s.sd,
+            v[2]
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 31);
+    assert_eq!(f.names.len(), 31);
+    let rhat_max = f.summaries.iter().map(|s| s.rhat).fold(0.0, f64::max);
+    let ess_min = f
+        .summaries
+        .iter()
+        .map(|s| s.ess_bulk)
+        .fold(f64::INFINITY, f64::min);
+    assert!(rhat_max < 1.01, "max R-hat {rhat_max}");
+    assert!(ess_min > 1000.0, "min bulk ESS {ess_min}");
+    assert_eq!(f.divergences, 0);
+    assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+}
+
+/// μ ~ N(0, 1), yᵢ ~ N(μ, 1): μ | y ~ N(Σy/(n+1), 1/(n+1)); and p ~ Beta(2, 3),
+/// zᵢ ~ Bernoulli(p) (a likelihood written in the model): p | z ~
+/// Beta(2 + k, 3 + n − k), sampled through the logit transform and its
+/// Jacobian.
+#[test]
+fn conjugate_posteriors_with_every_sampler() {
+    let m = model(
+        r#"
+likelihood bern(z : real, p : real) { z * log(p) + (1 - z) * log1p(-p) }
+data { n : int  y : vector[n] = column("x0")  z : int<lower=0, upper=1>[n] = column("y") }
+param { mu : real ~ normal(0, 1)  p : unit ~ beta(2, 3) }
+model {
+  y ~ normal(mu, 1)
+  z ~ bern(p)
+}
+"#,
+    );
+    let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 19))));
+    let ys = b.data[b.graph.data_index("y").unwrap()].flatten();
+    let zs = b.data[b.graph.data_index("z").unwrap()].flatten();
+    let n = ys.len() as f64;
+    let mu_mean = ys.iter().sum::<f64>() / (n + 1.0);
+    let mu_sd = (1.0 / (n + 1.0)).sqrt();
+    let k = zs.iter().sum::<f64>();
+    assert!(k > 0.0 && k < n, "both labels present");
+    let (a, bb) = (2.0 + k, 3.0 + n - k);
+    let p_mean = a / (a + bb);
+    let p_sd = (a * bb / ((a + bb).powi(2) * (a + bb + 1.0))).sqrt();
+    for engine in ["nuts", "hmc", "mala"] {
+        let extra: &[(&str, &str)] = match engine {
+            "mala" => &[("draws", "4000"), ("warmup", "1000")],
+            _ => &[("draws", "1000"), ("warmup", "500")],
+        };
+        let mut settings = vec![("chains", "4"), ("seed", "7")];
+        settings.extend_from_slice(extra);
+        let f = sample(&b, engine, &settings);
+        for (name, mean, sd) in [("mu", mu_mean, mu_sd), ("p", p_mean, p_sd)] {
+            assert_within_mcse(&f, name, mean, 4.0);
+            let s = f.summaries[column(&f, name)].sd;
+            assert!(
+                (s / sd - 1.0).abs() < 0.08,
+                "{engine} {name}: sd {s} vs {sd}"
+            );
+        }
+        assert!(f.summaries.iter().all(|s| s.rhat < 1.02), "{engine}");
+    }
+}
+
+#[test]
+fn correlated_and_badly_scaled_gaussians() {
+    // (a, b) with correlation 0.95; c with sd 100; d with sd 0.01.
+    let b = no_data(
+        r#"
+param {
+  a : real ~ normal(0, 1)
+  b : real ~ normal(0.95 * a, sqrt(1 - 0.95^2))
+  c : real ~ normal(3, 100)
+  d : real ~ normal(-1, 0.01)
+}
+"#,
+    );
+    for engine in ["nuts", "hmc"] {
+        let f = sample(
+            &b,
+            engine,
+            &[
+                ("chains", "4"),
+                ("draws", "2000"),
+                ("warmup", "1000"),
+                ("seed", "3"),
+            ],
+        );
+        for (name, mean, sd) in [
+            ("a", 0.0, 1.0),
+            ("b", 0.0, 1.0),
+            ("c", 3.0, 100.0),
+            ("d", -1.0, 0.01),
+        ] {
+            assert_within_mcse(&f, name, mean, 4.0);
+            let s = f.summaries[column(&f, name)].sd;
+            assert!(
+                (s / sd - 1.0).abs() < 0.07,
+                "{engine} {name}: sd {s} vs {sd}"
+            );
+        }
+        let (ia, ib) = (column(&f, "a"), column(&f, "b"));
+        let pairs: Vec<(f64, f64)> = f.values.iter().flatten().map(|v| (v[ia], v[ib])).collect();
+        let k = pairs.len() as f64;
+        let (ma, mb) = (
+            pairs.iter().map(|p| p.0).sum::<f64>() / k,
+            pairs.iter().map(|p| p.1).sum::<f64>() / k,
+        );
+        let cov = pairs.iter().map(|p| (p.0 - ma) * (p.1 - mb)).sum::<f64>() / k;
+        let va = pairs.iter().map(|p| (p.0 - ma).powi(2)).sum::<f64>() / k;
+        let vb = pairs.iter().map(|p| (p.1 - mb).powi(2)).sum::<f64>() / k;
+        let corr = cov / (va * vb).sqrt();
+        assert!((corr - 0.95).abs() < 0.01, "{engine}: correlation {corr}");
+    }
+}
+
+#[test]
+fn funnel_divergences_are_reported() {
+    let b = no_data(
+        r#"
+param {
+  v : real ~ normal(0, 3)
+  x : vector[9] ~ normal(0, exp(v / 2))
+}
+"#,
+    );
+    let f = sample(
+        &b,
+        "nuts",
+        &[
+            ("chains", "2"),
+            ("draws", "500"),
+            ("warmup", "500"),
+            ("seed", "1"),
+        ],
+    );
+    assert!(f.divergences > 0, "a funnel gives divergences");
+    let counted = f
+        .draws
+        .iter()
+        .flatten()
+        .filter(|d| d.stats.divergent)
+        .count();
+    assert_eq!(counted, f.divergences);
+    assert!(
+        f.warnings.iter().any(|w| w.contains("diverged")),
+        "{:?}",
+        f.warnings
+    );
+    let fit = Fit::Mcmc(f);
+    assert!(fit.summary().contains("divergences"));
+    let j = fit.to_json();
+    assert!(j["divergences"].as_u64().unwrap() > 0);
+}
+
+/// ℓ of a GP regression (σ_f and σ fixed) has the posterior
+/// p(ℓ | y) ∝ N(y | 0, K_ℓ + σ²I) p(ℓ); its mean by quadrature of the
+/// (closed-form-checked) marginal density is the truth for the sampler.
+#[test]
+fn gp_hyperparameter_posterior_matches_quadrature() {
+    let m = model(
+        r#"
+data { n : int  t : vector[n] = column("times")  accel : vector[n] }
+param { ell : positive ~ lognormal(log(5), 0.5) }
+model {
+  f ~ gp(0, 40^2 * matern52(ell))
+  accel ~ normal(f(t), 22)
+}
+"#,
+    );
+    let data = Data::read(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/mcycle.csv"),
+    )
+    .unwrap();
+    let b = bind(&m, &data);
+    let d = Density::new(Arc::new(b.clone())).unwrap();
+    assert_eq!(d.dim, 1, "the latent GP is integrated out");
+    // log π(u) over u = log ℓ includes the Jacobian: E[ℓ] = ∫ e^u π(u) du.
+    let (lo, hi, k) = (0.0f64, 3.5f64, 1400);
+    let h = (hi - lo) / k as f64;
+    let lps: Vec<f64> = (0..=k)
+        .map(|i| d.log_density(&[lo + i as f64 * h]).unwrap())
+        .collect();
+    let mx = lps.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let (mut z, mut m1) = (0.0, 0.0);
+    for (i, lp) in lps.iter().enumerate() {
+        let w = if i == 0 || i == k { 0.5 } else { 1.0 } * (lp - mx).exp();
+        z += w;
+        m1 += w * (lo + i as f64 * h).exp();
+    }
+    assert!(
+        (lps[0] - mx) < -30.0 && (lps[k] - mx) < -30.0,
+        "grid covers the mass"
+    );
+    let truth = m1 / z;
+    let f = sample(
+        &b,
+        "nuts",
+        &[
+            ("chains", "4"),
+            ("draws", "500"),
+            ("warmup", "300"),
+            ("seed", "2"),
+        ],
+    );
+    assert_within_mcse(&f, "ell", truth, 4.0);
+    assert!(f.summaries[0].rhat < 1.02);
+}
+
+#[test]
+fn identical_draws_for_any_thread_count() {
+    let m = model(
+        r#"
+data { n : int  X : matrix[n, 3] = columns("x0", "x1", "x2")  y : int<lower=0, upper=1>[n] }
+param { alpha : real ~ normal(0, 1)  beta : vector[3] ~ normal(0, 1) }
+model { y ~ bernoulli_logit(alpha + X * beta) }
+"#,
+    );
+    let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 99))));
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| {
+                sample(
+                    &b,
+                    "nuts",
+                    &[
+                        ("chains", "3"),
+                        ("draws", "200"),
+                        ("warmup", "200"),
+                        ("seed", "11"),
+                    ],
+                )
+            })
+    };
+    let (one, two) = (run(1), run(2));
+    assert_eq!(one.values.len(), 3);
+    for (c1, c2) in one.draws.iter().zip(&two.draws) {
+        for (d1, d2) in c1.iter().zip(c2) {
+            assert_eq!(d1.q, d2.q);
+            assert_eq!(d1.lp.to_bits(), d2.lp.to_bits());
+        }
+    }
+    // A different seed gives different draws.
+    let other = sample(
+        &b,
+        "nuts",
+        &[
+            ("chains", "3"),
+            ("draws", "200"),
+            ("warmup", "200"),
+            ("seed", "12"),
+        ],
+    );
+    assert_ne!(one.draws[0][0].q, other.draws[0][0].q);
+}
+
+#[test]
+fn stan_csv_round_trips_with_the_exact_layout() {
+    let m = model(
+        r#"
+data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=1>[n] }
+param { alpha : real ~ normal(0, 1)  beta : vector[2] ~ normal(0, 1)  s : positive ~ half_normal(1) }
+model { y ~ bernoulli_logit(alpha + X * beta * s) }
+"#,
+    );
+    let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 49))));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcmc_csv");
+    std::fs::create_dir_all(&dir).unwrap();
+    let prefix = dir.join("draws");
+    let options = RunOptions {
+        engine: Some("nuts".into()),
+        settings: vec![
+            ("chains".into(), "2".into()),
+            ("draws".into(), "150".into()),
+            ("warmup".into(), "100".into()),
+        ],
+        csv: Some(prefix.clone()),
+        model_name: Some("roundtrip".into()),
+        ..Default::default()
+    };
+    let Fit::Mcmc(f) = tempest::run(&b, options).unwrap() else {
+        panic!("not a sampler fit")
+    };
+    let mut want: Vec<String> = SAMPLER_COLUMNS.iter().map(|s| s.to_string()).collect();
+    want.extend(["alpha", "beta.1", "beta.2", "s"].map(String::from));
+    assert_eq!(
+        want,
+        [
+            "lp__",
+            "accept_stat__",
+            "stepsize__",
+            "treedepth__",
+            "n_leapfrog__",
+            "divergent__",
+            "energy__",
+            "alpha",
+            "beta.1",
+            "beta.2",
+            "s"
+        ]
+    );
+    for c in 0..2 {
+        let path = dir.join(format!("draws_{}.csv", c + 1));
+        let file = read_stan_csv(&path).unwrap();
+        assert_eq!(file.columns, want);
+        assert_eq!(file.draws.len(), 150);
+        assert!(
+            file.comments
+                .iter()
+                .any(|l| l.contains("model = roundtrip"))
+        );
+        assert!(
+            file.step_size
+                .is_some_and(|s| (s - f.step_sizes[c]).abs() < 1e-5 * s)
+        );
+        for (row, (d, v)) in file.draws.iter().zip(f.draws[c].iter().zip(&f.values[c])) {
+            assert!((row[0] - d.lp).abs() < 1e-5 * d.lp.abs().max(1.0));
+            assert_eq!(row[3], d.stats.tree_depth as f64);
+            assert_eq!(row[4], d.stats.n_leapfrog as f64);
+            assert_eq!(row[5], if d.stats.divergent { 1.0 } else { 0.0 });
+            for (a, b) in row[7..].iter().zip(v) {
+                assert!((a - b).abs() <= 1e-5 * b.abs().max(1e-3), "{a} vs {b}");
+            }
+            // The constrained scale: s > 0.
+            assert!(row[10] > 0.0);
+        }
+        // A file cut mid-line reads as the draws before the cut.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let cut = dir.join(format!("cut_{c}.csv"));
+        let last = text
+            .match_indices('\n')
+            .map(|(i, _)| i + 1)
+            .filter(|&i| i < text.len() && !text[i..].starts_with('#'))
+            .last()
+            .unwrap();
+        let end = last + 5;
+        std::fs::write(&cut, &text[..end]).unwrap();
+        assert_eq!(read_stan_csv(&cut).unwrap().draws.len(), 149);
+    }
+}
