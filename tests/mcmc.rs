@@ -436,8 +436,7 @@ model { y ~ bernoulli_logit(alpha + X * beta * s) }
         let last = text
             .match_indices('\n')
             .map(|(i, _)| i + 1)
-            .filter(|&i| i < text.len() && !text[i..].starts_with('#'))
-            .last()
+            .rfind(|&i| i < text.len() && !text[i..].starts_with('#'))
             .unwrap();
         let end = last + 5;
         std::fs::write(&cut, &text[..end]).unwrap();
