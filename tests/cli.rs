@@ -158,9 +158,15 @@ fn emit_prints_each_stage() {
 #[test]
 fn missing_engines_and_bad_options_fail_cleanly() {
     let mut args: Vec<&str> = DIABETES[..6].to_vec();
-    args.extend(["--engine", "nuts"]);
+    args.extend(["--engine", "svi"]);
     let err = assert_clean_failure(&tempest(&args));
     assert!(err.contains("not available in this version"), "{err}");
+
+    // A model without params has nothing to sample.
+    let mut args: Vec<&str> = DIABETES[..6].to_vec();
+    args.extend(["--engine", "nuts"]);
+    let err = assert_clean_failure(&tempest(&args));
+    assert!(err.contains("no params to sample"), "{err}");
 
     let mut args: Vec<&str> = DIABETES[..6].to_vec();
     args.extend(["--set", "learn_hyprs=true"]);

@@ -71,7 +71,7 @@ fn logistic_example_writes_csv_json_and_plot() {
         "ess_tail",
         "alpha",
         "beta.30",
-        "p_first",
+        "p_average",
         "divergences:",
     ] {
         assert!(out.contains(want), "missing {want} in\n{out}");
@@ -106,7 +106,7 @@ fn logistic_example_writes_csv_json_and_plot() {
     }
     assert!(j["sampling_seconds"].as_f64().unwrap() > 0.0);
     assert!(j["divergences"].is_u64());
-    let est = &j["estimates"]["p_first"];
+    let est = &j["estimates"]["p_average"];
     assert!(
         est["mc"].is_number() && est["mc_se"].as_f64().unwrap() > 0.0,
         "{est}"

@@ -11,6 +11,8 @@ fn check_gradient(d: &Density, x: &[f64]) {
     let mut g = vec![0.0; d.dim];
     let lp = d.log_density_grad(x, &mut g).unwrap();
     assert!(lp.is_finite());
+    // The value-only path and the gradient path agree.
+    assert_rel(d.log_density(x).unwrap(), lp, 1e-12, "log density");
     for k in 0..d.dim {
         let h = 1e-6;
         let mut up = x.to_vec();

@@ -136,11 +136,18 @@ impl Chain {
             iter: 0,
             divergences: 0,
         };
-        if cfg.warmup > 0 {
+        // Without warm-up a given step size is used as is; otherwise (as
+        // Stan) the heuristic starts from it, or from 1.
+        if cfg.warmup > 0 || cfg.step_size.is_none() {
             chain.find_step_size(target);
         }
         chain.da.restart(chain.eps);
         Ok(chain)
+    }
+
+    /// The chain's current position x.
+    pub fn position(&self) -> Vec<f64> {
+        self.state.q.clone()
     }
 
     /// Stan's heuristic: double or halve ε until the acceptance of one

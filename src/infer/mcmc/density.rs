@@ -121,6 +121,14 @@ impl Density {
             offset += slot.len();
             slots.push(slot);
         }
+        for p in &g.priors {
+            if matches!(p.dist.dist, DistRef::Rust(_)) {
+                return Err(unsupported(
+                    p.dist.span,
+                    "a likelihood registered from Rust takes its outcome as a number, so it cannot be the prior of a param when sampling; write the density in the model file (`likelihood name(...) { ... }`)",
+                ));
+            }
+        }
         for o in &g.observations {
             if let Some(t) = &o.temperature
                 && g.dependencies(t)
@@ -209,6 +217,13 @@ impl Density {
                 offset += n * classes;
             }
         }
+        if offset == 0 {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "the model has no params to sample: every quantity is data or a hyper, and a latent GP with a Gaussian likelihood is integrated out",
+            )
+            .with_note("declare the quantities to sample in a `param` block (e.g. `ell : positive ~ lognormal(0, 1)`), or use `infer exact`"));
+        }
         Ok(Density {
             bound,
             hypers,
@@ -248,7 +263,11 @@ impl Density {
     }
 
     /// Latent site values f = μ₀ + L v.
-    fn sites_at(&self, x: &[f64], params: &[Value<f64>]) -> Result<Vec<Option<Value<f64>>>, Error> {
+    pub(crate) fn sites_at(
+        &self,
+        x: &[f64],
+        params: &[Value<f64>],
+    ) -> Result<Vec<Option<Value<f64>>>, Error> {
         let Some(lt) = &self.latent else {
             return Ok(vec![]);
         };
@@ -268,9 +287,76 @@ impl Density {
     }
 
     /// log π(x).
+    ///
+    /// Evaluated in f64 without the reverse pass, so it costs a fraction of
+    /// [`Density::log_density_grad`].
     pub fn log_density(&self, x: &[f64]) -> Result<f64, Error> {
-        let mut g = vec![0.0; self.dim];
-        self.log_density_grad(x, &mut g)
+        let (params, logjac, _) = self.params_at(x);
+        let sites = self.sites_at(x, &params)?;
+        let env = Env::new(&self.bound, &self.hypers, &params, &sites);
+        let g = &self.bound.graph;
+        let mut lp = logjac;
+        for p in &g.priors {
+            lp += self.term_value(&env, &p.dist, &params[p.param], 1.0)?;
+        }
+        for (j, o) in g.observations.iter().enumerate() {
+            if self.marginal.as_ref().is_some_and(|m| m.model.obs == j) {
+                continue;
+            }
+            let t = match &o.temperature {
+                Some(e) => env.scalar(e)?,
+                None => 1.0,
+            };
+            if t != 0.0 {
+                lp += self.term_value(&env, &o.dist, &self.bound.data[o.data], t)?;
+            }
+        }
+        if let Some(m) = &self.marginal {
+            let pieces = m.model.pieces_in(&env, m.model.inputs.len())?;
+            lp += m.model.lml_of(&pieces)?.lml;
+        }
+        if let Some(lt) = &self.latent {
+            let v = &x[lt.offset..lt.offset + lt.n * lt.classes];
+            lp -= 0.5 * v.iter().map(|a| a * a).sum::<f64>();
+        }
+        Ok(lp)
+    }
+
+    /// One sampling statement's log density, tempered by t (values only).
+    fn term_value(
+        &self,
+        env: &Env<f64>,
+        dist: &DistCall,
+        y: &Value<f64>,
+        t: f64,
+    ) -> Result<f64, Error> {
+        let args: Vec<Value<f64>> = dist
+            .args
+            .iter()
+            .map(|a| env.eval(a))
+            .collect::<Result<_, _>>()?;
+        let opts: Vec<f64> = dist.options.iter().map(|(_, v)| *v).collect();
+        let categorical = matches!(dist.dist, DistRef::Builtin(Dist::CategoricalLogit));
+        let mut a = vec![0.0; args.len()];
+        let mut total = 0.0;
+        for i in 0..y.len().unwrap_or(1) {
+            let yi = y
+                .element(i)
+                .ok_or_else(|| Error::internal("outcome element"))?;
+            if categorical {
+                let row: Vec<f64> = match &args[0] {
+                    Value::Matrix(m) => m.row(i).iter().copied().collect(),
+                    v => v.flatten(),
+                };
+                total += categorical_logit(yi as usize, &row);
+                continue;
+            }
+            for (slot, v) in a.iter_mut().zip(&args) {
+                *slot = v.element(i).unwrap_or(0.0);
+            }
+            total += point_log_density(&self.bound.graph, dist, yi, &a, &opts)?;
+        }
+        Ok(t * total)
     }
 
     /// log π(x) and its gradient (written to `grad`).

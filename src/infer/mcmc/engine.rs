@@ -94,6 +94,21 @@ impl McmcEngine {
                 None => None,
             });
         }
+        // The `estimate` block is checked at the first chain's initial
+        // point, so a mistake in it fails before sampling, not after.
+        if let Some(c) = chains.first() {
+            super::fit::estimate_values(&density, &c.position())?;
+        }
+        let sampling_started = if chain_cfg.warmup == 0 {
+            for (w, c) in writers.iter_mut().zip(&chains) {
+                if let Some(w) = w {
+                    w.write_adaptation(c.eps, &c.inv_metric)?;
+                }
+            }
+            Some(Instant::now())
+        } else {
+            None
+        };
         Ok(McmcEngine {
             density,
             name: match method {
@@ -106,7 +121,7 @@ impl McmcEngine {
             writers,
             cfg: chain_cfg,
             started: Instant::now(),
-            sampling_started: None,
+            sampling_started,
             warmup_seconds: 0.0,
             gradients: 0,
         })

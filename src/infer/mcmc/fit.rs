@@ -7,6 +7,7 @@ use super::density::Density;
 use super::diagnostics::{Summary, ebfmi, summarize};
 use crate::error::Error;
 use crate::ir::eval::Env;
+use crate::ir::expr::TExpr;
 use crate::ir::value::Value;
 use serde_json::{Map, json};
 use std::fmt::Write;
@@ -199,6 +200,12 @@ impl McmcFit {
         (min_ess, max_rhat)
     }
 
+    /// Draws kept per chain (the fewest over chains; fewer than asked for
+    /// when the run was stopped early).
+    pub fn kept(&self) -> usize {
+        self.draws.iter().map(Vec::len).min().unwrap_or(0)
+    }
+
     /// Machine-readable results.
     pub fn to_json(&self) -> serde_json::Value {
         let mut summary = Map::new();
@@ -219,7 +226,9 @@ impl McmcFit {
             "divergences": self.divergences,
             "max_depth_hits": self.max_depth_hits,
             "chains": self.draws.len(),
-            "draws": self.cfg.draws,
+            "draws": self.kept(),
+            "draws_requested": self.cfg.draws,
+            "stop_reason": self.reason,
             "warmup": self.cfg.warmup,
             "step_size": self.step_sizes,
             "ebfmi": self.ebfmi,
@@ -234,16 +243,26 @@ impl McmcFit {
     pub fn summary(&self) -> String {
         let mut s = String::new();
         let total: usize = self.draws.iter().map(|c| c.len()).sum();
+        let chains = self.draws.len();
         let _ = writeln!(
             s,
-            "engine: {} ({} chains × {} draws after {} warm-up; {:.2} s sampling, {} gradient evaluations)",
+            "engine: {} ({chains} chain{} × {} draws after {} warm-up; {:.2} s sampling, {} gradient evaluations)",
             self.engine,
-            self.draws.len(),
-            self.cfg.draws,
+            if chains == 1 { "" } else { "s" },
+            self.kept(),
             self.cfg.warmup,
             self.sampling_seconds,
             self.gradients
         );
+        if self.kept() < self.cfg.draws {
+            let _ = writeln!(
+                s,
+                "stopped early ({}): {} of {} draws per chain taken",
+                self.reason,
+                self.kept(),
+                self.cfg.draws
+            );
+        }
         let width = self
             .names
             .iter()
@@ -294,6 +313,29 @@ fn summary_json(s: &Summary) -> serde_json::Value {
     json!({"mean": s.mean, "sd": s.sd, "mcse": s.mcse, "q5": s.q5, "q50": s.q50, "q95": s.q95, "rhat": s.rhat, "ess_bulk": s.ess_bulk, "ess_tail": s.ess_tail})
 }
 
+/// One estimate's integrand at x, flattened.
+fn estimate_value(density: &Density, expr: &TExpr, x: &[f64]) -> Result<Vec<f64>, Error> {
+    let (params, _, _) = density.params_at(x);
+    let sites = density.sites_at(x, &params)?;
+    let env = Env::new(&density.bound, &density.hypers, &params, &sites);
+    let v = env.eval(expr)?;
+    Ok(match v {
+        Value::Int(_) | Value::Real(_) => vec![v.scalar().unwrap_or(f64::NAN)],
+        other => other.flatten(),
+    })
+}
+
+/// Every estimate's integrand at x (to check the block before sampling).
+pub fn estimate_values(density: &Density, x: &[f64]) -> Result<Vec<Vec<f64>>, Error> {
+    density
+        .bound
+        .graph
+        .estimates
+        .iter()
+        .map(|e| estimate_value(density, &e.expr, x))
+        .collect()
+}
+
 /// Evaluate the `estimate` block at every draw and summarise each component.
 fn estimates(density: &Density, draws: &[Vec<Draw>]) -> Result<Vec<Estimate>, Error> {
     let g = &density.bound.graph;
@@ -303,13 +345,7 @@ fn estimates(density: &Density, draws: &[Vec<Draw>]) -> Result<Vec<Estimate>, Er
         for chain in draws {
             let mut vals = Vec::with_capacity(chain.len());
             for d in chain {
-                let (params, _, _) = density.params_at(&d.q);
-                let env = Env::new(&density.bound, &density.hypers, &params, &[]);
-                let v = env.eval(&e.expr)?;
-                vals.push(match v {
-                    Value::Int(_) | Value::Real(_) => vec![v.scalar().unwrap_or(f64::NAN)],
-                    other => other.flatten(),
-                });
+                vals.push(estimate_value(density, &e.expr, &d.q)?);
             }
             per_chain.push(vals);
         }

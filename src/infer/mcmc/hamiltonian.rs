@@ -98,7 +98,7 @@ pub struct Stats {
     pub n_leapfrog: usize,
     /// Whether the trajectory diverged.
     pub divergent: bool,
-    /// The Hamiltonian at the start.
+    /// The Hamiltonian at the returned point (Stan's `energy__`).
     pub energy: f64,
 }
 
@@ -293,7 +293,8 @@ pub fn nuts_transition<T: Target + ?Sized>(
         tree_depth: depth,
         n_leapfrog: nuts.n_leapfrog,
         divergent: nuts.divergent,
-        energy: h0,
+        // As Stan: the Hamiltonian at the chosen point (with its momentum).
+        energy: sample.energy(inv_metric),
     };
     (sample, stats)
 }
@@ -336,8 +337,10 @@ pub fn hmc_transition<T: Target + ?Sized>(
         divergent,
         energy: h0,
     };
+    // As Stan: energy__ is the Hamiltonian at the returned point, with the
+    // refreshed momentum when the proposal is rejected.
     if rng.random::<f64>() < accept {
-        (z, stats)
+        (z, Stats { energy: h, ..stats })
     } else {
         (current.clone(), stats)
     }
