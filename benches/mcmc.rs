@@ -1,7 +1,8 @@
 //! Sampling cost on Bayesian logistic regression (breast cancer, all 569
 //! rows, intercept + 30 coefficients): one log density, one log density with
 //! its gradient, and a whole NUTS run (4 chains × 1000 warm-up × 1000
-//! draws) whose min bulk ESS per second and per 1000 gradients are printed.
+//! draws) whose min bulk ESS per second and per 1000 gradients are printed;
+//! and the marginal log density of a GP regression over its hypers (mcycle).
 //! See benches/README.md.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -41,12 +42,34 @@ fn bench(c: &mut Criterion) {
             let f = fit.as_mcmc().expect("mcmc");
             let (ess, _) = f.extremes();
             eprintln!(
-                "    min bulk ESS {ess:.0}; {:.0} per second of sampling; {:.1} per 1000 gradients",
+                "    min bulk ESS {ess:.0}; {:.0} per second of sampling, {:.0} per second of warm-up and sampling; {:.1} per 1000 gradients",
                 ess / f.sampling_seconds,
+                ess / (f.sampling_seconds + f.warmup_seconds),
                 1000.0 * ess / f.gradients as f64
             );
             black_box(ess)
         })
+    });
+    g.finish();
+
+    // GP regression with its three hypers as params (the latent GP
+    // integrated out): mcycle, n = 133.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/mcycle_nuts.tempest");
+    let src = std::fs::read_to_string(&path).expect("model");
+    let m = Model::from_str("mcycle_nuts.tempest", &src, &Registry::default()).expect("model");
+    let data =
+        Data::read(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data/mcycle.csv"))
+            .expect("data");
+    let b = m.bind(&data, &Overrides::default()).expect("bind");
+    let d = Density::new(Arc::new(b)).expect("density");
+    let x = vec![1.8, 3.6, 3.1];
+    let mut grad = vec![0.0; d.dim];
+    let mut g = c.benchmark_group("gp_hypers_mcycle_133");
+    g.bench_function("log_density", |bench| {
+        bench.iter(|| black_box(d.log_density(black_box(&x)).expect("lp")))
+    });
+    g.bench_function("log_density_and_gradient", |bench| {
+        bench.iter(|| black_box(d.log_density_grad(black_box(&x), &mut grad).expect("lp")))
     });
     g.finish();
 }

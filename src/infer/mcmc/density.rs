@@ -337,6 +337,10 @@ impl Density {
             .collect::<Result<_, _>>()?;
         let opts: Vec<f64> = dist.options.iter().map(|(_, v)| *v).collect();
         let categorical = matches!(dist.dist, DistRef::Builtin(Dist::CategoricalLogit));
+        let fast = match &dist.dist {
+            DistRef::Builtin(d) if has_closed_form(*d, false) => Some(*d),
+            _ => None,
+        };
         let mut a = vec![0.0; args.len()];
         let mut total = 0.0;
         for i in 0..y.len().unwrap_or(1) {
@@ -354,7 +358,10 @@ impl Density {
             for (slot, v) in a.iter_mut().zip(&args) {
                 *slot = v.element(i).unwrap_or(0.0);
             }
-            total += point_log_density(&self.bound.graph, dist, yi, &a, &opts)?;
+            total += match fast {
+                Some(d) => closed_form(d, yi, &a).0,
+                None => point_log_density(&self.bound.graph, dist, yi, &a, &opts)?,
+            };
         }
         Ok(t * total)
     }
@@ -520,6 +527,13 @@ impl Density {
         if param.is_some() {
             seeds.push(Seed::Outcome);
         }
+        // Common built-in densities have closed-form derivatives.
+        let fast = match &dist.dist {
+            DistRef::Builtin(d) if !seeds.is_empty() && has_closed_form(*d, param.is_some()) => {
+                Some(*d)
+            }
+            _ => None,
+        };
         for i in 0..n {
             let yi = y
                 .element(i)
@@ -546,6 +560,19 @@ impl Density {
             }
             for (slot, v) in a.iter_mut().zip(&args) {
                 *slot = v.element(i).unwrap_or(0.0);
+            }
+            if let Some(d) = fast {
+                let (v, da, dy) = closed_form(d, yi, &a);
+                total += v;
+                for (k, adj) in arg_adj.iter_mut().enumerate() {
+                    if varies[k] {
+                        add_at(adj, i, t * da[k]);
+                    }
+                }
+                if param.is_some() {
+                    add_at(&mut y_adj, i, t * dy);
+                }
+                continue;
             }
             // One forward-mode pass gives the value and the derivatives in
             // every varying coordinate (the args that vary, then y).
@@ -662,6 +689,53 @@ impl Density {
     }
 }
 
+const HALF_LOG_2PI: f64 = 0.918_938_533_204_672_8;
+
+/// Whether [`closed_form`] covers `d` (with the derivative in the outcome
+/// when `outcome` is set: a param's prior).
+fn has_closed_form(d: Dist, outcome: bool) -> bool {
+    match d {
+        Dist::Normal => true,
+        Dist::BernoulliLogit => !outcome,
+        _ => false,
+    }
+}
+
+/// The value of a built-in element log density and its derivatives in the
+/// (at most two) args and in y, in f64 — the same formulas as
+/// [`Dist::log_density`], differentiated by hand.
+fn closed_form(d: Dist, y: f64, a: &[f64]) -> (f64, [f64; 2], f64) {
+    match d {
+        Dist::Normal => {
+            let (mu, sigma) = (a[0], a[1]);
+            let z = (y - mu) / sigma;
+            (
+                -0.5 * z * z - sigma.ln() - HALF_LOG_2PI,
+                [z / sigma, (z * z - 1.0) / sigma],
+                -z / sigma,
+            )
+        }
+        Dist::BernoulliLogit => {
+            // log σ(±f) = −(max(∓f, 0) + log1p(e^{−|f|})); d/df = y − σ(f).
+            let f = a[0];
+            let e = (-f.abs()).exp();
+            let l = e.ln_1p();
+            let sig = if f >= 0.0 {
+                1.0 / (1.0 + e)
+            } else {
+                e / (1.0 + e)
+            };
+            let v = if y == 1.0 {
+                -((-f).max(0.0) + l)
+            } else {
+                -(f.max(0.0) + l)
+            };
+            (v, [y - sig, 0.0], 0.0)
+        }
+        _ => (f64::NAN, [0.0; 2], 0.0),
+    }
+}
+
 /// A coordinate a sampling statement's log density is differentiated in.
 #[derive(Clone, Copy)]
 enum Seed {
@@ -735,5 +809,58 @@ fn add_at(v: &mut Value<f64>, i: usize, d: f64) {
         Value::Vector(x) => x[i] += d,
         Value::Real(x) => *x += d,
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::scalar::Dual1;
+
+    /// The closed forms equal the generic densities in value, and their
+    /// derivatives equal forward-mode autodiff of the generic densities.
+    #[test]
+    fn closed_forms_match_the_generic_densities() {
+        let cases: [(Dist, &[f64], &[f64]); 2] = [
+            (Dist::Normal, &[-1.3, 0.0, 2.5], &[-0.7, 0.4, 1.9]),
+            (
+                Dist::BernoulliLogit,
+                &[0.0, 1.0],
+                &[-40.0, -2.5, 0.0, 0.3, 3.0, 40.0],
+            ),
+        ];
+        for (d, ys, points) in cases {
+            for &y in ys {
+                for &p in points {
+                    let a: Vec<f64> = match d {
+                        Dist::Normal => vec![p, 0.5 + p.abs()],
+                        _ => vec![p],
+                    };
+                    let (v, da, dy) = closed_form(d, y, &a);
+                    let want = d.log_density(y, &a, &[]);
+                    assert!(
+                        (v - want).abs() <= 1e-12 * want.abs().max(1.0),
+                        "{d:?} {y} {a:?}"
+                    );
+                    for (k, dak) in da.iter().enumerate().take(a.len()) {
+                        let ad: Vec<Dual1> = a
+                            .iter()
+                            .enumerate()
+                            .map(|(j, &x)| Dual1::new(x, [if j == k { 1.0 } else { 0.0 }]))
+                            .collect();
+                        let g = d.log_density(Dual1::new(y, [0.0]), &ad, &[]).tangent()[0];
+                        assert!(
+                            (da[k] - g).abs() <= 1e-12 * g.abs().max(1.0),
+                            "{d:?} arg {k}"
+                        );
+                    }
+                    if has_closed_form(d, true) {
+                        let ad: Vec<Dual1> = a.iter().map(|&x| Dual1::new(x, [0.0])).collect();
+                        let g = d.log_density(Dual1::new(y, [1.0]), &ad, &[]).tangent()[0];
+                        assert!((dy - g).abs() <= 1e-12 * g.abs().max(1.0), "{d:?} outcome");
+                    }
+                }
+            }
+        }
     }
 }

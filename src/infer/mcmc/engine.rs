@@ -39,6 +39,10 @@ pub struct McmcEngine {
     gradients: usize,
 }
 
+/// How long each chain runs between two steps of the engine (progress
+/// updates and Ctrl-C checks).
+const SLICE: std::time::Duration = std::time::Duration::from_millis(25);
+
 impl McmcEngine {
     /// Start `chains` chains; with `csv`, stream each chain's draws to
     /// `PREFIX_<chain>.csv`.
@@ -131,42 +135,56 @@ impl McmcEngine {
 impl Engine for McmcEngine {
     fn step(&mut self) -> Result<Status, Error> {
         let density = &*self.density;
-        let results: Vec<Result<(Option<Draw>, bool), Error>> = self
+        // Each chain runs on for a time slice, so chains with short
+        // trajectories do not wait at every iteration for chains with long
+        // ones. The chains are independent, so the draws do not depend on
+        // the slicing.
+        let results: Vec<Result<(Vec<Draw>, bool), Error>> = self
             .chains
             .par_iter_mut()
             .zip(self.writers.par_iter_mut())
             .map(|(chain, writer)| {
-                let was_warming = chain.warming_up();
-                let draw = chain.step(density);
-                let adapted_now = was_warming && !chain.warming_up();
-                if let Some(w) = writer {
-                    if adapted_now {
-                        w.write_adaptation(chain.eps, &chain.inv_metric)?;
+                let started = Instant::now();
+                let mut draws = Vec::new();
+                let mut adapted = false;
+                while !chain.done() {
+                    let was_warming = chain.warming_up();
+                    let draw = chain.step(density);
+                    let adapted_now = was_warming && !chain.warming_up();
+                    adapted |= adapted_now;
+                    if let Some(w) = writer {
+                        if adapted_now {
+                            w.write_adaptation(chain.eps, &chain.inv_metric)?;
+                        }
+                        if let Some(d) = &draw {
+                            let s = d.stats;
+                            let stats = SamplerStats {
+                                lp: d.lp,
+                                accept_stat: s.accept_stat,
+                                stepsize: s.step_size,
+                                treedepth: s.tree_depth,
+                                n_leapfrog: s.n_leapfrog,
+                                divergent: s.divergent,
+                                energy: s.energy,
+                            };
+                            w.write_draw(&stats, &density.stan_values(&d.q)?)?;
+                        }
                     }
-                    if let Some(d) = &draw {
-                        let s = d.stats;
-                        let stats = SamplerStats {
-                            lp: d.lp,
-                            accept_stat: s.accept_stat,
-                            stepsize: s.step_size,
-                            treedepth: s.tree_depth,
-                            n_leapfrog: s.n_leapfrog,
-                            divergent: s.divergent,
-                            energy: s.energy,
-                        };
-                        w.write_draw(&stats, &density.stan_values(&d.q)?)?;
+                    draws.extend(draw);
+                    if started.elapsed() >= SLICE {
+                        break;
                     }
                 }
-                Ok((draw, adapted_now))
+                Ok((draws, adapted))
             })
             .collect();
         for (c, r) in results.into_iter().enumerate() {
-            let (draw, adapted_now) = r?;
-            if adapted_now && self.sampling_started.is_none() {
+            let (draws, adapted) = r?;
+            if adapted && self.sampling_started.is_none() {
                 self.sampling_started = Some(Instant::now());
                 self.warmup_seconds = self.started.elapsed().as_secs_f64();
             }
-            if let Some(d) = draw {
+            for d in draws {
                 self.gradients += d.stats.n_leapfrog;
                 self.draws[c].push(d);
             }
