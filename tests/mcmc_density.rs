@@ -175,3 +175,46 @@ fn gp_regression_hypers_marginal_value_is_closed_form() {
         "marginal log density",
     );
 }
+
+#[test]
+fn latent_gp_with_kernel_params_gradient() {
+    // Whitened latent values with K(θ) refactorised at each point: the
+    // gradient in ell and sf goes through the Cholesky factor.
+    let m = model(
+        r#"
+data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=1>[n] }
+param {
+  ell : positive ~ lognormal(0, 1)
+  sf : positive ~ lognormal(0, 1)
+  m0 : real ~ normal(0, 1)
+}
+model {
+  f ~ gp(m0, sf^2 * matern32(ell))
+  y ~ bernoulli_logit(f(X))
+}
+"#,
+    );
+    let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 11))));
+    let d = Density::new(Arc::new(b)).unwrap();
+    assert_eq!(d.dim, 3 + 12);
+    check_gradient(&d, &point(&d, 0.5));
+    check_gradient(&d, &point(&d, -0.8));
+}
+
+#[test]
+fn multi_class_latent_gp_with_kernel_params_gradient() {
+    let m = model(
+        r#"
+data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=2>[n] = column("y") }
+param { ell : positive ~ lognormal(0, 1) }
+model {
+  g ~ gp(0, rbf(ell))[3]
+  y ~ categorical_logit(g(X))
+}
+"#,
+    );
+    let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 7))));
+    let d = Density::new(Arc::new(b)).unwrap();
+    assert_eq!(d.dim, 1 + 8 * 3);
+    check_gradient(&d, &point(&d, 0.6));
+}

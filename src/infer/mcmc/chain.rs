@@ -366,4 +366,52 @@ mod tests {
         assert_eq!(run(), run());
         assert_ne!(chain_seed(7, 0), chain_seed(7, 1));
     }
+
+    /// N(0, 2²) whose density "fails" (an error, as a failed Cholesky
+    /// gives) or is NaN outside a region the sampler must reach.
+    struct Failing;
+    impl Target for Failing {
+        fn dim(&self) -> usize {
+            1
+        }
+        fn logp_grad(&self, q: &[f64], grad: &mut [f64]) -> Result<f64, Error> {
+            if q[0] > 2.5 {
+                return Err(Error::new(ErrorKind::Numerical, "not positive definite"));
+            }
+            if q[0] < -2.5 {
+                grad[0] = f64::NAN;
+                return Ok(f64::NAN);
+            }
+            grad[0] = -q[0] / 4.0;
+            Ok(-q[0] * q[0] / 8.0)
+        }
+    }
+
+    #[test]
+    fn failed_and_non_finite_densities_are_divergences() {
+        for method in [
+            Method::Nuts { max_depth: 10 },
+            Method::Hmc { steps: 10 },
+            Method::Mala,
+        ] {
+            let cfg = ChainConfig {
+                method,
+                warmup: 300,
+                draws: 1000,
+                target_accept: 0.8,
+                step_size: None,
+            };
+            let mut c = Chain::new(&Failing, 0, 5, cfg).unwrap();
+            let mut kept = Vec::new();
+            while !c.done() {
+                kept.extend(c.step(&Failing));
+            }
+            assert_eq!(kept.len(), 1000);
+            let divergent = kept.iter().filter(|d| d.stats.divergent).count();
+            assert!(divergent > 0, "{method:?}: no divergences");
+            assert_eq!(divergent, c.divergences);
+            // Every kept draw is inside the region where the density exists.
+            assert!(kept.iter().all(|d| d.q[0].abs() <= 2.5 && d.lp.is_finite()));
+        }
+    }
 }

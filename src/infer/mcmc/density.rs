@@ -64,9 +64,18 @@ struct Latent {
     offset: usize,
     n: usize,
     classes: usize,
+    /// Cholesky factor of K + 10⁻⁶I when the kernel is fixed.
     l: DMatrix<f64>,
     mean: TExpr,
+    kernel: TExpr,
+    inputs: crate::model::kernel::Inputs,
+    /// The x coordinates (param entries) the kernel depends on; empty when
+    /// it is fixed. Otherwise L(θ) is factorised at every evaluation.
+    kernel_coords: Vec<usize>,
 }
+
+/// The jitter added to K before factorising it for the whitened latent GP.
+const LATENT_JITTER: f64 = 1e-6;
 
 /// A latent GP with a Gaussian likelihood, integrated out: the observation
 /// contributes log N(y | μ + offset, K + σ²/t·I) (tempered as in
@@ -184,26 +193,44 @@ impl Density {
                     .collect();
                 marginal = Some(Marginal { model, coords });
             } else {
-                let kernel_params = g
-                    .dependencies(&gp.kernel)
-                    .iter()
-                    .any(|r| matches!(r, crate::ir::expr::Ref::Param(_)));
-                if kernel_params {
+                let params_of = |e: &TExpr| -> Vec<usize> {
+                    g.dependencies(e)
+                        .iter()
+                        .filter_map(|r| match r {
+                            crate::ir::expr::Ref::Param(i) => Some(*i),
+                            _ => None,
+                        })
+                        .collect()
+                };
+                let input = &g.sites[0].input;
+                if let Some(&i) = params_of(input).first() {
                     return Err(unsupported(
-                        gp.kernel.span,
-                        "a kernel with params needs a Gaussian likelihood (`y ~ normal(f(X) + ..., sigma)`) for sampling in this version; declare its hyperparameters in `hyper`",
+                        input.span,
+                        format!(
+                            "the inputs of `{}` depend on the param `{}`; sampling needs inputs that are data (put learned input scalings into the kernel, e.g. `rbf(ell)`)",
+                            gp.name, g.params[i].name
+                        ),
                     ));
                 }
-                let env = Env::new(&bound, &hypers, &[], &[]);
-                let k = env.kernel(&gp.kernel)?;
+                let kernel_params = params_of(&gp.kernel);
+                let kernel_coords: Vec<usize> = slots
+                    .iter()
+                    .filter(|s| kernel_params.contains(&s.param))
+                    .flat_map(|s| s.offset..s.offset + s.len())
+                    .collect();
                 let inputs = bound.site_inputs(0, &hypers, &[])?;
-                let mut km = k.gram(&inputs)?;
-                for i in 0..km.nrows() {
-                    km[(i, i)] += 1e-6;
-                }
-                let l =
+                let l = if kernel_coords.is_empty() {
+                    let env = Env::new(&bound, &hypers, &[], &[]);
+                    let k = env.kernel(&gp.kernel)?;
+                    let mut km = k.gram(&inputs)?;
+                    for i in 0..km.nrows() {
+                        km[(i, i)] += LATENT_JITTER;
+                    }
                     crate::math::linalg::cholesky_jitter(&km, 0.0, 1e-2, "the prior covariance K")?
-                        .l();
+                        .l()
+                } else {
+                    DMatrix::zeros(0, 0)
+                };
                 let classes = bound.replicas(g.sites[0].gp)?;
                 let n = inputs.len();
                 latent = Some(Latent {
@@ -213,6 +240,9 @@ impl Density {
                     classes,
                     l,
                     mean: gp.mean.clone(),
+                    kernel: gp.kernel.clone(),
+                    inputs,
+                    kernel_coords,
                 });
                 offset += n * classes;
             }
@@ -268,22 +298,59 @@ impl Density {
         x: &[f64],
         params: &[Value<f64>],
     ) -> Result<Vec<Option<Value<f64>>>, Error> {
+        Ok(self.sites_and_factor(x, params)?.0)
+    }
+
+    /// The Cholesky factor L of K + 10⁻⁶I of the whitened latent GP at these
+    /// params (computed when the kernel depends on params). A failed
+    /// factorisation is an error, which a sampler counts as a divergence.
+    fn factor<'a>(
+        &'a self,
+        lt: &'a Latent,
+        params: &[Value<f64>],
+    ) -> Result<std::borrow::Cow<'a, DMatrix<f64>>, Error> {
+        if lt.kernel_coords.is_empty() {
+            return Ok(std::borrow::Cow::Borrowed(&lt.l));
+        }
+        let env = Env::new(&self.bound, &self.hypers, params, &[]);
+        let k = env.kernel(&lt.kernel)?.gram(&lt.inputs)?;
+        let l =
+            crate::math::linalg::cholesky_jitter(&k, LATENT_JITTER, 0.0, "the prior covariance K")?
+                .l();
+        Ok(std::borrow::Cow::Owned(l))
+    }
+
+    /// Latent site values and the factor they were made with.
+    #[allow(clippy::type_complexity)]
+    fn sites_and_factor(
+        &self,
+        x: &[f64],
+        params: &[Value<f64>],
+    ) -> Result<
+        (
+            Vec<Option<Value<f64>>>,
+            Option<std::borrow::Cow<'_, DMatrix<f64>>>,
+        ),
+        Error,
+    > {
         let Some(lt) = &self.latent else {
-            return Ok(vec![]);
+            return Ok((vec![], None));
         };
+        let l = self.factor(lt, params)?;
         let env = Env::new(&self.bound, &self.hypers, params, &[]);
         let mu = env.scalar(&lt.mean)?;
         let mut f = DMatrix::zeros(lt.n, lt.classes);
         for c in 0..lt.classes {
             let v =
                 DVector::from_column_slice(&x[lt.offset + c * lt.n..lt.offset + (c + 1) * lt.n]);
-            f.set_column(c, &(&lt.l * v).add_scalar(mu));
+            f.set_column(c, &(&*l * v).add_scalar(mu));
         }
-        Ok(vec![Some(if lt.classes > 1 {
+        let site = if lt.classes > 1 {
             Value::Matrix(f)
         } else {
             Value::Vector(f.column(0).into_owned())
-        })])
+        };
+        Ok((vec![Some(site)], Some(l)))
     }
 
     /// log π(x).
@@ -369,7 +436,7 @@ impl Density {
     /// log π(x) and its gradient (written to `grad`).
     pub fn log_density_grad(&self, x: &[f64], grad: &mut [f64]) -> Result<f64, Error> {
         let (params, logjac, dtheta) = self.params_at(x);
-        let sites = self.sites_at(x, &params)?;
+        let (sites, factor) = self.sites_and_factor(x, &params)?;
         let mut tape = Tape::new(&self.bound, &self.hypers, &params, &sites);
         let mut lp = logjac;
         let g = self.bound.graph.clone();
@@ -403,9 +470,11 @@ impl Density {
         if let Some(m) = &self.marginal {
             lp += self.marginal_term(m, &params, &dtheta, grad)?;
         }
-        if let Some(lt) = &self.latent {
+        if let (Some(lt), Some(l)) = (&self.latent, &factor) {
             let adj_f = tape.adj.sites[lt.site].take();
             let mut total = 0.0;
+            // L̄ = Σ_c tril(∂f_c · v_cᵀ), for a kernel with params.
+            let mut l_bar = (!lt.kernel_coords.is_empty()).then(|| DMatrix::zeros(lt.n, lt.n));
             for c in 0..lt.classes {
                 let v = &x[lt.offset + c * lt.n..lt.offset + (c + 1) * lt.n];
                 lp -= 0.5 * v.iter().map(|a| a * a).sum::<f64>();
@@ -415,10 +484,20 @@ impl Density {
                     _ => DVector::zeros(lt.n),
                 };
                 total += af.sum();
-                let gv = lt.l.tr_mul(&af);
+                let gv = l.tr_mul(&af);
                 for i in 0..lt.n {
                     grad[lt.offset + c * lt.n + i] = gv[i] - v[i];
                 }
+                if let Some(lb) = &mut l_bar {
+                    for j in 0..lt.n {
+                        for i in j..lt.n {
+                            lb[(i, j)] += af[i] * v[j];
+                        }
+                    }
+                }
+            }
+            if let Some(lb) = &l_bar {
+                self.kernel_gradient(lt, l, lb, &params, &dtheta, grad)?;
             }
             if tape.varies(&lt.mean) {
                 let mut t2 = Tape::new(&self.bound, &self.hypers, &params, &sites);
@@ -434,6 +513,51 @@ impl Density {
             }
         }
         Ok(lp)
+    }
+
+    /// Push L̄ (the adjoint of the Cholesky factor L of K + 10⁻⁶I, lower
+    /// triangular [n, n]) back to the params of the kernel: with
+    /// M = Lᵀ L̄ and Φ taking the lower triangle with the diagonal halved,
+    /// K̄ = L⁻ᵀ Φ(M) L⁻¹ (Murray 2016), and the derivative in θ is
+    /// Σᵢⱼ sym(K̄)ᵢⱼ ∂Kᵢⱼ/∂θ, one eight-tangent pass over the kernel
+    /// entries per eight coordinates.
+    fn kernel_gradient(
+        &self,
+        lt: &Latent,
+        l: &DMatrix<f64>,
+        l_bar: &DMatrix<f64>,
+        params: &[Value<f64>],
+        dtheta: &[f64],
+        grad: &mut [f64],
+    ) -> Result<(), Error> {
+        let mut phi = l.tr_mul(l_bar);
+        for j in 0..lt.n {
+            phi[(j, j)] *= 0.5;
+            for i in 0..j {
+                phi[(i, j)] = 0.0;
+            }
+        }
+        // K̄ = L⁻ᵀ Φ L⁻¹ = (L⁻ᵀ (L⁻ᵀ Φ)ᵀ)ᵀ, by two triangular solves.
+        let lt_solve = |b: &DMatrix<f64>| -> DMatrix<f64> {
+            let mut x = b.clone();
+            l.tr_solve_lower_triangular_mut(&mut x);
+            x
+        };
+        let a = lt_solve(&phi);
+        let k_bar = lt_solve(&a.transpose()).transpose();
+        // half_trace_w_dk gives ½ Σ W ∂K; W = K̄ + K̄ᵀ gives Σ sym(K̄) ∂K.
+        let w = &k_bar + k_bar.transpose();
+        let hypers: Vec<Value<Dual8>> = self.hypers.iter().map(Value::lift).collect();
+        for chunk in lt.kernel_coords.chunks(CHUNK) {
+            let seeded = self.seeded_params(params, chunk);
+            let env = Env::new(&self.bound, &hypers, &seeded, &[]);
+            let kernel = env.kernel(&lt.kernel)?;
+            let g = crate::infer::gradients::half_trace_w_dk(&kernel, &lt.inputs, &w)?;
+            for (c, &coord) in chunk.iter().enumerate() {
+                grad[coord] += g[c] * dtheta[coord];
+            }
+        }
+        Ok(())
     }
 
     /// The integrated-out GP observation's log marginal likelihood; its

@@ -62,6 +62,9 @@ pub struct McmcFit {
     cfg: ChainConfig,
 }
 
+/// The most latent values the summary table lists one by one.
+const LATENT_ROWS: usize = 20;
+
 impl McmcFit {
     /// Column `k`'s draws per chain [chains][draws].
     pub fn column(&self, k: usize) -> Vec<Vec<f64>> {
@@ -283,8 +286,34 @@ impl McmcFit {
                 x.mean, x.mcse, x.sd, x.q5, x.q50, x.q95, x.rhat, x.ess_bulk, x.ess_tail
             );
         };
-        for (n, x) in self.names.iter().zip(&self.summaries) {
+        // The latent values of a sampled GP get one row each when there are
+        // few; otherwise one line with their worst diagnostics (all of them
+        // are in the JSON and the CSV files).
+        let params = self.density.param_columns().min(self.names.len());
+        let latent = self.names.len() - params;
+        let show = if latent <= LATENT_ROWS {
+            self.names.len()
+        } else {
+            params
+        };
+        for (n, x) in self.names.iter().zip(&self.summaries).take(show) {
             row(&mut s, n, x);
+        }
+        if show < self.names.len() {
+            let rest = &self.summaries[params..];
+            let rhat = rest
+                .iter()
+                .map(|x| x.rhat)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let ess = rest
+                .iter()
+                .map(|x| x.ess_bulk)
+                .fold(f64::INFINITY, f64::min);
+            let gp = self.names[params].split('.').next().unwrap_or("f");
+            let _ = writeln!(
+                s,
+                "{gp}: {latent} latent values (listed in --json and --csv output); max R-hat {rhat:.3}, min bulk ESS {ess:.0}"
+            );
         }
         if !self.estimates.is_empty() {
             let _ = writeln!(s, "estimates:");
