@@ -220,3 +220,40 @@ fn sampler_misuse_fails_cleanly() {
     let err = assert_clean_failure(&o);
     assert!(err.contains("/nonexistent/dir/draws_1.csv"), "{err}");
 }
+
+/// Models the samplers refuse: each error names the file, line and column
+/// with the source line, and says what is expected.
+#[test]
+fn sampler_model_errors_point_at_the_source() {
+    let cases = [
+        (
+            "nuts_param_temperature",
+            "nuts_param_temperature.tempest:10:23",
+            "the power of a likelihood cannot depend on a param",
+        ),
+        (
+            "nuts_inputs_depend_on_param",
+            "nuts_inputs_depend_on_param.tempest:9:25",
+            "sampling needs inputs that are data",
+        ),
+        (
+            "nuts_estimate_of_integrated_gp",
+            "nuts_estimate_of_integrated_gp.tempest:12:10",
+            "integrated out when sampling",
+        ),
+    ];
+    for (name, at, what) in cases {
+        let model = format!("tests/models/run/{name}.tempest");
+        let o = tempest(&[
+            "run",
+            &model,
+            "--data",
+            "tests/models/run/sampler_small.csv",
+            "--quiet",
+        ]);
+        let err = assert_clean_failure(&o);
+        assert!(err.contains(at), "{name}: no location {at} in\n{err}");
+        assert!(err.contains(what), "{name}: no `{what}` in\n{err}");
+        assert!(err.contains('│'), "{name}: no source excerpt in\n{err}");
+    }
+}

@@ -739,6 +739,12 @@ impl Density {
         Ok(t * total)
     }
 
+    /// Whether a latent GP is integrated out (a Gaussian likelihood), so its
+    /// values are not part of x.
+    pub fn integrates_out_gp(&self) -> bool {
+        self.marginal.is_some()
+    }
+
     /// Names and shapes of the params, for output.
     pub fn param_shapes(&self) -> Vec<(String, Vec<usize>)> {
         self.slots

@@ -101,7 +101,13 @@ impl McmcEngine {
         // The `estimate` block is checked at the first chain's initial
         // point, so a mistake in it fails before sampling, not after.
         if let Some(c) = chains.first() {
-            super::fit::estimate_values(&density, &c.position())?;
+            super::fit::estimate_values(&density, &c.position()).map_err(|e| {
+                if density.integrates_out_gp() {
+                    e.with_note("with a `normal` likelihood the latent GP is integrated out when sampling, so its values are not drawn; estimate functions of the params, or write the likelihood in the model file to sample the GP's values")
+                } else {
+                    e
+                }
+            })?;
         }
         let sampling_started = if chain_cfg.warmup == 0 {
             for (w, c) in writers.iter_mut().zip(&chains) {
