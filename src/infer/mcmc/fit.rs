@@ -274,18 +274,6 @@ impl McmcFit {
             .max()
             .unwrap_or(4)
             .max(4);
-        let _ = writeln!(
-            s,
-            "{:width$}  {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8} {:>8}",
-            "", "mean", "mcse", "sd", "5%", "50%", "95%", "rhat", "ess_bulk", "ess_tail"
-        );
-        let row = |s: &mut String, n: &str, x: &Summary| {
-            let _ = writeln!(
-                s,
-                "{n:width$}  {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>7.3} {:>8.0} {:>8.0}",
-                x.mean, x.mcse, x.sd, x.q5, x.q50, x.q95, x.rhat, x.ess_bulk, x.ess_tail
-            );
-        };
         // The latent values of a sampled GP get one row each when there are
         // few; otherwise one line with their worst diagnostics (all of them
         // are in the JSON and the CSV files).
@@ -295,6 +283,20 @@ impl McmcFit {
             self.names.len()
         } else {
             params
+        };
+        if show > 0 || !self.estimates.is_empty() {
+            let _ = writeln!(
+                s,
+                "{:width$}  {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8} {:>8}",
+                "", "mean", "mcse", "sd", "5%", "50%", "95%", "rhat", "ess_bulk", "ess_tail"
+            );
+        }
+        let row = |s: &mut String, n: &str, x: &Summary| {
+            let _ = writeln!(
+                s,
+                "{n:width$}  {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>7.3} {:>8.0} {:>8.0}",
+                x.mean, x.mcse, x.sd, x.q5, x.q50, x.q95, x.rhat, x.ess_bulk, x.ess_tail
+            );
         };
         for (n, x) in self.names.iter().zip(&self.summaries).take(show) {
             row(&mut s, n, x);
