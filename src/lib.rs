@@ -27,6 +27,7 @@ pub mod error;
 pub mod infer;
 pub mod ir;
 pub mod math;
+pub mod mc;
 pub mod model;
 pub mod output;
 pub mod semantic;

@@ -1,0 +1,458 @@
+//! Control variates for Monte Carlo estimates of E_π[f(x)], from samples
+//! xᵢ ~ π (iid or Markov chains), their scores uᵢ = ∇log π(xᵢ) and the
+//! integrand values fᵢ. Every control variate here is a Stein-operator
+//! image g = L φ = ∇·φ + φ·u, which has mean zero under π, so
+//! f − g has the same mean as f and, for a good g, a smaller variance:
+//!
+//! * `Poly { order }` — zero-variance polynomial control variates: φ = ∇P
+//!   for P a polynomial of degree 1 or 2, fitted by least squares (with an
+//!   optional ridge); the estimate is the regression's intercept.
+//! * `Stein` — control functionals: the interpolant
+//!   f̃ = β + Σⱼ aⱼ k₀(·, xⱼ) in the Stein kernel's space, fitted in closed
+//!   form; the estimate is β (all samples), or the two-fold split estimator
+//!   β + mean of the held-out residuals (unbiased).
+//! * `Secf` — semi-exact control functionals: the same interpolant plus the
+//!   degree-1 or -2 polynomial control variates, exact for polynomials of
+//!   that degree under Gaussian targets.
+//!
+//! Shapes: x and u are [n, d] (one row per sample), f is [n]; `chains`
+//! gives the lengths of consecutive chains (n for one iid sample), used for
+//! Monte Carlo standard errors that account for autocorrelation.
+
+use super::stein::{BaseKernel, median_distance, stein_gram};
+use crate::error::{Error, ErrorKind};
+use crate::infer::mcmc::diagnostics::mcse_mean;
+use crate::math::linalg::cholesky_jitter;
+use nalgebra::{DMatrix, DVector};
+
+/// Samples, their scores, and how they split into chains.
+#[derive(Clone, Debug)]
+pub struct Samples {
+    /// The samples, [n, d].
+    pub x: DMatrix<f64>,
+    /// Their scores ∇log π, [n, d].
+    pub u: DMatrix<f64>,
+    /// Lengths of consecutive chains (summing to n).
+    pub chains: Vec<usize>,
+}
+
+impl Samples {
+    /// Samples as one iid block.
+    pub fn iid(x: DMatrix<f64>, u: DMatrix<f64>) -> Samples {
+        let n = x.nrows();
+        Samples {
+            x,
+            u,
+            chains: vec![n],
+        }
+    }
+
+    /// The number of samples.
+    pub fn len(&self) -> usize {
+        self.x.nrows()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.x.nrows() == 0
+    }
+}
+
+/// How the Stein kernel's lengthscale is chosen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Lengthscale {
+    /// The median pairwise distance of the samples.
+    Median,
+    /// The value of the base kernel as given.
+    Fixed,
+    /// The best of a grid (median × 0.1 … 10) by the marginal likelihood of
+    /// f under a GP with covariance k₀ (+ constant), σ² profiled out.
+    MarginalLikelihood,
+}
+
+/// Which control-variate estimate.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Method {
+    /// Plain Monte Carlo.
+    None,
+    /// Zero-variance polynomial control variates of degree 1 or 2.
+    Poly {
+        /// 1 or 2.
+        order: usize,
+        /// Ridge penalty on the coefficients (times n); 0 for least squares.
+        ridge: f64,
+    },
+    /// Control functionals with a Stein kernel.
+    Stein {
+        /// The base kernel.
+        kernel: BaseKernel,
+        /// How its lengthscale is chosen.
+        ell: Lengthscale,
+        /// Regularisation λ, relative to the mean diagonal of K₀.
+        lambda: f64,
+        /// The two-fold split estimator instead of the all-samples one.
+        split: bool,
+    },
+    /// Semi-exact control functionals: Stein kernel plus polynomials.
+    Secf {
+        /// The base kernel.
+        kernel: BaseKernel,
+        /// How its lengthscale is chosen.
+        ell: Lengthscale,
+        /// Regularisation λ, relative to the mean diagonal of K₀.
+        lambda: f64,
+        /// Degree of the polynomial part (1 or 2).
+        order: usize,
+    },
+}
+
+impl Method {
+    /// The name reported with an estimate (`none`, `poly1`, `stein(rbf)`, ...).
+    pub fn name(&self) -> String {
+        let kname = |k: &BaseKernel| match k {
+            BaseKernel::Rbf { .. } => "rbf",
+            BaseKernel::Imq { .. } => "imq",
+            BaseKernel::Preconditioned { .. } => "preconditioned",
+        };
+        match self {
+            Method::None => "none".into(),
+            Method::Poly { order, .. } => format!("poly{order}"),
+            Method::Stein { kernel, split, .. } => format!(
+                "stein({}{})",
+                kname(kernel),
+                if *split { ", split" } else { "" }
+            ),
+            Method::Secf { kernel, order, .. } => format!("secf({}, poly{order})", kname(kernel)),
+        }
+    }
+}
+
+/// An estimate with and without control variates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CvEstimate {
+    /// The plain Monte Carlo mean of f.
+    pub mc: f64,
+    /// Its Monte Carlo standard error.
+    pub mc_se: f64,
+    /// The control-variate estimate.
+    pub cv: f64,
+    /// Its estimated standard error.
+    pub cv_se: f64,
+    /// The method's name.
+    pub method: String,
+}
+
+impl CvEstimate {
+    /// The estimated variance reduction (mc_se / cv_se)².
+    pub fn variance_reduction(&self) -> f64 {
+        (self.mc_se / self.cv_se).powi(2)
+    }
+}
+
+/// The most samples a kernel method fits (evenly thinned beyond this).
+pub const MAX_KERNEL_POINTS: usize = 1000;
+
+fn cv_err(msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Settings, msg)
+}
+
+/// Split a series into the chains' pieces.
+fn by_chain(v: &[f64], chains: &[usize]) -> Vec<Vec<f64>> {
+    let mut out = Vec::with_capacity(chains.len());
+    let mut at = 0;
+    for &c in chains {
+        out.push(v[at..(at + c).min(v.len())].to_vec());
+        at += c;
+    }
+    out
+}
+
+/// The standard error of the mean of a series split into chains: the MCSE
+/// of the rank-normalised diagnostics when every chain has at least 4
+/// values, else sd/√n.
+fn se_of(v: &[f64], chains: &[usize]) -> f64 {
+    if chains.iter().all(|&c| c >= 4) && chains.iter().sum::<usize>() == v.len() {
+        let s = mcse_mean(&by_chain(v, chains));
+        if s.is_finite() {
+            return s;
+        }
+    }
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0) / n).sqrt()
+}
+
+/// The polynomial control variates L P for the monomials P of degree 1
+/// (and 2): [n, d] or [n, d + d(d+1)/2].
+pub fn poly_features(x: &DMatrix<f64>, u: &DMatrix<f64>, order: usize) -> DMatrix<f64> {
+    let (n, d) = x.shape();
+    let p = if order >= 2 { d + d * (d + 1) / 2 } else { d };
+    let mut phi = DMatrix::zeros(n, p);
+    for i in 0..n {
+        let mut c = 0;
+        // P = xⱼ: L P = uⱼ.
+        for j in 0..d {
+            phi[(i, c)] = u[(i, j)];
+            c += 1;
+        }
+        if order >= 2 {
+            for j in 0..d {
+                for k in j..d {
+                    phi[(i, c)] = if j == k {
+                        // P = xⱼ²: ΔP = 2, ∇P = 2xⱼ eⱼ.
+                        2.0 + 2.0 * x[(i, j)] * u[(i, j)]
+                    } else {
+                        // P = xⱼxₖ: ∇P = xₖ eⱼ + xⱼ eₖ.
+                        x[(i, k)] * u[(i, j)] + x[(i, j)] * u[(i, k)]
+                    };
+                    c += 1;
+                }
+            }
+        }
+    }
+    phi
+}
+
+/// The control-variate estimate of E[f] by `method`.
+///
+/// Errors ([`ErrorKind::Settings`]): shapes disagree, too few samples for
+/// the method (polynomial least squares needs more samples than features;
+/// a kernel method needs at least 4), or a factorisation fails.
+pub fn estimate(method: &Method, s: &Samples, f: &[f64]) -> Result<CvEstimate, Error> {
+    let n = s.len();
+    if f.len() != n || s.u.shape() != s.x.shape() {
+        return Err(cv_err(format!(
+            "control variates: {} samples, {} scores and {} integrand values",
+            n,
+            s.u.nrows(),
+            f.len()
+        )));
+    }
+    if n < 2 {
+        return Err(cv_err("control variates need at least 2 samples"));
+    }
+    let mc = f.iter().sum::<f64>() / n as f64;
+    let mc_se = se_of(f, &s.chains);
+    let (cv, cv_se) = match method {
+        Method::None => (mc, mc_se),
+        Method::Poly { order, ridge } => poly(s, f, *order, *ridge)?,
+        Method::Stein {
+            kernel,
+            ell,
+            lambda,
+            split,
+        } => kernel_cv(s, f, *kernel, *ell, *lambda, 0, *split)?,
+        Method::Secf {
+            kernel,
+            ell,
+            lambda,
+            order,
+        } => kernel_cv(s, f, *kernel, *ell, *lambda, *order, false)?,
+    };
+    Ok(CvEstimate {
+        mc,
+        mc_se,
+        cv,
+        cv_se,
+        method: method.name(),
+    })
+}
+
+/// Least squares of f on [1, Φ]: the intercept, and the residuals' MCSE.
+fn poly(s: &Samples, f: &[f64], order: usize, ridge: f64) -> Result<(f64, f64), Error> {
+    let phi = poly_features(&s.x, &s.u, order);
+    let (n, p) = phi.shape();
+    if ridge == 0.0 && n <= p + 1 {
+        return Err(cv_err(format!(
+            "poly{order} control variates fit {p} coefficients and need more than {} samples, found {n}; give a ridge penalty or use poly1",
+            p + 1
+        )));
+    }
+    let fv = DVector::from_column_slice(f);
+    let mean_phi = phi.row_mean();
+    let mut pc = phi.clone();
+    for mut row in pc.row_iter_mut() {
+        row -= &mean_phi;
+    }
+    let fc = fv.add_scalar(-fv.mean());
+    let mut a = pc.tr_mul(&pc);
+    for j in 0..p {
+        a[(j, j)] += ridge * n as f64;
+    }
+    let chol = cholesky_jitter(&a, 0.0, 1e-6, "the control variates' normal equations")?;
+    let beta = chol.solve(&pc.tr_mul(&fc));
+    let resid: Vec<f64> = (0..n)
+        .map(|i| f[i] - phi.row(i).dot(&beta.transpose()))
+        .collect();
+    let cv = resid.iter().sum::<f64>() / n as f64;
+    Ok((cv, se_of(&resid, &s.chains)))
+}
+
+/// Evenly spaced indices, at most `m` of `n`.
+fn thin(n: usize, m: usize) -> Vec<usize> {
+    if n <= m {
+        return (0..n).collect();
+    }
+    (0..m).map(|i| i * n / m).collect()
+}
+
+fn rows(m: &DMatrix<f64>, idx: &[usize]) -> DMatrix<f64> {
+    m.select_rows(idx)
+}
+
+/// A fitted kernel interpolant f̃ = P b + K₀(·, X) a.
+struct Interpolant {
+    x: DMatrix<f64>,
+    u: DMatrix<f64>,
+    a: DVector<f64>,
+    b: DVector<f64>,
+}
+
+/// The columns P: 1, then the polynomial control variates of `order`.
+fn p_matrix(x: &DMatrix<f64>, u: &DMatrix<f64>, order: usize) -> DMatrix<f64> {
+    let n = x.nrows();
+    if order == 0 {
+        return DMatrix::from_element(n, 1, 1.0);
+    }
+    let phi = poly_features(x, u, order);
+    let mut p = DMatrix::from_element(n, phi.ncols() + 1, 1.0);
+    p.columns_mut(1, phi.ncols()).copy_from(&phi);
+    p
+}
+
+/// Fit [K₀ + λI, P; Pᵀ, 0] [a; b] = [f; 0] (λ relative to the mean
+/// diagonal of K₀).
+fn fit(
+    kernel: &BaseKernel,
+    x: DMatrix<f64>,
+    u: DMatrix<f64>,
+    f: &DVector<f64>,
+    lambda: f64,
+    order: usize,
+) -> Result<Interpolant, Error> {
+    let mut k0 = stein_gram(kernel, &x, &u, &x, &u);
+    let n = k0.nrows();
+    let mean_diag = k0.diagonal().mean().abs().max(f64::MIN_POSITIVE);
+    for i in 0..n {
+        k0[(i, i)] += lambda * mean_diag;
+    }
+    let chol = cholesky_jitter(&k0, 0.0, 1e-4, "the Stein kernel matrix")?;
+    let p = p_matrix(&x, &u, order);
+    if p.ncols() >= n {
+        return Err(cv_err(format!(
+            "the semi-exact control functional fits {} polynomial terms and needs more than {} samples",
+            p.ncols(),
+            p.ncols()
+        )));
+    }
+    let ainv_p = chol.solve_upper_t(&chol.solve_lower(&p));
+    let ainv_f = chol.solve(f);
+    let m = p.tr_mul(&ainv_p);
+    let mchol = cholesky_jitter(&m, 0.0, 1e-6, "the control functional's constant terms")?;
+    let b = mchol.solve(&p.tr_mul(&ainv_f));
+    let a = chol.solve(&(f - &p * &b));
+    Ok(Interpolant { x, u, a, b })
+}
+
+impl Interpolant {
+    /// f̃ at the rows of x [m, d] with scores u.
+    fn predict(
+        &self,
+        kernel: &BaseKernel,
+        x: &DMatrix<f64>,
+        u: &DMatrix<f64>,
+        order: usize,
+    ) -> DVector<f64> {
+        let k = stein_gram(kernel, x, u, &self.x, &self.u);
+        p_matrix(x, u, order) * &self.b + k * &self.a
+    }
+}
+
+/// Control functionals (order 0) or semi-exact control functionals.
+fn kernel_cv(
+    s: &Samples,
+    f: &[f64],
+    kernel: BaseKernel,
+    ell: Lengthscale,
+    lambda: f64,
+    order: usize,
+    split: bool,
+) -> Result<(f64, f64), Error> {
+    let n = s.len();
+    if n < 4 {
+        return Err(cv_err("kernel control variates need at least 4 samples"));
+    }
+    let fit_idx = thin(n, MAX_KERNEL_POINTS);
+    let xf = rows(&s.x, &fit_idx);
+    let uf = rows(&s.u, &fit_idx);
+    let ff = DVector::from_iterator(fit_idx.len(), fit_idx.iter().map(|&i| f[i]));
+    let kernel = match ell {
+        Lengthscale::Fixed => kernel,
+        Lengthscale::Median => kernel.with_ell(median_distance(&xf)),
+        Lengthscale::MarginalLikelihood => {
+            best_lengthscale(&kernel, &xf, &uf, &ff, lambda, median_distance(&xf))?
+        }
+    };
+    // Two folds of the fit set (alternate points): each is fitted on one
+    // and evaluated on the other; the held-out residuals give the standard
+    // error, and their means give the split estimator.
+    let m = fit_idx.len();
+    let fold: [Vec<usize>; 2] = [(0..m).step_by(2).collect(), (1..m).step_by(2).collect()];
+    let mut resid = Vec::with_capacity(m);
+    let mut split_est = 0.0;
+    for k in 0..2 {
+        let (tr, te) = (&fold[k], &fold[1 - k]);
+        let ftr = DVector::from_iterator(tr.len(), tr.iter().map(|&i| ff[i]));
+        let it = fit(&kernel, rows(&xf, tr), rows(&uf, tr), &ftr, lambda, order)?;
+        let pred = it.predict(&kernel, &rows(&xf, te), &rows(&uf, te), order);
+        let r: Vec<f64> = te
+            .iter()
+            .zip(pred.iter())
+            .map(|(&i, p)| ff[i] - p)
+            .collect();
+        split_est += 0.5 * (it.b[0] + r.iter().sum::<f64>() / r.len() as f64);
+        resid.extend(r);
+    }
+    let rn = resid.len() as f64;
+    let rm = resid.iter().sum::<f64>() / rn;
+    let se = (resid.iter().map(|r| (r - rm).powi(2)).sum::<f64>() / (rn - 1.0) / rn).sqrt();
+    if split {
+        return Ok((split_est, se));
+    }
+    let it = fit(&kernel, xf, uf, &ff, lambda, order)?;
+    Ok((it.b[0], se))
+}
+
+/// The lengthscale (median × 0.1 … 10) maximising the profiled marginal
+/// likelihood −(n/2) log(f̂ᵀA⁻¹f̂/n) − ½ log|A| of the centred f under
+/// A = K₀ + λI.
+fn best_lengthscale(
+    kernel: &BaseKernel,
+    x: &DMatrix<f64>,
+    u: &DMatrix<f64>,
+    f: &DVector<f64>,
+    lambda: f64,
+    median: f64,
+) -> Result<BaseKernel, Error> {
+    let fc = f.add_scalar(-f.mean());
+    let n = f.len() as f64;
+    let mut best: Option<(f64, BaseKernel)> = None;
+    for scale in [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0] {
+        let k = kernel.with_ell(median * scale);
+        let mut a = stein_gram(&k, x, u, x, u);
+        let md = a.diagonal().mean().abs().max(f64::MIN_POSITIVE);
+        for i in 0..a.nrows() {
+            a[(i, i)] += lambda * md;
+        }
+        let Ok(chol) = cholesky_jitter(&a, 0.0, 1e-4, "the Stein kernel matrix") else {
+            continue;
+        };
+        let q = fc.dot(&chol.solve(&fc)).max(f64::MIN_POSITIVE);
+        let ll = -0.5 * n * (q / n).ln() - 0.5 * chol.log_det();
+        if best.as_ref().is_none_or(|(b, _)| ll > *b) {
+            best = Some((ll, k));
+        }
+    }
+    best.map(|(_, k)| k)
+        .ok_or_else(|| cv_err("no lengthscale gave a positive definite Stein kernel matrix"))
+}

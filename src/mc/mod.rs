@@ -1,0 +1,6 @@
+//! Monte Carlo post-processing on plain arrays: Stein kernels and control
+//! variates (polynomial, control functionals, semi-exact control
+//! functionals, vector-valued), usable on draws from any engine.
+
+pub mod control_variates;
+pub mod stein;
