@@ -233,3 +233,121 @@ fn standard_errors_track_the_error() {
     assert!(rms > 0.5 && rms < 2.0, "rms z {rms}");
     let _ = DVector::<f64>::zeros(1);
 }
+
+/// The pair of Sun's thesis §4.3.1 (South et al.): f₁(x) = 1 + x + x² +
+/// sin(πx) e^{−x²} under N(0, 1) (truth 2) and f₂(x) = 1.5 + x + 1.5x² +
+/// 1.75 sin(πx) e^{−x²} under N(0, σ²) (truth 1.5 + 1.5σ²), 50 samples each,
+/// 100 repetitions. Vector-valued CVs borrow strength across the two tasks.
+#[test]
+fn vector_valued_control_variates_on_the_south_pair() {
+    use tempest::mc::vector_valued::{Task, TaskMatrix, vector_valued};
+    let pi = std::f64::consts::PI;
+    let f1 = |x: f64| 1.0 + x + x * x + (pi * x).sin() * (-x * x).exp();
+    let f2 = |x: f64| 1.5 + x + 1.5 * x * x + 1.75 * (pi * x).sin() * (-x * x).exp();
+    let kernel = BaseKernel::Rbf { ell: 1.0 };
+    let lambda = 1e-3;
+    for sigma2 in [1.0f64, 1.25] {
+        let truth = [2.0, 1.5 + 1.5 * sigma2];
+        let (mut mc, mut cf, mut vv_fixed, mut vv_learned) = (0.0, 0.0, 0.0, 0.0);
+        for r in 0..100 {
+            let a = gaussian(50, &[0.0], &[1.0], 1000 + r);
+            let b = gaussian(50, &[0.0], &[sigma2.sqrt()], 5000 + r);
+            let tasks = [
+                Task {
+                    f: (0..50).map(|i| f1(a.x[(i, 0)])).collect(),
+                    x: a.x.clone(),
+                    u: a.u.clone(),
+                },
+                Task {
+                    f: (0..50).map(|i| f2(b.x[(i, 0)])).collect(),
+                    x: b.x.clone(),
+                    u: b.u.clone(),
+                },
+            ];
+            for (t, task) in tasks.iter().enumerate() {
+                let smp = Samples::iid(task.x.clone(), task.u.clone());
+                let m = Method::Stein {
+                    kernel,
+                    ell: Lengthscale::Median,
+                    lambda,
+                    split: false,
+                };
+                let e = estimate(&m, &smp, &task.f).unwrap();
+                mc += (e.mc - truth[t]).powi(2);
+                cf += (e.cv - truth[t]).powi(2);
+            }
+            let fixed = vector_valued(
+                &tasks,
+                kernel,
+                Lengthscale::Median,
+                lambda,
+                &TaskMatrix::Fixed(DMatrix::identity(2, 2)),
+            )
+            .unwrap();
+            let learned = vector_valued(
+                &tasks,
+                kernel,
+                Lengthscale::Median,
+                lambda,
+                &TaskMatrix::Learned { iters: 100, lr: 0.05 },
+            )
+            .unwrap();
+            for t in 0..2 {
+                vv_fixed += (fixed.estimates[t].cv - truth[t]).powi(2);
+                vv_learned += (learned.estimates[t].cv - truth[t]).powi(2);
+            }
+        }
+        eprintln!("σ² = {sigma2}: MSE mc {mc:.3e} cf {cf:.3e} vv(I) {vv_fixed:.3e} vv(learned) {vv_learned:.3e}");
+        assert!(mc / cf > 10.0, "control functionals vs MC: {}", mc / cf);
+        assert!(mc / vv_learned > 10.0);
+        assert!(vv_learned <= cf * 1.05, "learned B: {vv_learned} vs CF {cf}");
+    }
+}
+
+/// With one task, the vector-valued closed form is the control functional.
+#[test]
+fn one_task_vector_valued_is_the_control_functional() {
+    use tempest::mc::vector_valued::{Task, TaskMatrix, vector_valued};
+    let smp = gaussian(40, &[0.2, -0.3], &[1.0, 0.6], 77);
+    let f: Vec<f64> = (0..40)
+        .map(|i| (smp.x[(i, 0)] * smp.x[(i, 1)]).sin() + smp.x[(i, 0)].powi(2))
+        .collect();
+    let kernel = BaseKernel::Imq {
+        ell: 0.8,
+        beta: -0.5,
+    };
+    let cf = estimate(
+        &Method::Stein {
+            kernel,
+            ell: Lengthscale::Fixed,
+            lambda: 1e-4,
+            split: false,
+        },
+        &smp,
+        &f,
+    )
+    .unwrap();
+    let vv = vector_valued(
+        &[Task {
+            x: smp.x.clone(),
+            u: smp.u.clone(),
+            f: f.clone(),
+        }],
+        kernel,
+        Lengthscale::Fixed,
+        1e-4,
+        &TaskMatrix::Fixed(DMatrix::identity(1, 1)),
+    )
+    .unwrap();
+    assert!((vv.estimates[0].cv - cf.cv).abs() < 1e-9 * cf.cv.abs().max(1.0), "{} vs {}", vv.estimates[0].cv, cf.cv);
+    // A wrong B shape is an error.
+    let e = vector_valued(
+        &[Task { x: smp.x.clone(), u: smp.u.clone(), f }],
+        kernel,
+        Lengthscale::Fixed,
+        1e-4,
+        &TaskMatrix::Fixed(DMatrix::identity(2, 2)),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("task matrix"), "{}", e.message);
+}

@@ -4,3 +4,4 @@
 
 pub mod control_variates;
 pub mod stein;
+pub mod vector_valued;

@@ -1,0 +1,329 @@
+//! Vector-valued control variates: T related integrals Π_t[f_t], each with
+//! samples from its own target Π_t, estimated jointly with a separable
+//! matrix-valued Stein kernel K₀(x, y)_{tt′} = B_{tt′} k₀^{tt′}(x, y), where
+//! k₀^{tt′} is the Stein kernel of the base kernel with the score of Π_t at x
+//! and of Π_{t′} at y. The T × T matrix B couples the tasks: B = I gives T
+//! independent control functionals.
+//!
+//! Closed form (the representer form of the penalised least squares, with
+//! one unpenalised constant β_t per task): with G [M, M] the Gram matrix
+//! G_{(tj),(t′j′)} = B_{tt′} k₀^{tt′}(x_tj, x_t′j′) over all M = Σ m_t
+//! samples, E [M, T] the task indicator and D = diag(m_t / m̄),
+//!
+//!   β̂ = [Eᵀ A⁻¹ E]⁻¹ Eᵀ A⁻¹ y,   α = A⁻¹ (y − E β̂),   A = G + λ D,
+//!
+//! and β̂_t estimates Π_t[f_t]. A learned B = L Lᵀ (L lower triangular with a
+//! positive diagonal, starting at I) minimises
+//! Σ_a r_a²/m_{t(a)} + κ αᵀGα + ‖B‖²_F at the closed-form (α, β), by Adam on
+//! L (the gradient in B by the envelope theorem).
+
+use super::control_variates::{CvEstimate, Lengthscale};
+use super::stein::{BaseKernel, median_distance, stein_gram};
+use crate::error::{Error, ErrorKind};
+use crate::math::linalg::cholesky_jitter;
+use nalgebra::{DMatrix, DVector};
+
+/// One task: samples from Π_t [m_t, d], their scores under Π_t [m_t, d],
+/// and the integrand values f_t [m_t].
+#[derive(Clone, Debug)]
+pub struct Task {
+    /// Samples, [m_t, d].
+    pub x: DMatrix<f64>,
+    /// Scores ∇log π_t at the samples, [m_t, d].
+    pub u: DMatrix<f64>,
+    /// Integrand values, [m_t].
+    pub f: Vec<f64>,
+}
+
+/// The task matrix B.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskMatrix {
+    /// B given.
+    Fixed(DMatrix<f64>),
+    /// B = L Lᵀ learned by Adam from B = I.
+    Learned {
+        /// Adam steps.
+        iters: usize,
+        /// Adam learning rate.
+        lr: f64,
+    },
+}
+
+/// The estimates, one per task, and the B used.
+#[derive(Clone, Debug)]
+pub struct VvEstimate {
+    /// One estimate per task (`mc`, `mc_se` from the task's own samples).
+    pub estimates: Vec<CvEstimate>,
+    /// The task matrix.
+    pub b: DMatrix<f64>,
+}
+
+fn vv_err(msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Settings, msg)
+}
+
+/// The base Gram blocks k₀^{tt′} over all samples [M, M], the task of each
+/// sample, and y [M].
+struct Problem {
+    k: DMatrix<f64>,
+    task: Vec<usize>,
+    y: DVector<f64>,
+    e: DMatrix<f64>,
+    nugget: DVector<f64>,
+    t: usize,
+}
+
+impl Problem {
+    fn new(tasks: &[Task], kernel: &BaseKernel, lambda: f64, pick: &dyn Fn(usize, usize) -> bool) -> Problem {
+        let t = tasks.len();
+        let idx: Vec<Vec<usize>> = tasks
+            .iter()
+            .enumerate()
+            .map(|(ti, task)| (0..task.f.len()).filter(|&j| pick(ti, j)).collect())
+            .collect();
+        let m: usize = idx.iter().map(Vec::len).sum();
+        let mut k = DMatrix::zeros(m, m);
+        let mut task = Vec::with_capacity(m);
+        let mut y = DVector::zeros(m);
+        let mut off = vec![0; t + 1];
+        for ti in 0..t {
+            off[ti + 1] = off[ti] + idx[ti].len();
+            for (j, &s) in idx[ti].iter().enumerate() {
+                task.push(ti);
+                y[off[ti] + j] = tasks[ti].f[s];
+            }
+        }
+        let sel = |ti: usize| {
+            (
+                tasks[ti].x.select_rows(&idx[ti]),
+                tasks[ti].u.select_rows(&idx[ti]),
+            )
+        };
+        let parts: Vec<(DMatrix<f64>, DMatrix<f64>)> = (0..t).map(sel).collect();
+        for a in 0..t {
+            for b in 0..t {
+                let blk = stein_gram(kernel, &parts[a].0, &parts[a].1, &parts[b].0, &parts[b].1);
+                k.view_mut((off[a], off[b]), blk.shape()).copy_from(&blk);
+            }
+        }
+        let mean_diag = k.diagonal().mean().abs().max(f64::MIN_POSITIVE);
+        let mbar = m as f64 / t as f64;
+        let nugget = DVector::from_iterator(
+            m,
+            task.iter()
+                .map(|&ti| lambda * mean_diag * idx[ti].len() as f64 / mbar),
+        );
+        let e = DMatrix::from_fn(m, t, |a, ti| if task[a] == ti { 1.0 } else { 0.0 });
+        Problem {
+            k,
+            task,
+            y,
+            e,
+            nugget,
+            t,
+        }
+    }
+
+    fn gram(&self, b: &DMatrix<f64>) -> DMatrix<f64> {
+        DMatrix::from_fn(self.k.nrows(), self.k.ncols(), |i, j| {
+            b[(self.task[i], self.task[j])] * self.k[(i, j)]
+        })
+    }
+
+    /// (α, β) at B.
+    fn solve(&self, b: &DMatrix<f64>) -> Result<(DVector<f64>, DVector<f64>, DMatrix<f64>), Error> {
+        let g = self.gram(b);
+        let mut a = g.clone();
+        for i in 0..a.nrows() {
+            a[(i, i)] += self.nugget[i];
+        }
+        let chol = cholesky_jitter(&a, 0.0, 1e-4, "the vector-valued Stein kernel matrix")?;
+        let ainv_e = chol.solve_upper_t(&chol.solve_lower(&self.e));
+        let m = self.e.tr_mul(&ainv_e);
+        let mchol = cholesky_jitter(&m, 0.0, 1e-6, "the per-task constants")?;
+        let ainv_y = chol.solve(&self.y);
+        let beta = mchol.solve(&self.e.tr_mul(&ainv_y));
+        let alpha = chol.solve(&(&self.y - &self.e * &beta));
+        Ok((alpha, beta, g))
+    }
+}
+
+/// Estimate Π_t[f_t] for every task jointly.
+///
+/// Errors ([`ErrorKind::Settings`]): no tasks, tasks of different
+/// dimension, a task with fewer than 4 samples, shapes that disagree, B not
+/// T × T, or a factorisation that fails.
+pub fn vector_valued(
+    tasks: &[Task],
+    kernel: BaseKernel,
+    ell: Lengthscale,
+    lambda: f64,
+    b: &TaskMatrix,
+) -> Result<VvEstimate, Error> {
+    let t = tasks.len();
+    if t == 0 {
+        return Err(vv_err("vector-valued control variates need at least one task"));
+    }
+    let d = tasks[0].x.ncols();
+    for (i, task) in tasks.iter().enumerate() {
+        if task.x.ncols() != d || task.u.shape() != task.x.shape() || task.f.len() != task.x.nrows() {
+            return Err(vv_err(format!(
+                "vector-valued control variates: task {i} has {} samples of dimension {}, {} scores and {} values (dimension {d} expected)",
+                task.x.nrows(),
+                task.x.ncols(),
+                task.u.nrows(),
+                task.f.len()
+            )));
+        }
+        if task.f.len() < 4 {
+            return Err(vv_err(format!("task {i} has {} samples; at least 4 are needed", task.f.len())));
+        }
+    }
+    if let TaskMatrix::Fixed(bm) = b
+        && bm.shape() != (t, t)
+    {
+        return Err(vv_err(format!(
+            "the task matrix B is {}×{}, but there are {t} tasks",
+            bm.nrows(),
+            bm.ncols()
+        )));
+    }
+    let kernel = match ell {
+        Lengthscale::Fixed => kernel,
+        _ => {
+            let all = DMatrix::from_fn(
+                tasks.iter().map(|s| s.x.nrows()).sum(),
+                d,
+                |i, j| {
+                    let mut i = i;
+                    for s in tasks {
+                        if i < s.x.nrows() {
+                            return s.x[(i, j)];
+                        }
+                        i -= s.x.nrows();
+                    }
+                    0.0
+                },
+            );
+            kernel.with_ell(median_distance(&all))
+        }
+    };
+    let full = Problem::new(tasks, &kernel, lambda, &|_, _| true);
+    let bm = match b {
+        TaskMatrix::Fixed(bm) => bm.clone(),
+        TaskMatrix::Learned { iters, lr } => learn_b(&full, *iters, *lr)?,
+    };
+    let (_, beta, _) = full.solve(&bm)?;
+    // Standard errors from two folds (alternate samples of every task).
+    let mut resid: Vec<Vec<f64>> = vec![Vec::new(); t];
+    for fold in 0..2 {
+        let train = Problem::new(tasks, &kernel, lambda, &|_, j| j % 2 == fold);
+        let (alpha, beta_f, _) = train.solve(&bm)?;
+        // Predict each task's held-out samples: f̃ = β_t + Σ_b B_{t,t(b)} k₀(x, x_b) α_b.
+        let tr_idx: Vec<Vec<usize>> = tasks
+            .iter()
+            .map(|s| (0..s.f.len()).filter(|j| j % 2 == fold).collect())
+            .collect();
+        for (ti, task) in tasks.iter().enumerate() {
+            let te: Vec<usize> = (0..task.f.len()).filter(|j| j % 2 != fold).collect();
+            let (xt, ut) = (task.x.select_rows(&te), task.u.select_rows(&te));
+            let mut pred = DVector::from_element(te.len(), beta_f[ti]);
+            let mut off = 0;
+            for (tj, other) in tasks.iter().enumerate() {
+                let n = tr_idx[tj].len();
+                let kk = stein_gram(
+                    &kernel,
+                    &xt,
+                    &ut,
+                    &other.x.select_rows(&tr_idx[tj]),
+                    &other.u.select_rows(&tr_idx[tj]),
+                );
+                pred += kk * alpha.rows(off, n) * bm[(ti, tj)];
+                off += n;
+            }
+            resid[ti].extend(te.iter().zip(pred.iter()).map(|(&j, p)| task.f[j] - p));
+        }
+    }
+    let estimates = tasks
+        .iter()
+        .enumerate()
+        .map(|(ti, task)| {
+            let n = task.f.len() as f64;
+            let mc = task.f.iter().sum::<f64>() / n;
+            let sd = |v: &[f64]| {
+                let k = v.len() as f64;
+                let m = v.iter().sum::<f64>() / k;
+                (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (k - 1.0).max(1.0) / k).sqrt()
+            };
+            CvEstimate {
+                mc,
+                mc_se: sd(&task.f),
+                cv: beta[ti],
+                cv_se: sd(&resid[ti]),
+                method: match b {
+                    TaskMatrix::Fixed(_) => "vector_valued(B = fixed)".into(),
+                    TaskMatrix::Learned { .. } => "vector_valued(B = learned)".into(),
+                },
+            }
+        })
+        .collect();
+    Ok(VvEstimate { estimates, b: bm })
+}
+
+/// Adam on L (B = L Lᵀ, diagonal of L = exp(raw)) from B = I.
+fn learn_b(p: &Problem, iters: usize, lr: f64) -> Result<DMatrix<f64>, Error> {
+    let t = p.t;
+    // With weights w_a = 1/m_{t(a)}, the closed form solves
+    // (G + κ W⁻¹) α = y − Eβ, so the nugget of sample a is κ m_{t(a)}.
+    let w: Vec<f64> = p
+        .task
+        .iter()
+        .map(|&ti| 1.0 / p.task.iter().filter(|&&s| s == ti).count() as f64)
+        .collect();
+    let kappa = p.nugget[0] * w[0];
+    let mut raw = DMatrix::<f64>::zeros(t, t);
+    let (mut m1, mut m2) = (DMatrix::<f64>::zeros(t, t), DMatrix::<f64>::zeros(t, t));
+    let (b1, b2, eps) = (0.9, 0.999, 1e-8);
+    let to_l = |raw: &DMatrix<f64>| {
+        DMatrix::from_fn(t, t, |i, j| {
+            if i == j {
+                raw[(i, i)].exp()
+            } else if i > j {
+                raw[(i, j)]
+            } else {
+                0.0
+            }
+        })
+    };
+    for step in 1..=iters {
+        let l = to_l(&raw);
+        let b = &l * l.transpose();
+        let (alpha, beta, g) = p.solve(&b)?;
+        let r = &p.y - &g * &alpha - &p.e * &beta;
+        // S_tt′ = ∂F/∂B_tt′ with the entries independent:
+        // Σ_{a∈t, b∈t′} (−2 w_a r_a α_b + κ α_a α_b) k_ab + 2 B_tt′.
+        let mut s = &b * 2.0;
+        for a in 0..p.k.nrows() {
+            for c in 0..p.k.ncols() {
+                let h = -2.0 * w[a] * r[a] * alpha[c] + kappa * alpha[a] * alpha[c];
+                s[(p.task[a], p.task[c])] += h * p.k[(a, c)];
+            }
+        }
+        let gl = (&s + s.transpose()) * &l;
+        let mut graw = DMatrix::from_fn(t, t, |i, j| if i >= j { gl[(i, j)] } else { 0.0 });
+        for i in 0..t {
+            graw[(i, i)] *= l[(i, i)];
+        }
+        m1 = &m1 * b1 + &graw * (1.0 - b1);
+        m2 = &m2 * b2 + graw.component_mul(&graw) * (1.0 - b2);
+        let c1 = 1.0 - b1.powi(step as i32);
+        let c2 = 1.0 - b2.powi(step as i32);
+        for i in 0..t {
+            for j in 0..=i {
+                raw[(i, j)] -= lr * (m1[(i, j)] / c1) / ((m2[(i, j)] / c2).sqrt() + eps);
+            }
+        }
+    }
+    let l = to_l(&raw);
+    Ok(&l * l.transpose())
+}
