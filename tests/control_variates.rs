@@ -289,7 +289,10 @@ fn vector_valued_control_variates_on_the_south_pair() {
                 kernel,
                 Lengthscale::Median,
                 lambda,
-                &TaskMatrix::Learned { iters: 100, lr: 0.05 },
+                &TaskMatrix::Learned {
+                    iters: 100,
+                    lr: 0.05,
+                },
             )
             .unwrap();
             for t in 0..2 {
@@ -297,10 +300,15 @@ fn vector_valued_control_variates_on_the_south_pair() {
                 vv_learned += (learned.estimates[t].cv - truth[t]).powi(2);
             }
         }
-        eprintln!("σ² = {sigma2}: MSE mc {mc:.3e} cf {cf:.3e} vv(I) {vv_fixed:.3e} vv(learned) {vv_learned:.3e}");
+        eprintln!(
+            "σ² = {sigma2}: MSE mc {mc:.3e} cf {cf:.3e} vv(I) {vv_fixed:.3e} vv(learned) {vv_learned:.3e}"
+        );
         assert!(mc / cf > 10.0, "control functionals vs MC: {}", mc / cf);
         assert!(mc / vv_learned > 10.0);
-        assert!(vv_learned <= cf * 1.05, "learned B: {vv_learned} vs CF {cf}");
+        assert!(
+            vv_learned <= cf * 1.05,
+            "learned B: {vv_learned} vs CF {cf}"
+        );
     }
 }
 
@@ -339,10 +347,19 @@ fn one_task_vector_valued_is_the_control_functional() {
         &TaskMatrix::Fixed(DMatrix::identity(1, 1)),
     )
     .unwrap();
-    assert!((vv.estimates[0].cv - cf.cv).abs() < 1e-9 * cf.cv.abs().max(1.0), "{} vs {}", vv.estimates[0].cv, cf.cv);
+    assert!(
+        (vv.estimates[0].cv - cf.cv).abs() < 1e-9 * cf.cv.abs().max(1.0),
+        "{} vs {}",
+        vv.estimates[0].cv,
+        cf.cv
+    );
     // A wrong B shape is an error.
     let e = vector_valued(
-        &[Task { x: smp.x.clone(), u: smp.u.clone(), f }],
+        &[Task {
+            x: smp.x.clone(),
+            u: smp.u.clone(),
+            f,
+        }],
         kernel,
         Lengthscale::Fixed,
         1e-4,

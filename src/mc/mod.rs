@@ -3,5 +3,6 @@
 //! functionals, vector-valued), usable on draws from any engine.
 
 pub mod control_variates;
+pub mod spec;
 pub mod stein;
 pub mod vector_valued;

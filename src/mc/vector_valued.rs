@@ -73,8 +73,16 @@ struct Problem {
     t: usize,
 }
 
+/// α [M], β [T] and G [M, M].
+type Solution = (DVector<f64>, DVector<f64>, DMatrix<f64>);
+
 impl Problem {
-    fn new(tasks: &[Task], kernel: &BaseKernel, lambda: f64, pick: &dyn Fn(usize, usize) -> bool) -> Problem {
+    fn new(
+        tasks: &[Task],
+        kernel: &BaseKernel,
+        lambda: f64,
+        pick: &dyn Fn(usize, usize) -> bool,
+    ) -> Problem {
         let t = tasks.len();
         let idx: Vec<Vec<usize>> = tasks
             .iter()
@@ -130,8 +138,8 @@ impl Problem {
         })
     }
 
-    /// (α, β) at B.
-    fn solve(&self, b: &DMatrix<f64>) -> Result<(DVector<f64>, DVector<f64>, DMatrix<f64>), Error> {
+    /// (α, β) at B, with the Gram matrix G.
+    fn solve(&self, b: &DMatrix<f64>) -> Result<Solution, Error> {
         let g = self.gram(b);
         let mut a = g.clone();
         for i in 0..a.nrows() {
@@ -162,11 +170,14 @@ pub fn vector_valued(
 ) -> Result<VvEstimate, Error> {
     let t = tasks.len();
     if t == 0 {
-        return Err(vv_err("vector-valued control variates need at least one task"));
+        return Err(vv_err(
+            "vector-valued control variates need at least one task",
+        ));
     }
     let d = tasks[0].x.ncols();
     for (i, task) in tasks.iter().enumerate() {
-        if task.x.ncols() != d || task.u.shape() != task.x.shape() || task.f.len() != task.x.nrows() {
+        if task.x.ncols() != d || task.u.shape() != task.x.shape() || task.f.len() != task.x.nrows()
+        {
             return Err(vv_err(format!(
                 "vector-valued control variates: task {i} has {} samples of dimension {}, {} scores and {} values (dimension {d} expected)",
                 task.x.nrows(),
@@ -176,7 +187,10 @@ pub fn vector_valued(
             )));
         }
         if task.f.len() < 4 {
-            return Err(vv_err(format!("task {i} has {} samples; at least 4 are needed", task.f.len())));
+            return Err(vv_err(format!(
+                "task {i} has {} samples; at least 4 are needed",
+                task.f.len()
+            )));
         }
     }
     if let TaskMatrix::Fixed(bm) = b
@@ -191,20 +205,16 @@ pub fn vector_valued(
     let kernel = match ell {
         Lengthscale::Fixed => kernel,
         _ => {
-            let all = DMatrix::from_fn(
-                tasks.iter().map(|s| s.x.nrows()).sum(),
-                d,
-                |i, j| {
-                    let mut i = i;
-                    for s in tasks {
-                        if i < s.x.nrows() {
-                            return s.x[(i, j)];
-                        }
-                        i -= s.x.nrows();
+            let all = DMatrix::from_fn(tasks.iter().map(|s| s.x.nrows()).sum(), d, |i, j| {
+                let mut i = i;
+                for s in tasks {
+                    if i < s.x.nrows() {
+                        return s.x[(i, j)];
                     }
-                    0.0
-                },
-            );
+                    i -= s.x.nrows();
+                }
+                0.0
+            });
             kernel.with_ell(median_distance(&all))
         }
     };

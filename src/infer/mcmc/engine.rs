@@ -98,6 +98,8 @@ impl McmcEngine {
                 None => None,
             });
         }
+        // The control-variate method is read before sampling.
+        super::fit::cv_spec(&density.bound.graph)?;
         // The `estimate` block is checked at the first chain's initial
         // point, so a mistake in it fails before sampling, not after.
         if let Some(c) = chains.first() {

@@ -9,6 +9,10 @@ use crate::error::Error;
 use crate::ir::eval::Env;
 use crate::ir::expr::TExpr;
 use crate::ir::value::Value;
+use crate::mc::control_variates::{CvEstimate, Method as CvMethod, Samples};
+use crate::mc::spec::CvSpec;
+use crate::mc::vector_valued::{Task, vector_valued};
+use nalgebra::DMatrix;
 use serde_json::{Map, json};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -20,6 +24,9 @@ pub struct Estimate {
     pub name: String,
     /// The Monte Carlo summary of the integrand's draws.
     pub summary: Summary,
+    /// The control-variate estimate (`using control_variates(...)`), if
+    /// asked for.
+    pub cv: Option<CvEstimate>,
 }
 
 /// What a sampler produced.
@@ -119,7 +126,17 @@ impl McmcFit {
             .iter()
             .map(|c| ebfmi(&c.iter().map(|d| d.stats.energy).collect::<Vec<_>>()))
             .collect();
-        let estimates = estimates(&density, &draws)?;
+        let mut estimates = estimates(&density, &draws)?;
+        let spec = cv_spec(&density.bound.graph)?;
+        if !matches!(spec, CvSpec::Scalar(CvMethod::None)) {
+            apply_control_variates(
+                &spec,
+                &draws,
+                &mut estimates,
+                &density,
+                &values_of(&density, &draws)?,
+            )?;
+        }
         let mut fit = McmcFit {
             engine,
             density,
@@ -217,7 +234,14 @@ impl McmcFit {
         }
         let mut est = Map::new();
         for e in &self.estimates {
-            est.insert(e.name.clone(), json!({"mc": e.summary.mean, "mc_se": e.summary.mcse, "sd": e.summary.sd, "ess_bulk": e.summary.ess_bulk, "method": "none"}));
+            let mut j = json!({"mc": e.summary.mean, "mc_se": e.summary.mcse, "sd": e.summary.sd, "ess_bulk": e.summary.ess_bulk, "method": "none"});
+            if let Some(cv) = &e.cv {
+                j["cv"] = json!(cv.cv);
+                j["cv_se"] = json!(cv.cv_se);
+                j["method"] = json!(cv.method);
+                j["variance_reduction"] = json!(cv.variance_reduction());
+            }
+            est.insert(e.name.clone(), j);
         }
         let (min_ess, max_rhat) = self.extremes();
         json!({
@@ -323,6 +347,32 @@ impl McmcFit {
                 row(&mut s, &e.name, &e.summary);
             }
         }
+        if let Some(method) = self
+            .estimates
+            .iter()
+            .find_map(|e| e.cv.as_ref().map(|c| c.method.clone()))
+        {
+            let _ = writeln!(s, "control variates ({method}):");
+            let _ = writeln!(
+                s,
+                "{:width$}  {:>12} {:>10} {:>12} {:>10} {:>10}",
+                "", "cv", "cv_se", "mc", "mc_se", "var. red."
+            );
+            for e in &self.estimates {
+                if let Some(c) = &e.cv {
+                    let _ = writeln!(
+                        s,
+                        "{:width$}  {:>12.6} {:>10.2e} {:>12.6} {:>10.2e} {:>10.1}",
+                        e.name,
+                        c.cv,
+                        c.cv_se,
+                        c.mc,
+                        c.mc_se,
+                        c.variance_reduction()
+                    );
+                }
+            }
+        }
         let _ = writeln!(
             s,
             "divergences: {} of {total}; step sizes: {}",
@@ -342,6 +392,93 @@ impl McmcFit {
 
 fn summary_json(s: &Summary) -> serde_json::Value {
     json!({"mean": s.mean, "sd": s.sd, "mcse": s.mcse, "q5": s.q5, "q50": s.q50, "q95": s.q95, "rhat": s.rhat, "ess_bulk": s.ess_bulk, "ess_tail": s.ess_tail})
+}
+
+/// The model's control-variate method (`using control_variates(...)`),
+/// plain Monte Carlo when there is none.
+pub fn cv_spec(g: &crate::ir::graph::Graph) -> Result<CvSpec, Error> {
+    match &g.estimate_method {
+        Some(call) => match call.args.first() {
+            Some(a) => crate::mc::spec::parse(&a.value),
+            None => Ok(CvSpec::none()),
+        },
+        None => Ok(CvSpec::none()),
+    }
+}
+
+/// Every estimate's integrand per draw [chains][draws][components].
+fn values_of(density: &Density, draws: &[Vec<Draw>]) -> Result<Vec<Vec<Vec<f64>>>, Error> {
+    draws
+        .iter()
+        .map(|c| {
+            c.iter()
+                .map(|d| Ok(estimate_values(density, &d.q)?.concat()))
+                .collect::<Result<_, Error>>()
+        })
+        .collect()
+}
+
+/// Control variates for every estimate component, from the draws x (on
+/// the unconstrained scale) and their scores ∇log π(x).
+fn apply_control_variates(
+    spec: &CvSpec,
+    draws: &[Vec<Draw>],
+    estimates: &mut [Estimate],
+    density: &Density,
+    values: &[Vec<Vec<f64>>],
+) -> Result<(), Error> {
+    let all: Vec<&Draw> = draws.iter().flatten().collect();
+    let n = all.len();
+    let d = density.dim;
+    let x = DMatrix::from_fn(n, d, |i, j| all[i].q[j]);
+    let u = DMatrix::from_fn(n, d, |i, j| all[i].score[j]);
+    let f: Vec<Vec<f64>> = (0..estimates.len())
+        .map(|k| values.iter().flatten().map(|v| v[k]).collect())
+        .collect();
+    match spec {
+        CvSpec::Scalar(m) => {
+            let samples = Samples {
+                x,
+                u,
+                chains: draws.iter().map(Vec::len).collect(),
+            };
+            for (e, fk) in estimates.iter_mut().zip(&f) {
+                e.cv = Some(crate::mc::control_variates::estimate(m, &samples, fk)?);
+            }
+        }
+        CvSpec::VectorValued {
+            kernel,
+            ell,
+            lambda,
+            b,
+        } => {
+            // The integrals share one target: every task has the same draws,
+            // thinned so that the joint system stays small.
+            let t = estimates.len();
+            let keep = (crate::mc::control_variates::MAX_KERNEL_POINTS / t.max(1)).max(20);
+            let idx: Vec<usize> = if n <= keep {
+                (0..n).collect()
+            } else {
+                (0..keep).map(|i| i * n / keep).collect()
+            };
+            let tasks: Vec<Task> = f
+                .iter()
+                .map(|fk| Task {
+                    x: x.select_rows(&idx),
+                    u: u.select_rows(&idx),
+                    f: idx.iter().map(|&i| fk[i]).collect(),
+                })
+                .collect();
+            let vv = vector_valued(&tasks, *kernel, *ell, *lambda, b)?;
+            for (e, mut cv) in estimates.iter_mut().zip(vv.estimates) {
+                // The plain Monte Carlo figures use every draw.
+                cv.mc = e.summary.mean;
+                cv.mc_se = e.summary.mcse;
+                e.cv = Some(cv);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One estimate's integrand at x, flattened.
@@ -398,6 +535,7 @@ fn estimates(density: &Density, draws: &[Vec<Draw>]) -> Result<Vec<Estimate>, Er
             out.push(Estimate {
                 name,
                 summary: summarize(&chains),
+                cv: None,
             });
         }
     }
