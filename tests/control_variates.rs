@@ -295,9 +295,9 @@ fn vector_valued_control_variates_on_the_south_pair() {
                 },
             )
             .unwrap();
-            for t in 0..2 {
-                vv_fixed += (fixed.estimates[t].cv - truth[t]).powi(2);
-                vv_learned += (learned.estimates[t].cv - truth[t]).powi(2);
+            for (t, tr) in truth.iter().enumerate() {
+                vv_fixed += (fixed.estimates[t].cv - tr).powi(2);
+                vv_learned += (learned.estimates[t].cv - tr).powi(2);
             }
         }
         eprintln!(
