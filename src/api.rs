@@ -134,6 +134,13 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Fit> {
         .into());
     }
     let sampler = matches!(cfg.name.as_str(), "nuts" | "hmc" | "mala");
+    if options.test.is_some() && cfg.name == "evidence" {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            "--test: the `evidence` engine estimates the model evidence and makes no predictions",
+        )
+        .into());
+    }
     if options.csv.is_some() && !sampler {
         return Err(Error::new(
             ErrorKind::Settings,
@@ -177,6 +184,10 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Fit> {
                 param,
             )?)
         }
+        "evidence" => Box::new(crate::infer::evidence::engine::EvidenceEngine::new(
+            Density::new(shared)?,
+            &cfg,
+        )?),
         "nuts" | "hmc" | "mala" => Box::new(McmcEngine::new(
             Density::new(shared)?,
             &cfg,
@@ -202,7 +213,9 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Fit> {
         match &mut fit {
             Fit::Exact(f) => f.attach_test(t)?,
             Fit::Variational(f) => f.attach_test(t, cfg.int("bins").max(1) as usize)?,
-            Fit::Mcmc(_) => return Err(Error::internal("test data reached a sampler").into()),
+            Fit::Mcmc(_) | Fit::Evidence(_) => {
+                return Err(Error::internal("test data reached a sampler").into());
+            }
         }
     }
     Ok(fit)

@@ -1,5 +1,6 @@
 //! The results of running an engine: summary text and JSON.
 
+use super::evidence::fit::EvidenceFit;
 use super::exact::model::ExactModel;
 use super::exact::objective::LmlState;
 use super::exact::predict::Predictions;
@@ -21,6 +22,8 @@ pub enum Fit {
     Variational(Box<VariationalFit>),
     /// Markov chain Monte Carlo (NUTS, HMC, MALA).
     Mcmc(Box<McmcFit>),
+    /// Model evidence by thermodynamic integration.
+    Evidence(Box<EvidenceFit>),
 }
 
 impl Fit {
@@ -30,6 +33,7 @@ impl Fit {
             Fit::Exact(_) => "exact",
             Fit::Variational(f) => f.engine,
             Fit::Mcmc(f) => f.engine,
+            Fit::Evidence(_) => "evidence",
         }
     }
     /// Machine-readable results.
@@ -38,6 +42,7 @@ impl Fit {
             Fit::Exact(f) => f.to_json(),
             Fit::Variational(f) => f.to_json(),
             Fit::Mcmc(f) => f.to_json(),
+            Fit::Evidence(f) => f.to_json(),
         }
     }
     /// A readable summary.
@@ -46,6 +51,7 @@ impl Fit {
             Fit::Exact(f) => f.summary(),
             Fit::Variational(f) => f.summary(),
             Fit::Mcmc(f) => f.summary(),
+            Fit::Evidence(f) => f.summary(),
         }
     }
     /// The exact fit, if this is one.
@@ -59,6 +65,13 @@ impl Fit {
     pub fn as_variational(&self) -> Option<&VariationalFit> {
         match self {
             Fit::Variational(f) => Some(f),
+            _ => None,
+        }
+    }
+    /// The evidence fit, if this is one.
+    pub fn as_evidence(&self) -> Option<&EvidenceFit> {
+        match self {
+            Fit::Evidence(f) => Some(f),
             _ => None,
         }
     }

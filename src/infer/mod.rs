@@ -2,6 +2,7 @@
 //! their results.
 
 pub mod engine;
+pub mod evidence;
 pub mod exact;
 pub mod fit;
 pub mod gradients;

@@ -365,7 +365,7 @@ pub const ENGINES: &[EngineSchema] = &[
     },
     EngineSchema {
         name: "evidence",
-        implemented: false,
+        implemented: true,
         doc: "model evidence by thermodynamic integration over power posteriors",
         settings: &[
             s(

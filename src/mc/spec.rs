@@ -7,7 +7,7 @@
 //! stein | stein(rbf | imq | preconditioned, ell = 1.5 | median | ml,
 //!               lambda = 1e-4, split = true, beta = -0.5, alpha = 0.1)
 //! secf | secf(rbf, order = 1 | 2, ell = ..., lambda = ...)
-//! vector_valued(rbf, B = fixed([[1, 0.5], [0.5, 1]]) | learned | learned(iters = 200, lr = 0.05),
+//! vector_valued(rbf, B = fixed([[1, 0.5], [0.5, 1]]) | learned | learned(iters = 100, lr = 0.05),
 //!               ell = ..., lambda = ...)
 //! ```
 
@@ -33,6 +33,9 @@ pub enum CvSpec {
         lambda: f64,
         /// The task matrix B.
         b: TaskMatrix,
+        /// Degree of per-task polynomial control variates beside the kernel
+        /// (0: none).
+        order: usize,
     },
 }
 
@@ -238,12 +241,20 @@ pub fn parse(e: &Expr) -> Result<CvSpec, Error> {
         }
         "vector_valued" => {
             let mut b = TaskMatrix::Learned {
-                iters: 200,
+                iters: 100,
                 lr: 0.05,
             };
+            let mut order = 0;
             let o = kernel_opts(args, &mut |n, v| {
                 if n == "B" {
                     b = task_matrix(v)?;
+                    return Ok(true);
+                }
+                if n == "order" {
+                    order = match number(v) {
+                        Some(x) if x == 0.0 || x == 1.0 || x == 2.0 => x as usize,
+                        _ => return Err(err(v, "`order` is 0, 1 or 2")),
+                    };
                     return Ok(true);
                 }
                 Ok(false)
@@ -253,6 +264,7 @@ pub fn parse(e: &Expr) -> Result<CvSpec, Error> {
                 ell: o.ell,
                 lambda: o.lambda,
                 b,
+                order,
             }
         }
         other => {
@@ -271,13 +283,13 @@ fn task_matrix(v: &Expr) -> Result<TaskMatrix, Error> {
     let bad = || {
         err(
             v,
-            "`B` is `learned`, `learned(iters = 200, lr = 0.05)` or `fixed([[1, 0.5], [0.5, 1]])`",
+            "`B` is `learned`, `learned(iters = 100, lr = 0.05)` or `fixed([[1, 0.5], [0.5, 1]])`",
         )
     };
     let (name, args) = name_of(v).ok_or_else(bad)?;
     match name {
         "learned" => {
-            let (mut iters, mut lr) = (200usize, 0.05);
+            let (mut iters, mut lr) = (100usize, 0.05);
             for a in args {
                 match (a.name.as_ref().map(|n| n.name.as_str()), number(&a.value)) {
                     (Some("iters"), Some(x)) if x >= 1.0 => iters = x as usize,

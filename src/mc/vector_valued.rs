@@ -17,7 +17,7 @@
 //! Σ_a r_a²/m_{t(a)} + κ αᵀGα + ‖B‖²_F at the closed-form (α, β), by Adam on
 //! L (the gradient in B by the envelope theorem).
 
-use super::control_variates::{CvEstimate, Lengthscale};
+use super::control_variates::{CvEstimate, Lengthscale, poly_features};
 use super::stein::{BaseKernel, median_distance, stein_gram};
 use crate::error::{Error, ErrorKind};
 use crate::math::linalg::cholesky_jitter;
@@ -71,6 +71,9 @@ struct Problem {
     e: DMatrix<f64>,
     nugget: DVector<f64>,
     t: usize,
+    /// Columns per task in `e`: the constant, then the polynomial control
+    /// variates of the task's degree.
+    width: usize,
 }
 
 /// α [M], β [T] and G [M, M].
@@ -81,6 +84,7 @@ impl Problem {
         tasks: &[Task],
         kernel: &BaseKernel,
         lambda: f64,
+        order: usize,
         pick: &dyn Fn(usize, usize) -> bool,
     ) -> Problem {
         let t = tasks.len();
@@ -121,8 +125,27 @@ impl Problem {
             task.iter()
                 .map(|&ti| lambda * mean_diag * idx[ti].len() as f64 / mbar),
         );
-        let e = DMatrix::from_fn(m, t, |a, ti| if task[a] == ti { 1.0 } else { 0.0 });
+        // Per task: its indicator, and (semi-exact) its polynomial control
+        // variates on its own rows.
+        let q = if order == 0 {
+            0
+        } else {
+            poly_features(&parts[0].0, &parts[0].1, order).ncols()
+        };
+        let width = 1 + q;
+        let mut e = DMatrix::zeros(m, t * width);
+        for ti in 0..t {
+            for j in 0..idx[ti].len() {
+                e[(off[ti] + j, ti * width)] = 1.0;
+            }
+            if q > 0 {
+                let phi = poly_features(&parts[ti].0, &parts[ti].1, order);
+                e.view_mut((off[ti], ti * width + 1), (idx[ti].len(), q))
+                    .copy_from(&phi);
+            }
+        }
         Problem {
+            width,
             k,
             task,
             y,
@@ -167,6 +190,20 @@ pub fn vector_valued(
     ell: Lengthscale,
     lambda: f64,
     b: &TaskMatrix,
+) -> Result<VvEstimate, Error> {
+    vector_valued_poly(tasks, kernel, ell, lambda, b, 0)
+}
+
+/// [`vector_valued`] with, per task, the polynomial control variates of
+/// degree `order` (0: none; 1 or 2: semi-exact, exact for polynomial
+/// integrands of that degree under Gaussian targets) beside the kernel.
+pub fn vector_valued_poly(
+    tasks: &[Task],
+    kernel: BaseKernel,
+    ell: Lengthscale,
+    lambda: f64,
+    b: &TaskMatrix,
+    order: usize,
 ) -> Result<VvEstimate, Error> {
     let t = tasks.len();
     if t == 0 {
@@ -218,7 +255,7 @@ pub fn vector_valued(
             kernel.with_ell(median_distance(&all))
         }
     };
-    let full = Problem::new(tasks, &kernel, lambda, &|_, _| true);
+    let full = Problem::new(tasks, &kernel, lambda, order, &|_, _| true);
     let bm = match b {
         TaskMatrix::Fixed(bm) => bm.clone(),
         TaskMatrix::Learned { iters, lr } => learn_b(&full, *iters, *lr)?,
@@ -227,7 +264,7 @@ pub fn vector_valued(
     // Standard errors from two folds (alternate samples of every task).
     let mut resid: Vec<Vec<f64>> = vec![Vec::new(); t];
     for fold in 0..2 {
-        let train = Problem::new(tasks, &kernel, lambda, &|_, j| j % 2 == fold);
+        let train = Problem::new(tasks, &kernel, lambda, order, &|_, j| j % 2 == fold);
         let (alpha, beta_f, _) = train.solve(&bm)?;
         // Predict each task's held-out samples: f̃ = β_t + Σ_b B_{t,t(b)} k₀(x, x_b) α_b.
         let tr_idx: Vec<Vec<usize>> = tasks
@@ -237,7 +274,11 @@ pub fn vector_valued(
         for (ti, task) in tasks.iter().enumerate() {
             let te: Vec<usize> = (0..task.f.len()).filter(|j| j % 2 != fold).collect();
             let (xt, ut) = (task.x.select_rows(&te), task.u.select_rows(&te));
-            let mut pred = DVector::from_element(te.len(), beta_f[ti]);
+            let w = train.width;
+            let mut pred = DVector::from_element(te.len(), beta_f[ti * w]);
+            if w > 1 {
+                pred += poly_features(&xt, &ut, order) * beta_f.rows(ti * w + 1, w - 1);
+            }
             let mut off = 0;
             for (tj, other) in tasks.iter().enumerate() {
                 let n = tr_idx[tj].len();
@@ -268,12 +309,20 @@ pub fn vector_valued(
             CvEstimate {
                 mc,
                 mc_se: sd(&task.f),
-                cv: beta[ti],
+                cv: beta[ti * full.width],
                 cv_se: sd(&resid[ti]),
-                method: match b {
-                    TaskMatrix::Fixed(_) => "vector_valued(B = fixed)".into(),
-                    TaskMatrix::Learned { .. } => "vector_valued(B = learned)".into(),
-                },
+                method: format!(
+                    "vector_valued(B = {}{})",
+                    match b {
+                        TaskMatrix::Fixed(_) => "fixed",
+                        TaskMatrix::Learned { .. } => "learned",
+                    },
+                    if order > 0 {
+                        format!(", poly{order}")
+                    } else {
+                        String::new()
+                    }
+                ),
             }
         })
         .collect();

@@ -94,11 +94,34 @@ impl Chain {
         seed: u64,
         cfg: ChainConfig,
     ) -> Result<Chain, Error> {
+        Self::new_at(target, id, seed, cfg, None)
+    }
+
+    /// A chain that starts at `init` when the density there is finite (a
+    /// warm start), else like [`Chain::new`].
+    pub fn new_at<T: Target + ?Sized>(
+        target: &T,
+        id: usize,
+        seed: u64,
+        cfg: ChainConfig,
+        init: Option<&[f64]>,
+    ) -> Result<Chain, Error> {
         let mut rng = StdRng::seed_from_u64(chain_seed(seed, id));
         let dim = target.dim();
         let mut state = None;
         let mut last_err = None;
+        if let Some(q) = init
+            && q.len() == dim
+            && let Ok(s) = State::at(target, q.to_vec())
+            && s.lp.is_finite()
+            && s.grad.iter().all(|g| g.is_finite())
+        {
+            state = Some(s);
+        }
         for _ in 0..100 {
+            if state.is_some() {
+                break;
+            }
             let q: Vec<f64> = (0..dim).map(|_| rng.random::<f64>() * 4.0 - 2.0).collect();
             match State::at(target, q) {
                 Ok(s) if s.lp.is_finite() && s.grad.iter().all(|g| g.is_finite()) => {

@@ -98,6 +98,9 @@ pub struct Density {
     pub slots: Vec<Slot>,
     latent: Option<Latent>,
     marginal: Option<Marginal>,
+    /// The power t of the likelihood (1, or a rung of thermodynamic
+    /// integration): log π = log prior + t · log p(y | x).
+    pub power: f64,
     /// The dimension of x.
     pub dim: usize,
 }
@@ -260,6 +263,7 @@ impl Density {
             slots,
             latent,
             marginal,
+            power: 1.0,
             dim: offset,
         })
     }
@@ -358,6 +362,26 @@ impl Density {
     /// Evaluated in f64 without the reverse pass, so it costs a fraction of
     /// [`Density::log_density_grad`].
     pub fn log_density(&self, x: &[f64]) -> Result<f64, Error> {
+        let (prior, lik) = self.log_parts(x, self.power != 0.0)?;
+        Ok(if self.power == 0.0 {
+            prior
+        } else {
+            prior + self.power * lik
+        })
+    }
+
+    /// log p(y | x): the observations' log density at power 1 (each with
+    /// the power written in the model, if any), including the log marginal
+    /// likelihood of an integrated-out GP. Thermodynamic integration
+    /// averages this over each power posterior.
+    pub fn log_likelihood(&self, x: &[f64]) -> Result<f64, Error> {
+        Ok(self.log_parts(x, true)?.1)
+    }
+
+    /// (log prior part, log-likelihood part) of log π at power 1: the
+    /// Jacobian, priors and −½‖v‖², and the observations (computed only
+    /// when `lik`).
+    fn log_parts(&self, x: &[f64], lik: bool) -> Result<(f64, f64), Error> {
         let (params, logjac, _) = self.params_at(x);
         let sites = self.sites_at(x, &params)?;
         let env = Env::new(&self.bound, &self.hypers, &params, &sites);
@@ -365,6 +389,14 @@ impl Density {
         let mut lp = logjac;
         for p in &g.priors {
             lp += self.term_value(&env, &p.dist, &params[p.param], 1.0)?;
+        }
+        if let Some(lt) = &self.latent {
+            let v = &x[lt.offset..lt.offset + lt.n * lt.classes];
+            lp -= 0.5 * v.iter().map(|a| a * a).sum::<f64>();
+        }
+        let mut ll = 0.0;
+        if !lik {
+            return Ok((lp, ll));
         }
         for (j, o) in g.observations.iter().enumerate() {
             if self.marginal.as_ref().is_some_and(|m| m.model.obs == j) {
@@ -375,18 +407,14 @@ impl Density {
                 None => 1.0,
             };
             if t != 0.0 {
-                lp += self.term_value(&env, &o.dist, &self.bound.data[o.data], t)?;
+                ll += self.term_value(&env, &o.dist, &self.bound.data[o.data], t)?;
             }
         }
         if let Some(m) = &self.marginal {
             let pieces = m.model.pieces_in(&env, m.model.inputs.len())?;
-            lp += m.model.lml_of(&pieces)?.lml;
+            ll += m.model.lml_of(&pieces)?.lml;
         }
-        if let Some(lt) = &self.latent {
-            let v = &x[lt.offset..lt.offset + lt.n * lt.classes];
-            lp -= 0.5 * v.iter().map(|a| a * a).sum::<f64>();
-        }
-        Ok(lp)
+        Ok((lp, ll))
     }
 
     /// One sampling statement's log density, tempered by t (values only).
@@ -448,10 +476,11 @@ impl Density {
             if self.marginal.as_ref().is_some_and(|m| m.model.obs == j) {
                 continue;
             }
-            let t = match &o.temperature {
-                Some(e) => tape.env().scalar(e)?,
-                None => 1.0,
-            };
+            let t = self.power
+                * match &o.temperature {
+                    Some(e) => tape.env().scalar(e)?,
+                    None => 1.0,
+                };
             if t == 0.0 {
                 continue;
             }
@@ -467,8 +496,10 @@ impl Density {
                     + Self::dlogjac(&s.bounds, u);
             }
         }
-        if let Some(m) = &self.marginal {
-            lp += self.marginal_term(m, &params, &dtheta, grad)?;
+        if let Some(m) = &self.marginal
+            && self.power != 0.0
+        {
+            lp += self.power * self.marginal_term(m, &params, &dtheta, grad)?;
         }
         if let (Some(lt), Some(l)) = (&self.latent, &factor) {
             let adj_f = tape.adj.sites[lt.site].take();
@@ -584,7 +615,7 @@ impl Density {
             let pd = m.model.pieces_in(&env, n)?;
             let g = m.model.grad_chunk(&state, &w, &pd)?;
             for (c, &coord) in chunk.iter().enumerate() {
-                grad[coord] += g[c] * dtheta[coord];
+                grad[coord] += self.power * g[c] * dtheta[coord];
             }
         }
         Ok(state.lml)
@@ -737,6 +768,12 @@ impl Density {
                 crate::ir::ops::zip_num(&cur, &y_adj, &|a, b| a + b, "+", Default::default())?;
         }
         Ok(t * total)
+    }
+
+    /// The same density with the likelihood raised to the power t ≥ 0.
+    pub fn with_power(mut self, t: f64) -> Density {
+        self.power = t;
+        self
     }
 
     /// Whether a latent GP is integrated out (a Gaussian likelihood), so its

@@ -52,6 +52,18 @@ impl McmcEngine {
         csv: Option<PathBuf>,
         model_name: &str,
     ) -> Result<McmcEngine, Error> {
+        Self::with_init(density, cfg, csv, model_name, None)
+    }
+
+    /// Like [`McmcEngine::new`], with chain k starting at `init[k]` (a warm
+    /// start) when given.
+    pub fn with_init(
+        density: Density,
+        cfg: &EngineConfig,
+        csv: Option<PathBuf>,
+        model_name: &str,
+        init: Option<&[Vec<f64>]>,
+    ) -> Result<McmcEngine, Error> {
         let method = match cfg.name.as_str() {
             "nuts" => Method::Nuts {
                 max_depth: cfg.int("max_depth").max(1) as usize,
@@ -73,7 +85,10 @@ impl McmcEngine {
         let density = Arc::new(density);
         let chains: Vec<Chain> = (0..n)
             .into_par_iter()
-            .map(|i| Chain::new(&*density, i, seed, chain_cfg))
+            .map(|i| {
+                let at = init.and_then(|v| v.get(i)).map(Vec::as_slice);
+                Chain::new_at(&*density, i, seed, chain_cfg, at)
+            })
             .collect::<Result<_, _>>()?;
         let names = density.stan_names();
         let mut writers = Vec::with_capacity(n);
@@ -137,6 +152,15 @@ impl McmcEngine {
             warmup_seconds: 0.0,
             gradients: 0,
         })
+    }
+}
+
+impl McmcEngine {
+    /// The kept draws per chain and each chain's current position (after
+    /// `step` has returned `Done`).
+    pub fn into_draws(self) -> (Vec<Vec<Draw>>, Vec<Vec<f64>>) {
+        let pos = self.chains.iter().map(|c| c.position()).collect();
+        (self.draws, pos)
     }
 }
 

@@ -11,7 +11,7 @@ use crate::ir::expr::TExpr;
 use crate::ir::value::Value;
 use crate::mc::control_variates::{CvEstimate, Method as CvMethod, Samples};
 use crate::mc::spec::CvSpec;
-use crate::mc::vector_valued::{Task, vector_valued};
+use crate::mc::vector_valued::{Task, vector_valued_poly};
 use nalgebra::DMatrix;
 use serde_json::{Map, json};
 use std::fmt::Write;
@@ -451,6 +451,7 @@ fn apply_control_variates(
             ell,
             lambda,
             b,
+            order,
         } => {
             // The integrals share one target: every task has the same draws,
             // thinned so that the joint system stays small.
@@ -469,7 +470,7 @@ fn apply_control_variates(
                     f: idx.iter().map(|&i| fk[i]).collect(),
                 })
                 .collect();
-            let vv = vector_valued(&tasks, *kernel, *ell, *lambda, b)?;
+            let vv = vector_valued_poly(&tasks, *kernel, *ell, *lambda, b, *order)?;
             for (e, mut cv) in estimates.iter_mut().zip(vv.estimates) {
                 // The plain Monte Carlo figures use every draw.
                 cv.mc = e.summary.mean;
