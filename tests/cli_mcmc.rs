@@ -257,3 +257,77 @@ fn sampler_model_errors_point_at_the_source() {
         assert!(err.contains('│'), "{name}: no source excerpt in\n{err}");
     }
 }
+
+#[test]
+fn evidence_example_writes_json_and_plot() {
+    let dir = out_dir("cli_evidence");
+    let json = dir.join("ev.json");
+    let png = dir.join("ev.png");
+    let o = tempest(&[
+        "run",
+        "examples/evidence.tempest",
+        "--data",
+        "examples/data/evidence_linreg.csv",
+        "--set",
+        "rungs=11",
+        "--set",
+        "control_variates=poly2",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        png.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let out = assert_ok(&o);
+    assert!(out.contains("log evidence:"), "{out}");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(j["engine"], "evidence");
+    assert!(j["log_evidence"].is_number() && j["mcse"].is_number());
+    let rungs = j["rungs"].as_array().unwrap();
+    assert_eq!(rungs.len(), 11);
+    for key in ["t", "mean", "var"] {
+        assert!(rungs[3][key].is_number(), "rungs[3].{key}");
+    }
+    assert_eq!(rungs[0]["t"], 0.0);
+    assert_eq!(rungs[10]["t"], 1.0);
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+}
+
+#[test]
+fn estimates_with_control_variates_from_the_command_line() {
+    let dir = out_dir("cli_cv");
+    let model = dir.join("cv.tempest");
+    let text = std::fs::read_to_string("examples/logistic.tempest")
+        .unwrap()
+        .replace("\ninfer nuts", " using control_variates(poly1)\ninfer nuts");
+    std::fs::write(&model, text).unwrap();
+    let json = dir.join("cv.json");
+    let o = tempest(&[
+        "run",
+        model.to_str().unwrap(),
+        "--data",
+        "examples/data/breast_cancer_prepared.csv",
+        "--rows",
+        "0..199",
+        "--set",
+        "chains=2",
+        "--set",
+        "warmup=200",
+        "--set",
+        "draws=300",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let out = assert_ok(&o);
+    assert!(out.contains("control variates (poly1)"), "{out}");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let e = &j["estimates"]["p_average"];
+    for key in ["mc", "mc_se", "cv", "cv_se", "variance_reduction"] {
+        assert!(e[key].is_number(), "estimates.p_average.{key}: {e}");
+    }
+    assert_eq!(e["method"], "poly1");
+    assert!(e["variance_reduction"].as_f64().unwrap() > 1.0, "{e}");
+}

@@ -56,7 +56,8 @@ enum Command {
         /// Draw the fit to this PNG file: exact engine, the fit (1-D inputs);
         /// variational engines, the reliability diagram when test outcomes of
         /// a classifier are given, else the ELBO trace; samplers, trace and
-        /// density plots of the first eight params.
+        /// density plots of the first eight params; evidence, the rung means
+        /// against t.
         #[arg(long, value_name = "OUT.png")]
         plot: Option<PathBuf>,
         /// Samplers: stream each chain's draws to `PREFIX_1.csv`,
@@ -289,9 +290,17 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
                 write_json(path, &j)?;
             }
             if let Some(path) = &plot {
-                match (fit.as_variational(), fit.as_mcmc()) {
-                    (Some(v), _) => draw_variational(v, n_bins, path)?,
-                    (_, Some(m)) => draw_mcmc(m, path)?,
+                match (fit.as_variational(), fit.as_mcmc(), fit.as_evidence()) {
+                    (Some(v), _, _) => draw_variational(v, n_bins, path)?,
+                    (_, Some(m), _) => draw_mcmc(m, path)?,
+                    (_, _, Some(ev)) => tempest::output::plot_evidence::rung_means(
+                        path,
+                        ev,
+                        &format!(
+                            "thermodynamic integration: log evidence {:.4} ± {:.4}",
+                            ev.log_evidence, ev.mcse
+                        ),
+                    )?,
                     _ => draw(&fit, path)?,
                 }
                 println!("plot written to {}", path.display());

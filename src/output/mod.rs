@@ -1,6 +1,7 @@
 //! Output: plots, progress display and result files.
 
 pub mod plot;
+pub mod plot_evidence;
 pub mod plot_mcmc;
 pub mod progress;
 pub mod stan_csv;

@@ -6,7 +6,7 @@
 //!   log p(y) ≈ Σᵢ (Δtᵢ/2)(μᵢ + μᵢ₊₁) − (Δtᵢ²/12)(vᵢ₊₁ − vᵢ),  Δtᵢ = tᵢ₊₁ − tᵢ.
 //!
 //! Its Monte Carlo standard error combines the rungs' standard errors of μᵢ
-//! with the trapezoid weights (the rungs are independent runs).
+//! and vᵢ with their weights in the rule (the rungs are independent runs).
 
 use crate::error::Error;
 use crate::infer::mcmc::diagnostics::mcse_mean;
@@ -45,6 +45,8 @@ pub struct RungStat {
     pub var: f64,
     /// The standard error of μ.
     pub mean_se: f64,
+    /// The standard error of v (approximate).
+    pub var_se: f64,
     /// The plain Monte Carlo μ.
     pub mean_mc: f64,
     /// Its standard error.
@@ -125,11 +127,19 @@ impl EvidenceFit {
                 let all: Vec<f64> = r.loglik.concat();
                 let (m, v) = mean_var(&all);
                 let se = se_chains(&r.loglik);
+                // Var of the sample variance ≈ 2v²/n_eff for near-normal
+                // values, with n_eff from the mean's standard error.
+                let n_eff = if se > 0.0 {
+                    v / (se * se)
+                } else {
+                    all.len() as f64
+                };
                 RungStat {
                     t: r.t,
                     mean: m,
                     var: v,
                     mean_se: se,
+                    var_se: v * (2.0 / n_eff.max(1.0)).sqrt(),
                     mean_mc: m,
                     mean_mc_se: se,
                     var_mc: v,
@@ -154,6 +164,7 @@ impl EvidenceFit {
                     st.mean = e1.cv;
                     st.mean_se = e1.cv_se;
                     st.var = (e2.cv - e1.cv * e1.cv).max(0.0);
+                    st.var_se = e2.cv_se.hypot(2.0 * e1.cv * e1.cv_se);
                 }
                 m.name()
             }
@@ -206,6 +217,7 @@ impl EvidenceFit {
                         st.mean = m1.cv;
                         st.mean_se = m1.cv_se;
                         st.var = (m2.cv - m1.cv * m1.cv).max(0.0);
+                        st.var_se = m2.cv_se.hypot(2.0 * m1.cv * m1.cv_se);
                         name = m1.method.clone();
                     }
                 }
@@ -221,7 +233,9 @@ impl EvidenceFit {
         for (i, r) in rungs.iter().enumerate() {
             let left = if i > 0 { t[i] - t[i - 1] } else { 0.0 };
             let right = if i + 1 < w { t[i + 1] - t[i] } else { 0.0 };
+            // μᵢ enters with weight (Δtᵢ₋₁ + Δtᵢ)/2, vᵢ with (Δtᵢ² − Δtᵢ₋₁²)/12.
             v += (0.5 * (left + right) * r.mean_se).powi(2);
+            v += ((right * right - left * left) / 12.0 * r.var_se).powi(2);
         }
         Ok(EvidenceFit {
             log_evidence,
@@ -247,7 +261,7 @@ impl EvidenceFit {
             "gradient_evaluations": self.gradients,
             "divergences": self.divergences,
             "rungs": self.rungs.iter().map(|r| json!({
-                "t": r.t, "mean": r.mean, "var": r.var, "mean_se": r.mean_se,
+                "t": r.t, "mean": r.mean, "var": r.var, "mean_se": r.mean_se, "var_se": r.var_se,
                 "mean_mc": r.mean_mc, "mean_mc_se": r.mean_mc_se, "var_mc": r.var_mc, "draws": r.draws,
             })).collect::<Vec<_>>(),
         })
