@@ -770,6 +770,23 @@ impl Density {
         Ok(t * total)
     }
 
+    /// The two parts of the score at x, each [dim]: ∇(log prior + log
+    /// Jacobian (+ −½‖v‖²)) and ∇log p(y|x). The score of the power
+    /// posterior at any t is then prior + t · likelihood, with no further
+    /// evaluation of the model per t.
+    pub fn score_parts(&self, x: &[f64]) -> Result<(Vec<f64>, Vec<f64>), Error> {
+        let mut prior = vec![0.0; self.dim];
+        let mut full = vec![0.0; self.dim];
+        self.clone()
+            .with_power(0.0)
+            .log_density_grad(x, &mut prior)?;
+        self.clone()
+            .with_power(1.0)
+            .log_density_grad(x, &mut full)?;
+        let lik = full.iter().zip(&prior).map(|(f, p)| f - p).collect();
+        Ok((prior, lik))
+    }
+
     /// The same density with the likelihood raised to the power t ≥ 0.
     pub fn with_power(mut self, t: f64) -> Density {
         self.power = t;
