@@ -331,3 +331,39 @@ fn estimates_with_control_variates_from_the_command_line() {
     assert_eq!(e["method"], "poly1");
     assert!(e["variance_reduction"].as_f64().unwrap() > 1.0, "{e}");
 }
+
+/// Control-variate methods that cannot work with the run's draws fail
+/// before sampling, at the method's place in the model.
+#[test]
+fn unusable_control_variates_fail_before_sampling() {
+    let dir = out_dir("cli_cv_errors");
+    let model = dir.join("secf2.tempest");
+    let text = std::fs::read_to_string("examples/logistic_cv.tempest")
+        .unwrap()
+        .replace(
+            "control_variates(poly2)",
+            "control_variates(secf(rbf, order = 2))",
+        );
+    std::fs::write(&model, text).unwrap();
+    let o = tempest(&[
+        "run",
+        model.to_str().unwrap(),
+        "--data",
+        "examples/data/breast_cancer_prepared.csv",
+        "--quiet",
+    ]);
+    let err = assert_clean_failure(&o);
+    assert!(err.contains("secf2.tempest:25:9"), "{err}");
+    assert!(err.contains("too few"), "{err}");
+    let o = tempest(&[
+        "run",
+        "examples/evidence.tempest",
+        "--data",
+        "examples/data/evidence_linreg.csv",
+        "--set",
+        "control_variates=vector_valued(rbf, B = fixed([[1, 0], [0, 1]]))",
+        "--quiet",
+    ]);
+    let err = assert_clean_failure(&o);
+    assert!(err.contains("give a 4×4 B"), "{err}");
+}

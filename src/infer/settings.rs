@@ -22,7 +22,7 @@ pub enum SettingKind {
     /// A nested engine, one of these: `nuts { draws = 500 }`.
     Engine(&'static [&'static str]),
     /// A method call or name, one of these (its arguments are validated by
-    /// the engine that uses it): `stein(rbf(1.0))`, `poly2`.
+    /// the engine that uses it): `stein(rbf, ell = 1.0)`, `poly2`.
     Method(&'static [&'static str]),
 }
 

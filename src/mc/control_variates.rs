@@ -168,7 +168,7 @@ fn by_chain(v: &[f64], chains: &[usize]) -> Vec<Vec<f64>> {
 }
 
 /// The standard error of the mean of a series split into chains: the MCSE
-/// of the rank-normalised diagnostics when every chain has at least 4
+/// of the sampler diagnostics (sd/√ESS) when every chain has at least 4
 /// values, else sd/√n.
 fn se_of(v: &[f64], chains: &[usize]) -> f64 {
     if chains.iter().all(|&c| c >= 4) && chains.iter().sum::<usize>() == v.len() {
@@ -211,6 +211,34 @@ pub fn poly_features(x: &DMatrix<f64>, u: &DMatrix<f64>, order: usize) -> DMatri
         }
     }
     phi
+}
+
+impl Method {
+    /// Check that `n` samples of dimension `d` are enough for the method
+    /// (before any sampling): polynomial least squares needs more samples
+    /// than coefficients (unless ridged), and the semi-exact control
+    /// functional's two folds (of at most [`MAX_KERNEL_POINTS`] samples)
+    /// need more samples than polynomial terms.
+    pub fn check_size(&self, n: usize, d: usize) -> Result<(), Error> {
+        let p = |order: usize| if order >= 2 { d + d * (d + 1) / 2 } else { d };
+        match self {
+            Method::Poly { order, ridge } if *ridge == 0.0 && n <= p(*order) + 1 => {
+                Err(cv_err(format!(
+                    "poly{order} control variates fit {} coefficients in {d} dimensions and need more than {} draws, but the run has {n}; give a ridge penalty (`poly{order}(ridge = 1e-3)`) or use poly1",
+                    p(*order),
+                    p(*order) + 1
+                )))
+            }
+            Method::Secf { order, .. } if n.min(MAX_KERNEL_POINTS) / 2 <= p(*order) + 1 => {
+                Err(cv_err(format!(
+                    "the semi-exact control functional with order {order} fits {} polynomial terms in {d} dimensions on folds of {} draws, which is too few; use `order = 1` or `stein`",
+                    p(*order) + 1,
+                    n.min(MAX_KERNEL_POINTS) / 2
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The control-variate estimate of E[f] by `method`.

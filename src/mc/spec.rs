@@ -245,6 +245,16 @@ pub fn parse(e: &Expr) -> Result<CvSpec, Error> {
                 lr: 0.05,
             };
             let mut order = 0;
+            let ml = args.iter().any(|a| {
+                a.name.as_ref().is_some_and(|n| n.name == "ell")
+                    && matches!(&a.value.kind, ExprKind::Var(m) if m == "ml")
+            });
+            if ml {
+                return Err(err(
+                    e,
+                    "`vector_valued` takes `ell` as a number or `median`; `ml` is for `stein` and `secf`",
+                ));
+            }
             let o = kernel_opts(args, &mut |n, v| {
                 if n == "B" {
                     b = task_matrix(v)?;

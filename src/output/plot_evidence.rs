@@ -1,6 +1,5 @@
 //! The plot of thermodynamic integration: each rung's mean of log p(y|x)
-//! against its power t, with ±2 standard-error bars, the plain Monte Carlo
-//! means beside the control-variate ones when they differ.
+//! against its power t, with ±2 standard-error bars.
 
 use super::plot::{plot_err, register_font};
 use crate::error::{Error, ErrorKind};

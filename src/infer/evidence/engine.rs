@@ -54,6 +54,31 @@ impl EvidenceEngine {
             Some(SettingVal::Method(e)) => parse(e)?,
             _ => CvSpec::none(),
         };
+        if let CvSpec::VectorValued {
+            b: crate::mc::vector_valued::TaskMatrix::Fixed(m),
+            ..
+        } = &spec
+            && m.nrows() != super::fit::GROUP.min(rungs)
+        {
+            return Err(Error::new(
+                ErrorKind::Settings,
+                format!(
+                    "control_variates: the task matrix B is {}×{}, but the rungs are grouped in {}s: give a {n}×{n} B",
+                    m.nrows(),
+                    m.ncols(),
+                    super::fit::GROUP.min(rungs),
+                    n = super::fit::GROUP.min(rungs)
+                ),
+            ));
+        }
+        let draws = (sampler.int("chains").max(1) * sampler.int("draws").max(1)) as usize;
+        if let CvSpec::Scalar(m) = &spec {
+            let at = cfg.spans.get("control_variates").copied();
+            m.check_size(draws, density.dim).map_err(|e| match at {
+                Some(span) => e.with_span(span).with_label("this setting"),
+                None => e,
+            })?;
+        }
         // The run's seed decides every rung's seed.
         let seed = cfg.int("seed").max(0) as u64;
         sampler.values.remove("seed");

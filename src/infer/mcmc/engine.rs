@@ -113,8 +113,15 @@ impl McmcEngine {
                 None => None,
             });
         }
-        // The control-variate method is read before sampling.
-        super::fit::cv_spec(&density.bound.graph)?;
+        // The control-variate method is read, and checked against the
+        // number of draws, before sampling.
+        if let crate::mc::spec::CvSpec::Scalar(m) = super::fit::cv_spec(&density.bound.graph)? {
+            m.check_size(n * chain_cfg.draws, density.dim)
+                .map_err(|e| match &density.bound.graph.estimate_method {
+                    Some(call) => e.with_span(call.span).with_label("this method"),
+                    None => e,
+                })?;
+        }
         // The `estimate` block is checked at the first chain's initial
         // point, so a mistake in it fails before sampling, not after.
         if let Some(c) = chains.first() {
