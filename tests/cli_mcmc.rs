@@ -367,3 +367,35 @@ fn unusable_control_variates_fail_before_sampling() {
     let err = assert_clean_failure(&o);
     assert!(err.contains("give a 4×4 B"), "{err}");
 }
+
+#[test]
+fn coarse_evidence_ladders_are_warned_about() {
+    let dir = out_dir("cli_evidence_coarse");
+    let json = dir.join("ev.json");
+    let o = tempest(&[
+        "run",
+        "examples/logistic.tempest",
+        "--data",
+        "examples/data/breast_cancer_prepared.csv",
+        "--rows",
+        "0..199",
+        "--engine",
+        "evidence",
+        "--set",
+        "rungs=3",
+        "--set",
+        "sampler=nuts { chains = 2  warmup = 150  draws = 150 }",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let out = assert_ok(&o);
+    assert!(out.contains("the ladder is too coarse"), "{out}");
+    assert!(
+        out.contains("note: the `estimate` block is not used"),
+        "{out}"
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(j["warnings"].as_array().unwrap().len(), 1);
+}

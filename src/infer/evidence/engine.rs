@@ -183,7 +183,14 @@ impl Engine for EvidenceEngine {
                 ),
             ));
         }
-        let fit = EvidenceFit::new(self.done, &self.spec, self.started.elapsed().as_secs_f64())?;
+        let mut fit =
+            EvidenceFit::new(self.done, &self.spec, self.started.elapsed().as_secs_f64())?;
+        if !self.density.bound.graph.estimates.is_empty() {
+            fit.notes.push(
+                "the `estimate` block is not used by the evidence engine (run a sampler for posterior expectations)"
+                    .into(),
+            );
+        }
         Ok(Fit::Evidence(Box::new(fit)))
     }
 }

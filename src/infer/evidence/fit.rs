@@ -75,6 +75,10 @@ pub struct EvidenceFit {
     pub gradients: usize,
     /// Divergent transitions after warm-up, all rungs.
     pub divergences: usize,
+    /// Warnings about the run.
+    pub warnings: Vec<String>,
+    /// Parts of the model the engine does not use, in words.
+    pub notes: Vec<String>,
 }
 
 /// Rungs per group for vector-valued control variates.
@@ -237,15 +241,32 @@ impl EvidenceFit {
             v += (0.5 * (left + right) * r.mean_se).powi(2);
             v += ((right * right - left * left) / 12.0 * r.var_se).powi(2);
         }
+        let mcse = v.sqrt();
+        let divergences: usize = done.iter().map(|r| r.divergences).sum();
+        let mut warnings = Vec::new();
+        if divergences > 0 {
+            warnings.push(format!(
+                "{divergences} divergent transitions over the rungs: the power posteriors may be poorly sampled"
+            ));
+        }
+        // The second-order correction is small on a fine enough ladder.
+        let correction = (log_evidence - trapezoid).abs();
+        if correction > (10.0 * mcse).max(1.0) {
+            warnings.push(format!(
+                "the second-order correction moves the estimate by {correction:.3} (the plain trapezoid rule gives {trapezoid:.4}): the ladder is too coarse for the rule; use more rungs"
+            ));
+        }
         Ok(EvidenceFit {
             log_evidence,
-            mcse: v.sqrt(),
+            mcse,
             trapezoid,
             rungs,
             method,
             seconds,
             gradients: done.iter().map(|r| r.gradients).sum(),
-            divergences: done.iter().map(|r| r.divergences).sum(),
+            divergences,
+            warnings,
+            notes: Vec::new(),
         })
     }
 
@@ -260,6 +281,7 @@ impl EvidenceFit {
             "seconds": self.seconds,
             "gradient_evaluations": self.gradients,
             "divergences": self.divergences,
+            "warnings": self.warnings,
             "rungs": self.rungs.iter().map(|r| json!({
                 "t": r.t, "mean": r.mean, "var": r.var, "mean_se": r.mean_se, "var_se": r.var_se,
                 "mean_mc": r.mean_mc, "mean_mc_se": r.mean_mc_se, "var_mc": r.var_mc, "draws": r.draws,
@@ -300,12 +322,11 @@ impl EvidenceFit {
                 r.var
             );
         }
-        if self.divergences > 0 {
-            let _ = writeln!(
-                s,
-                "warning: {} divergent transitions over the rungs: the power posteriors may be poorly sampled",
-                self.divergences
-            );
+        for w in &self.warnings {
+            let _ = writeln!(s, "warning: {w}");
+        }
+        for n in &self.notes {
+            let _ = writeln!(s, "note: {n}");
         }
         s
     }
