@@ -10,7 +10,8 @@
 //! * `Stein` — control functionals: the interpolant
 //!   f̃ = β + Σⱼ aⱼ k₀(·, xⱼ) in the Stein kernel's space, fitted in closed
 //!   form; the estimate is β (all samples), or the two-fold split estimator
-//!   β + mean of the held-out residuals (unbiased).
+//!   β + mean of the held-out residuals (unbiased). The standard error is
+//!   the MCSE of every sample's out-of-fit residual.
 //! * `Secf` — semi-exact control functionals: the same interpolant plus the
 //!   degree-1 or -2 polynomial control variates, exact for polynomials of
 //!   that degree under Gaussian targets.
@@ -422,33 +423,44 @@ fn kernel_cv(
         }
     };
     // Two folds of the fit set (alternate points): each is fitted on one
-    // and evaluated on the other; the held-out residuals give the standard
-    // error, and their means give the split estimator.
+    // and evaluated on the other; the means of the held-out residuals give
+    // the split estimator. Every sample gets an out-of-fit residual (the
+    // other fold's for the fit set, the final interpolant's for the
+    // thinned-out rest), and the standard error is that series' MCSE over
+    // the chains, so autocorrelation counts as it does for plain MC.
     let m = fit_idx.len();
     let fold: [Vec<usize>; 2] = [(0..m).step_by(2).collect(), (1..m).step_by(2).collect()];
-    let mut resid = Vec::with_capacity(m);
+    let mut resid_all = vec![f64::NAN; n];
     let mut split_est = 0.0;
+    let mut first = None;
     for k in 0..2 {
         let (tr, te) = (&fold[k], &fold[1 - k]);
         let ftr = DVector::from_iterator(tr.len(), tr.iter().map(|&i| ff[i]));
         let it = fit(&kernel, rows(&xf, tr), rows(&uf, tr), &ftr, lambda, order)?;
         let pred = it.predict(&kernel, &rows(&xf, te), &rows(&uf, te), order);
-        let r: Vec<f64> = te
-            .iter()
-            .zip(pred.iter())
-            .map(|(&i, p)| ff[i] - p)
-            .collect();
-        split_est += 0.5 * (it.b[0] + r.iter().sum::<f64>() / r.len() as f64);
-        resid.extend(r);
+        let mut sum = 0.0;
+        for (&i, p) in te.iter().zip(pred.iter()) {
+            let r = ff[i] - p;
+            sum += r;
+            resid_all[fit_idx[i]] = r;
+        }
+        split_est += 0.5 * (it.b[0] + sum / te.len() as f64);
+        first.get_or_insert(it);
     }
-    let rn = resid.len() as f64;
-    let rm = resid.iter().sum::<f64>() / rn;
-    let se = (resid.iter().map(|r| (r - rm).powi(2)).sum::<f64>() / (rn - 1.0) / rn).sqrt();
-    if split {
-        return Ok((split_est, se));
+    let (estimate, last) = if split {
+        (split_est, first.ok_or_else(|| Error::internal("no fold"))?)
+    } else {
+        let it = fit(&kernel, xf, uf, &ff, lambda, order)?;
+        (it.b[0], it)
+    };
+    let rest: Vec<usize> = (0..n).filter(|&i| resid_all[i].is_nan()).collect();
+    if !rest.is_empty() {
+        let pred = last.predict(&kernel, &rows(&s.x, &rest), &rows(&s.u, &rest), order);
+        for (&i, p) in rest.iter().zip(pred.iter()) {
+            resid_all[i] = f[i] - p;
+        }
     }
-    let it = fit(&kernel, xf, uf, &ff, lambda, order)?;
-    Ok((it.b[0], se))
+    Ok((estimate, se_of(&resid_all, &s.chains)))
 }
 
 /// The lengthscale (median × 0.1 … 10) maximising the profiled marginal
