@@ -582,6 +582,8 @@ impl EngineConfig {
             e
         })?;
         self.values.insert(key.to_string(), v);
+        // The value no longer comes from the model file.
+        self.spans.remove(key);
         Ok(())
     }
 }

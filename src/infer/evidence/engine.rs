@@ -50,8 +50,18 @@ impl EvidenceEngine {
             Some(SettingVal::Engine(e)) => (**e).clone(),
             _ => return Err(Error::internal("evidence: no sampler")),
         };
+        // A method given with `--set` has no place in the model file: its
+        // errors then carry the setting's name instead of a location.
+        let in_file = cfg.spans.contains_key("control_variates");
         let spec = match cfg.values.get("control_variates") {
-            Some(SettingVal::Method(e)) => parse(e)?,
+            Some(SettingVal::Method(e)) => parse(e).map_err(|mut err| {
+                if !in_file {
+                    err.span = None;
+                    err.label = None;
+                    err.message = format!("control_variates: {}", err.message);
+                }
+                err
+            })?,
             _ => CvSpec::none(),
         };
         if let CvSpec::VectorValued {
