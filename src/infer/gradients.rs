@@ -4,7 +4,9 @@
 
 use crate::error::Error;
 use crate::math::scalar::{CHUNK, Dual8};
+use crate::model::custom::Scalar;
 use crate::model::kernel::{Inputs, KernelValue};
+use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
@@ -32,27 +34,40 @@ pub fn half_trace_w_dk(
     x: &Inputs,
     w: &DMatrix<f64>,
 ) -> Result<[f64; CHUNK], Error> {
+    half_trace_w_dk_n(kernel, x, w)
+}
+
+/// [`half_trace_w_dk`] for duals with any number N of tangents (fewer
+/// tangents make each kernel entry cheaper when few directions are seeded).
+pub fn half_trace_w_dk_n<const N: usize>(
+    kernel: &KernelValue<adfn<N>>,
+    x: &Inputs,
+    w: &DMatrix<f64>,
+) -> Result<[f64; N], Error>
+where
+    adfn<N>: Scalar,
+{
     let n = x.len();
-    let partial: Vec<[f64; CHUNK]> = (0..n)
+    let partial: Vec<[f64; N]> = (0..n)
         .into_par_iter()
         .with_min_len(32)
         .map(|k| {
             let xk = x.row(k);
-            let mut g = [0.0; CHUNK];
+            let mut g = [0.0; N];
             for i in k..n {
                 let e = kernel.entry(x.row(i), xk, i == k)?;
                 let wik = if i == k { 0.5 * w[(i, i)] } else { w[(i, k)] };
                 let tg = e.tangent();
-                for c in 0..CHUNK {
+                for c in 0..N {
                     g[c] += wik * tg[c];
                 }
             }
             Ok(g)
         })
         .collect::<Result<_, Error>>()?;
-    let mut g = [0.0; CHUNK];
+    let mut g = [0.0; N];
     for pg in &partial {
-        for c in 0..CHUNK {
+        for c in 0..N {
             g[c] += pg[c];
         }
     }

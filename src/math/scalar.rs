@@ -16,6 +16,9 @@ impl<T: AD + Send + Sync + 'static> Real for T {}
 pub type Dual1 = ad_trait::forward_ad::adfn::adfn<1>;
 /// Forward-mode dual with eight tangents (a chunk of a gradient).
 pub type Dual8 = ad_trait::forward_ad::adfn::adfn<8>;
+/// Forward-mode dual with four tangents (gradients in up to four
+/// coordinates per pass, e.g. a GP's few hyperparameters).
+pub type Dual4 = ad_trait::forward_ad::adfn::adfn<4>;
 /// The number of tangents of [`Dual8`].
 pub const CHUNK: usize = 8;
 

@@ -34,7 +34,7 @@
 //! registry.add_kernel(RationalQuadratic);
 //! ```
 
-use crate::math::scalar::{Dual1, Dual8, Real};
+use crate::math::scalar::{Dual1, Dual4, Dual8, Real};
 use nalgebra::{DMatrix, DVector};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -69,6 +69,8 @@ pub trait DynLikelihood: Send + Sync {
     fn log_density_f64(&self, y: f64, f: f64, p: &[f64]) -> f64;
     /// With one tangent.
     fn log_density_d1(&self, y: f64, f: Dual1, p: &[Dual1]) -> Dual1;
+    /// With four tangents.
+    fn log_density_d4(&self, y: f64, f: Dual4, p: &[Dual4]) -> Dual4;
     /// With eight tangents.
     fn log_density_d8(&self, y: f64, f: Dual8, p: &[Dual8]) -> Dual8;
 }
@@ -86,6 +88,9 @@ impl<L: UserLikelihood> DynLikelihood for L {
     fn log_density_d1(&self, y: f64, f: Dual1, p: &[Dual1]) -> Dual1 {
         self.log_density(y, f, p)
     }
+    fn log_density_d4(&self, y: f64, f: Dual4, p: &[Dual4]) -> Dual4 {
+        self.log_density(y, f, p)
+    }
     fn log_density_d8(&self, y: f64, f: Dual8, p: &[Dual8]) -> Dual8 {
         self.log_density(y, f, p)
     }
@@ -101,6 +106,8 @@ pub trait DynKernel: Send + Sync {
     fn entry_f64(&self, p: &[f64], x: &[f64], y: &[f64]) -> f64;
     /// With one tangent.
     fn entry_d1(&self, p: &[Dual1], x: &[f64], y: &[f64]) -> Dual1;
+    /// With four tangents.
+    fn entry_d4(&self, p: &[Dual4], x: &[f64], y: &[f64]) -> Dual4;
     /// With eight tangents.
     fn entry_d8(&self, p: &[Dual8], x: &[f64], y: &[f64]) -> Dual8;
 }
@@ -118,13 +125,16 @@ impl<K: UserKernel> DynKernel for K {
     fn entry_d1(&self, p: &[Dual1], x: &[f64], y: &[f64]) -> Dual1 {
         self.entry(p, x, y)
     }
+    fn entry_d4(&self, p: &[Dual4], x: &[f64], y: &[f64]) -> Dual4 {
+        self.entry(p, x, y)
+    }
     fn entry_d8(&self, p: &[Dual8], x: &[f64], y: &[f64]) -> Dual8 {
         self.entry(p, x, y)
     }
 }
 
-/// The scalar types tempest evaluates models with: `f64`, [`Dual1`] and
-/// [`Dual8`]. Registered Rust functions are dispatched to the matching method.
+/// The scalar types tempest evaluates models with: `f64`, [`Dual1`],
+/// [`Dual4`] and [`Dual8`]. Registered Rust functions are dispatched to the matching method.
 pub trait Scalar: Real {
     /// Call a registered likelihood.
     fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self;
@@ -161,6 +171,15 @@ impl Scalar for Dual1 {
     }
     fn call_kernel(k: &dyn DynKernel, p: &[Self], x: &[f64], y: &[f64]) -> Self {
         k.entry_d1(p, x, y)
+    }
+}
+
+impl Scalar for Dual4 {
+    fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self {
+        l.log_density_d4(y, f, p)
+    }
+    fn call_kernel(k: &dyn DynKernel, p: &[Self], x: &[f64], y: &[f64]) -> Self {
+        k.entry_d4(p, x, y)
     }
 }
 

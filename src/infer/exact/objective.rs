@@ -17,12 +17,14 @@
 
 use super::model::{ExactModel, Pieces};
 use crate::error::Error;
-use crate::infer::gradients::{half_trace_w_dk, seed_chunk};
+use crate::infer::gradients::{half_trace_w_dk_n, seed_chunk};
 use crate::math::linalg::{
     JitteredCholesky, cholesky_generic, cholesky_jitter, solve_lower_generic,
 };
 use crate::math::scalar::{CHUNK, Dual8};
+use crate::model::custom::Scalar;
 use ad_trait::AD;
+use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::ComplexField;
 use nalgebra::{DMatrix, DVector};
 
@@ -100,22 +102,35 @@ impl ExactModel {
         w: &DMatrix<f64>,
         p: &Pieces<Dual8>,
     ) -> Result<[f64; CHUNK], Error> {
+        self.grad_chunk_n(state, w, p)
+    }
+
+    /// [`ExactModel::grad_chunk`] for duals with N tangents.
+    pub fn grad_chunk_n<const N: usize>(
+        &self,
+        state: &LmlState,
+        w: &DMatrix<f64>,
+        p: &Pieces<adfn<N>>,
+    ) -> Result<[f64; N], Error>
+    where
+        adfn<N>: Scalar,
+    {
         let alpha = &state.alpha;
-        let mut g = half_trace_w_dk(&p.kernel, &self.inputs, w)?;
+        let mut g = half_trace_w_dk_n(&p.kernel, &self.inputs, w)?;
         for (i, s) in p.tempered_noise().iter().enumerate() {
             let tg = s.tangent();
-            for c in 0..CHUNK {
+            for c in 0..N {
                 g[c] += 0.5 * w[(i, i)] * tg[c];
             }
         }
         for (i, l) in p.loc.iter().enumerate() {
             let tg = l.tangent();
-            for c in 0..CHUNK {
+            for c in 0..N {
                 g[c] += alpha[i] * tg[c];
             }
         }
         let tg = p.log_c().tangent();
-        for c in 0..CHUNK {
+        for c in 0..N {
             g[c] += tg[c];
         }
         Ok(g)

@@ -22,10 +22,11 @@ use crate::ir::eval::{Env, point_log_density};
 use crate::ir::expr::TExpr;
 use crate::ir::graph::{DistCall, DistRef};
 use crate::ir::value::Value;
-use crate::math::scalar::{CHUNK, Dual1, Dual8};
+use crate::math::scalar::{CHUNK, Dual1};
 use crate::model::constraint::Bounds;
 use crate::model::dist::{Dist, categorical_logit};
 use crate::output::stan_csv::stan_names;
+use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
@@ -578,12 +579,31 @@ impl Density {
         let k_bar = lt_solve(&a.transpose()).transpose();
         // half_trace_w_dk gives ½ Σ W ∂K; W = K̄ + K̄ᵀ gives Σ sym(K̄) ∂K.
         let w = &k_bar + k_bar.transpose();
-        let hypers: Vec<Value<Dual8>> = self.hypers.iter().map(Value::lift).collect();
-        for chunk in lt.kernel_coords.chunks(CHUNK) {
-            let seeded = self.seeded_params(params, chunk);
+        if lt.kernel_coords.len() <= 4 {
+            self.kernel_chunks::<4>(lt, &w, params, dtheta, grad)
+        } else {
+            self.kernel_chunks::<CHUNK>(lt, &w, params, dtheta, grad)
+        }
+    }
+
+    /// Σᵢⱼ (W/2)ᵢⱼ ∂Kᵢⱼ/∂θ in the kernel's coordinates, N per dual pass.
+    fn kernel_chunks<const N: usize>(
+        &self,
+        lt: &Latent,
+        w: &DMatrix<f64>,
+        params: &[Value<f64>],
+        dtheta: &[f64],
+        grad: &mut [f64],
+    ) -> Result<(), Error>
+    where
+        adfn<N>: crate::model::custom::Scalar,
+    {
+        let hypers: Vec<Value<adfn<N>>> = self.hypers.iter().map(Value::lift).collect();
+        for chunk in lt.kernel_coords.chunks(N) {
+            let seeded = self.seeded_params::<N>(params, chunk);
             let env = Env::new(&self.bound, &hypers, &seeded, &[]);
             let kernel = env.kernel(&lt.kernel)?;
-            let g = crate::infer::gradients::half_trace_w_dk(&kernel, &lt.inputs, &w)?;
+            let g = crate::infer::gradients::half_trace_w_dk_n(&kernel, &lt.inputs, w)?;
             for (c, &coord) in chunk.iter().enumerate() {
                 grad[coord] += g[c] * dtheta[coord];
             }
@@ -608,33 +628,64 @@ impl Density {
         let Some(w) = ExactModel::weight(&state) else {
             return Ok(state.lml);
         };
-        let hypers: Vec<Value<Dual8>> = self.hypers.iter().map(Value::lift).collect();
-        for chunk in m.coords.chunks(CHUNK) {
-            let seeded = self.seeded_params(params, chunk);
-            let env = Env::new(&self.bound, &hypers, &seeded, &[]);
-            let pd = m.model.pieces_in(&env, n)?;
-            let g = m.model.grad_chunk(&state, &w, &pd)?;
-            for (c, &coord) in chunk.iter().enumerate() {
-                grad[coord] += self.power * g[c] * dtheta[coord];
-            }
+        // Few coordinates (a GP's hypers, typically) take four-tangent
+        // duals, which halve the cost of each kernel entry.
+        if m.coords.len() <= 4 {
+            self.marginal_chunks::<4>(m, params, &state, &w, dtheta, grad)?;
+        } else {
+            self.marginal_chunks::<CHUNK>(m, params, &state, &w, dtheta, grad)?;
         }
         Ok(state.lml)
     }
 
+    /// The marginal's gradient in its coordinates, N per dual pass.
+    fn marginal_chunks<const N: usize>(
+        &self,
+        m: &Marginal,
+        params: &[Value<f64>],
+        state: &crate::infer::exact::objective::LmlState,
+        w: &DMatrix<f64>,
+        dtheta: &[f64],
+        grad: &mut [f64],
+    ) -> Result<(), Error>
+    where
+        adfn<N>: crate::model::custom::Scalar,
+    {
+        let n = m.model.inputs.len();
+        let hypers: Vec<Value<adfn<N>>> = self.hypers.iter().map(Value::lift).collect();
+        for chunk in m.coords.chunks(N) {
+            let seeded = self.seeded_params::<N>(params, chunk);
+            let env = Env::new(&self.bound, &hypers, &seeded, &[]);
+            let pd = m.model.pieces_in(&env, n)?;
+            let g = m.model.grad_chunk_n(state, w, &pd)?;
+            for (c, &coord) in chunk.iter().enumerate() {
+                grad[coord] += self.power * g[c] * dtheta[coord];
+            }
+        }
+        Ok(())
+    }
+
     /// The params as duals with unit tangents on the x coordinates in
-    /// `chunk` (at most eight).
-    fn seeded_params(&self, params: &[Value<f64>], chunk: &[usize]) -> Vec<Value<Dual8>> {
-        let mut out: Vec<Value<Dual8>> = params.iter().map(Value::lift).collect();
+    /// `chunk` (at most N).
+    fn seeded_params<const N: usize>(
+        &self,
+        params: &[Value<f64>],
+        chunk: &[usize],
+    ) -> Vec<Value<adfn<N>>>
+    where
+        adfn<N>: crate::model::custom::Scalar,
+    {
+        let mut out: Vec<Value<adfn<N>>> = params.iter().map(Value::lift).collect();
         for s in &self.slots {
             for (c, &coord) in chunk.iter().enumerate() {
                 if coord < s.offset || coord >= s.offset + s.len() {
                     continue;
                 }
                 let k = coord - s.offset;
-                let seed = |d: &mut Dual8| {
+                let seed = |d: &mut adfn<N>| {
                     let mut t = d.tangent();
                     t[c] = 1.0;
-                    *d = Dual8::new(d.value(), t);
+                    *d = adfn::<N>::new(d.value(), t);
                 };
                 match &mut out[s.param] {
                     Value::Real(r) => seed(r),
