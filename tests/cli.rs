@@ -3,32 +3,6 @@
 mod common;
 use common::*;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn tempest(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tempest"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run tempest")
-}
-
-fn out_dir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
-fn assert_clean_failure(o: &Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
-    assert!(err.contains("error["), "no error header: {err}");
-    assert!(
-        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
-        "panic: {err}"
-    );
-    err
-}
 
 const DIABETES: [&str; 9] = [
     "run",

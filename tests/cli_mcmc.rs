@@ -1,40 +1,8 @@
 //! The samplers through the command line: the logistic example with Stan
 //! CSV files, JSON and plots; the GP-hyper example; and clean failures.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn tempest(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tempest"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run tempest")
-}
-
-fn out_dir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
-fn assert_ok(o: &Output) -> String {
-    let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(
-        o.status.success(),
-        "stdout: {out}\nstderr: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
-}
-
-fn assert_clean_failure(o: &Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(!err.contains("RUST_BACKTRACE"), "{err}");
-    err
-}
+mod common;
+use common::*;
 
 #[test]
 fn logistic_example_writes_csv_json_and_plot() {

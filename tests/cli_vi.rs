@@ -5,45 +5,9 @@
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn tempest(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tempest"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run tempest")
-}
-
-fn out_dir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
-}
-
-fn assert_ok(o: &Output) -> String {
-    let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(
-        o.status.success(),
-        "stdout: {out}\nstderr: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
-}
-
-fn assert_clean_failure(o: &Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
-    assert!(err.contains("error["), "no error header: {err}");
-    assert!(
-        !err.contains("panicked") && !err.contains("RUST_BACKTRACE") && !err.contains("E-internal"),
-        "panic: {err}"
-    );
-    err
 }
 
 fn read_json(p: &Path) -> serde_json::Value {

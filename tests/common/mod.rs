@@ -47,3 +47,43 @@ pub fn assert_rel(a: f64, b: f64, tol: f64, what: &str) {
         (a - b).abs() / scale
     );
 }
+
+/// Run the `tempest` binary from the repository root.
+pub fn tempest(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_tempest"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run tempest")
+}
+
+/// A fresh folder for one test's output files.
+pub fn out_dir(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// A run that succeeded: its standard output.
+pub fn assert_ok(o: &std::process::Output) -> String {
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "stdout: {out}\nstderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+/// A run that failed as a user error should: exit status 1, a rendered
+/// error header, and no panic or internal error. Its standard error.
+pub fn assert_clean_failure(o: &std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert!(err.contains("error["), "no error header: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE") && !err.contains("E-internal"),
+        "panic: {err}"
+    );
+    err
+}
