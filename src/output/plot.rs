@@ -148,7 +148,7 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
 }
 
 /// Colours for overlaid series (the Tableau 10 palette).
-const PALETTE: [RGBColor; 10] = [
+pub(crate) const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),

@@ -1,7 +1,7 @@
 //! The plot of thermodynamic integration: each rung's mean of log p(y|x)
 //! against its power t, with ±2 standard-error bars.
 
-use super::plot::{plot_err, register_font};
+use super::plot::{PALETTE, plot_err, register_font};
 use crate::error::{Error, ErrorKind};
 use crate::infer::evidence::fit::EvidenceFit;
 use plotters::prelude::*;
@@ -47,7 +47,7 @@ pub fn rung_means(path: &Path, fit: &EvidenceFit, title: &str) -> Result<(), Err
         .y_desc("E_t[log p(y | x)]")
         .draw()
         .map_err(e)?;
-    let blue = RGBColor(31, 119, 180);
+    let blue = PALETTE[0];
     chart
         .draw_series(LineSeries::new(
             pts.iter().map(|p| (p.0, p.1)),

@@ -2,7 +2,7 @@
 //! chain next to a kernel density estimate of each chain's draws.
 
 use crate::error::{Error, ErrorKind};
-use crate::output::plot::{plot_err, register_font};
+use crate::output::plot::{PALETTE, plot_err, register_font};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -17,19 +17,6 @@ pub struct ChainSeries {
     pub chains: Vec<Vec<f64>>,
 }
 
-/// Chain colours (matplotlib's tab10), cycled beyond ten chains.
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
 
 /// Figure width in pixels.
 const WIDTH: u32 = 1200;
