@@ -168,19 +168,30 @@ fn by_chain(v: &[f64], chains: &[usize]) -> Vec<Vec<f64>> {
     out
 }
 
-/// The standard error of the mean of a series split into chains: the MCSE
-/// of the sampler diagnostics (sd/√ESS) when every chain has at least 4
-/// values, else sd/√n.
-fn se_of(v: &[f64], chains: &[usize]) -> f64 {
-    if chains.iter().all(|&c| c >= 4) && chains.iter().sum::<usize>() == v.len() {
+/// The mean and the sample variance (n − 1 denominator) of a series.
+pub fn mean_var(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    (m, var)
+}
+
+/// The standard error of the mean of a series split into chains (their
+/// lengths, summing to the series' length): the MCSE of the sampler
+/// diagnostics (sd/√ESS) when every chain has at least 4 values, else
+/// sd/√n (iid values: pass one chain of fewer than 4, or use
+/// `&[]`).
+pub fn se_of(v: &[f64], chains: &[usize]) -> f64 {
+    if !chains.is_empty()
+        && chains.iter().all(|&c| c >= 4)
+        && chains.iter().sum::<usize>() == v.len()
+    {
         let s = mcse_mean(&by_chain(v, chains));
         if s.is_finite() {
             return s;
         }
     }
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0) / n).sqrt()
+    (mean_var(v).1 / v.len() as f64).sqrt()
 }
 
 /// The polynomial control variates L P for the monomials P of degree 1
@@ -317,8 +328,8 @@ fn poly(s: &Samples, f: &[f64], order: usize, ridge: f64) -> Result<(f64, f64), 
     Ok((cv, se_of(&resid, &s.chains)))
 }
 
-/// Evenly spaced indices, at most `m` of `n`.
-fn thin(n: usize, m: usize) -> Vec<usize> {
+/// Evenly spaced indices, at most `m` of `n` (all of them when n ≤ m).
+pub fn thin(n: usize, m: usize) -> Vec<usize> {
     if n <= m {
         return (0..n).collect();
     }

@@ -17,7 +17,7 @@
 //! Σ_a r_a²/m_{t(a)} + κ αᵀGα + ‖B‖²_F at the closed-form (α, β), by Adam on
 //! L (the gradient in B by the envelope theorem).
 
-use super::control_variates::{CvEstimate, Lengthscale, poly_features};
+use super::control_variates::{CvEstimate, Lengthscale, mean_var, poly_features, se_of};
 use super::stein::{BaseKernel, median_distance, stein_gram};
 use crate::error::{Error, ErrorKind};
 use crate::math::linalg::cholesky_jitter;
@@ -299,18 +299,12 @@ pub fn vector_valued_poly(
         .iter()
         .enumerate()
         .map(|(ti, task)| {
-            let n = task.f.len() as f64;
-            let mc = task.f.iter().sum::<f64>() / n;
-            let sd = |v: &[f64]| {
-                let k = v.len() as f64;
-                let m = v.iter().sum::<f64>() / k;
-                (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (k - 1.0).max(1.0) / k).sqrt()
-            };
             CvEstimate {
-                mc,
-                mc_se: sd(&task.f),
+                mc: mean_var(&task.f).0,
+                // The tasks' samples are taken as independent.
+                mc_se: se_of(&task.f, &[]),
                 cv: beta[ti * full.width],
-                cv_se: sd(&resid[ti]),
+                cv_se: se_of(&resid[ti], &[]),
                 method: format!(
                     "vector_valued(B = {}{})",
                     match b {

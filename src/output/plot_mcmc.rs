@@ -17,7 +17,6 @@ pub struct ChainSeries {
     pub chains: Vec<Vec<f64>>,
 }
 
-
 /// Figure width in pixels.
 const WIDTH: u32 = 1200;
 /// Width of the trace column; the density column takes the rest.

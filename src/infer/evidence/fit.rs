@@ -9,8 +9,7 @@
 //! and vᵢ with their weights in the rule (the rungs are independent runs).
 
 use crate::error::Error;
-use crate::infer::mcmc::diagnostics::mcse_mean;
-use crate::mc::control_variates::{Method, Samples, estimate};
+use crate::mc::control_variates::{Method, Samples, estimate, mean_var, se_of, thin};
 use crate::mc::spec::CvSpec;
 use crate::mc::vector_valued::{Task, vector_valued_poly};
 use nalgebra::DMatrix;
@@ -86,24 +85,6 @@ pub const GROUP: usize = 4;
 /// The most draws per rung a vector-valued fit uses.
 pub const VV_POINTS: usize = 100;
 
-fn mean_var(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-    (m, var)
-}
-
-fn se_chains(chains: &[Vec<f64>]) -> f64 {
-    if chains.iter().all(|c| c.len() >= 4) {
-        let s = mcse_mean(chains);
-        if s.is_finite() {
-            return s;
-        }
-    }
-    let all: Vec<f64> = chains.concat();
-    (mean_var(&all).1 / all.len() as f64).sqrt()
-}
-
 fn matrix(rows: &[Vec<f64>], idx: &[usize]) -> DMatrix<f64> {
     let d = rows.first().map_or(0, Vec::len);
     DMatrix::from_fn(idx.len(), d, |i, j| rows[idx[i]][j])
@@ -130,7 +111,8 @@ impl EvidenceFit {
             .map(|r| {
                 let all: Vec<f64> = r.loglik.concat();
                 let (m, v) = mean_var(&all);
-                let se = se_chains(&r.loglik);
+                let lens: Vec<usize> = r.loglik.iter().map(Vec::len).collect();
+                let se = se_of(&all, &lens);
                 // Var of the sample variance ≈ 2v²/n_eff for near-normal
                 // values, with n_eff from the mean's standard error.
                 let n_eff = if se > 0.0 {
@@ -187,11 +169,7 @@ impl EvidenceFit {
                     for r in group {
                         let f: Vec<f64> = r.loglik.concat();
                         let n = f.len();
-                        let idx: Vec<usize> = if n <= VV_POINTS {
-                            (0..n).collect()
-                        } else {
-                            (0..VV_POINTS).map(|i| i * n / VV_POINTS).collect()
-                        };
+                        let idx = thin(n, VV_POINTS);
                         let x = matrix(&r.x, &idx);
                         let u = matrix(&r.u, &idx);
                         let fi: Vec<f64> = idx.iter().map(|&i| f[i]).collect();

@@ -457,11 +457,7 @@ fn apply_control_variates(
             // thinned so that the joint system stays small.
             let t = estimates.len();
             let keep = (crate::mc::control_variates::MAX_KERNEL_POINTS / t.max(1)).max(20);
-            let idx: Vec<usize> = if n <= keep {
-                (0..n).collect()
-            } else {
-                (0..keep).map(|i| i * n / keep).collect()
-            };
+            let idx = crate::mc::control_variates::thin(n, keep);
             let tasks: Vec<Task> = f
                 .iter()
                 .map(|fk| Task {
