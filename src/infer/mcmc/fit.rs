@@ -7,7 +7,6 @@ use super::density::Density;
 use super::diagnostics::{Summary, ebfmi, summarize};
 use crate::error::Error;
 use crate::ir::eval::Env;
-use crate::ir::expr::TExpr;
 use crate::ir::value::Value;
 use crate::mc::control_variates::{CvEstimate, Method as CvMethod, Samples};
 use crate::mc::spec::CvSpec;
@@ -126,16 +125,10 @@ impl McmcFit {
             .iter()
             .map(|c| ebfmi(&c.iter().map(|d| d.stats.energy).collect::<Vec<_>>()))
             .collect();
-        let mut estimates = estimates(&density, &draws)?;
+        let (mut estimates, series) = estimates(&density, &estimate_draws(&density, &draws)?);
         let spec = cv_spec(&density.bound.graph)?;
         if !matches!(spec, CvSpec::Scalar(CvMethod::None)) {
-            apply_control_variates(
-                &spec,
-                &draws,
-                &mut estimates,
-                &density,
-                &values_of(&density, &draws)?,
-            )?;
+            apply_control_variates(&spec, &draws, &mut estimates, &density, &series)?;
         }
         let mut fit = McmcFit {
             engine,
@@ -406,18 +399,6 @@ pub fn cv_spec(g: &crate::ir::graph::Graph) -> Result<CvSpec, Error> {
     }
 }
 
-/// Every estimate's integrand per draw [chains][draws][components].
-fn values_of(density: &Density, draws: &[Vec<Draw>]) -> Result<Vec<Vec<Vec<f64>>>, Error> {
-    draws
-        .iter()
-        .map(|c| {
-            c.iter()
-                .map(|d| Ok(estimate_values(density, &d.q)?.concat()))
-                .collect::<Result<_, Error>>()
-        })
-        .collect()
-}
-
 /// Control variates for every estimate component, from the draws x (on
 /// the unconstrained scale) and their scores ∇log π(x).
 fn apply_control_variates(
@@ -425,16 +406,13 @@ fn apply_control_variates(
     draws: &[Vec<Draw>],
     estimates: &mut [Estimate],
     density: &Density,
-    values: &[Vec<Vec<f64>>],
+    f: &[Vec<f64>],
 ) -> Result<(), Error> {
     let all: Vec<&Draw> = draws.iter().flatten().collect();
     let n = all.len();
     let d = density.dim;
     let x = DMatrix::from_fn(n, d, |i, j| all[i].q[j]);
     let u = DMatrix::from_fn(n, d, |i, j| all[i].score[j]);
-    let f: Vec<Vec<f64>> = (0..estimates.len())
-        .map(|k| values.iter().flatten().map(|v| v[k]).collect())
-        .collect();
     match spec {
         CvSpec::Scalar(m) => {
             let samples = Samples {
@@ -442,7 +420,7 @@ fn apply_control_variates(
                 u,
                 chains: draws.iter().map(Vec::len).collect(),
             };
-            for (e, fk) in estimates.iter_mut().zip(&f) {
+            for (e, fk) in estimates.iter_mut().zip(f) {
                 e.cv = Some(crate::mc::control_variates::estimate(m, &samples, fk)?);
             }
         }
@@ -478,42 +456,51 @@ fn apply_control_variates(
     Ok(())
 }
 
-/// One estimate's integrand at x, flattened.
-fn estimate_value(density: &Density, expr: &TExpr, x: &[f64]) -> Result<Vec<f64>, Error> {
+/// Every estimate's integrand at x, flattened, in one environment (the
+/// params and latent values are computed once).
+pub fn estimate_values(density: &Density, x: &[f64]) -> Result<Vec<Vec<f64>>, Error> {
     let (params, _, _) = density.params_at(x);
     let sites = density.sites_at(x, &params)?;
     let env = Env::new(&density.bound, &density.hypers, &params, &sites);
-    let v = env.eval(expr)?;
-    Ok(match v {
-        Value::Int(_) | Value::Real(_) => vec![v.scalar().unwrap_or(f64::NAN)],
-        other => other.flatten(),
-    })
-}
-
-/// Every estimate's integrand at x (to check the block before sampling).
-pub fn estimate_values(density: &Density, x: &[f64]) -> Result<Vec<Vec<f64>>, Error> {
     density
         .bound
         .graph
         .estimates
         .iter()
-        .map(|e| estimate_value(density, &e.expr, x))
+        .map(|e| {
+            let v = env.eval(&e.expr)?;
+            Ok(match v {
+                Value::Int(_) | Value::Real(_) => vec![v.scalar().unwrap_or(f64::NAN)],
+                other => other.flatten(),
+            })
+        })
         .collect()
 }
 
-/// Evaluate the `estimate` block at every draw and summarise each component.
-fn estimates(density: &Density, draws: &[Vec<Draw>]) -> Result<Vec<Estimate>, Error> {
+/// The `estimate` block's integrands at every draw: per estimate, per
+/// chain, per draw, its components [estimates][chains][draws][components].
+type EstimateDraws = Vec<Vec<Vec<Vec<f64>>>>;
+
+fn estimate_draws(density: &Density, draws: &[Vec<Draw>]) -> Result<EstimateDraws, Error> {
+    let k = density.bound.graph.estimates.len();
+    let mut out: EstimateDraws = vec![vec![Vec::new(); draws.len()]; k];
+    for (c, chain) in draws.iter().enumerate() {
+        for d in chain {
+            for (e, v) in estimate_values(density, &d.q)?.into_iter().enumerate() {
+                out[e][c].push(v);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Summarise each component of each estimate; also returns each
+/// component's draws in chain order (for control variates).
+fn estimates(density: &Density, values: &EstimateDraws) -> (Vec<Estimate>, Vec<Vec<f64>>) {
     let g = &density.bound.graph;
     let mut out = Vec::new();
-    for e in &g.estimates {
-        let mut per_chain: Vec<Vec<Vec<f64>>> = Vec::new();
-        for chain in draws {
-            let mut vals = Vec::with_capacity(chain.len());
-            for d in chain {
-                vals.push(estimate_value(density, &e.expr, &d.q)?);
-            }
-            per_chain.push(vals);
-        }
+    let mut series = Vec::new();
+    for (e, per_chain) in g.estimates.iter().zip(values) {
         let k = per_chain
             .first()
             .and_then(|c| c.first())
@@ -534,7 +521,8 @@ fn estimates(density: &Density, draws: &[Vec<Draw>]) -> Result<Vec<Estimate>, Er
                 summary: summarize(&chains),
                 cv: None,
             });
+            series.push(chains.concat());
         }
     }
-    Ok(out)
+    (out, series)
 }
