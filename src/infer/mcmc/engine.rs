@@ -52,7 +52,36 @@ impl McmcEngine {
         csv: Option<PathBuf>,
         model_name: &str,
     ) -> Result<McmcEngine, Error> {
-        Self::with_init(density, cfg, csv, model_name, None)
+        let engine = Self::with_init(density, cfg, csv, model_name, None)?;
+        engine.check_estimates()?;
+        Ok(engine)
+    }
+
+    /// Check the `estimate` block and its control-variate method before
+    /// sampling, so a mistake fails now rather than after the last draw: the
+    /// method against the number of draws, and every integrand at the first
+    /// chain's initial point. (Warm-started runs inside other engines, which
+    /// do not report estimates, skip this.)
+    fn check_estimates(&self) -> Result<(), Error> {
+        let density = &*self.density;
+        let g = &density.bound.graph;
+        if let crate::mc::spec::CvSpec::Scalar(m) = super::fit::cv_spec(g)? {
+            m.check_size(self.chains.len() * self.cfg.draws, density.dim)
+                .map_err(|e| match &g.estimate_method {
+                    Some(call) => e.with_span(call.span).with_label("this method"),
+                    None => e,
+                })?;
+        }
+        if let Some(c) = self.chains.first() {
+            super::fit::estimate_values(density, &c.position()).map_err(|e| {
+                if density.integrates_out_gp() {
+                    e.with_note("with a `normal` likelihood the latent GP is integrated out when sampling, so its values are not drawn; estimate functions of the params, or write the likelihood in the model file to sample the GP's values")
+                } else {
+                    e
+                }
+            })?;
+        }
+        Ok(())
     }
 
     /// Like [`McmcEngine::new`], with chain k starting at `init[k]` (a warm
@@ -112,26 +141,6 @@ impl McmcEngine {
                 }
                 None => None,
             });
-        }
-        // The control-variate method is read, and checked against the
-        // number of draws, before sampling.
-        if let crate::mc::spec::CvSpec::Scalar(m) = super::fit::cv_spec(&density.bound.graph)? {
-            m.check_size(n * chain_cfg.draws, density.dim)
-                .map_err(|e| match &density.bound.graph.estimate_method {
-                    Some(call) => e.with_span(call.span).with_label("this method"),
-                    None => e,
-                })?;
-        }
-        // The `estimate` block is checked at the first chain's initial
-        // point, so a mistake in it fails before sampling, not after.
-        if let Some(c) = chains.first() {
-            super::fit::estimate_values(&density, &c.position()).map_err(|e| {
-                if density.integrates_out_gp() {
-                    e.with_note("with a `normal` likelihood the latent GP is integrated out when sampling, so its values are not drawn; estimate functions of the params, or write the likelihood in the model file to sample the GP's values")
-                } else {
-                    e
-                }
-            })?;
         }
         let sampling_started = if chain_cfg.warmup == 0 {
             for (w, c) in writers.iter_mut().zip(&chains) {
