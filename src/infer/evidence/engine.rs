@@ -111,13 +111,14 @@ impl EvidenceEngine {
         let mut cfg = self.sampler.clone();
         // Rung i's chains are seeded from seed + i.
         cfg.set("seed", &(self.seed + self.rung as u64).to_string())?;
-        McmcEngine::with_init(
+        Ok(McmcEngine::with_init(
             self.density.clone().with_power(t),
             &cfg,
             None,
             "evidence",
             self.positions.as_deref(),
-        )
+        )?
+        .without_values())
     }
 }
 

@@ -31,6 +31,13 @@ pub struct McmcEngine {
     name: &'static str,
     chains: Vec<Chain>,
     draws: Vec<Vec<Draw>>,
+    /// Each kept draw's output values (`Density::stan_values`), computed
+    /// once inside the chain's slice and used for the CSV line and the
+    /// summaries [chains][draws][columns].
+    values: Vec<Vec<Vec<f64>>>,
+    /// Whether to keep `values` (off for runs whose draws only feed
+    /// another engine).
+    keep_values: bool,
     writers: Vec<Option<StanCsvWriter>>,
     cfg: ChainConfig,
     started: Instant,
@@ -160,6 +167,8 @@ impl McmcEngine {
                 Method::Mala => "mala",
             },
             draws: vec![Vec::with_capacity(chain_cfg.draws); n],
+            values: vec![Vec::with_capacity(chain_cfg.draws); n],
+            keep_values: true,
             chains,
             writers,
             cfg: chain_cfg,
@@ -172,6 +181,13 @@ impl McmcEngine {
 }
 
 impl McmcEngine {
+    /// Do not keep the draws' output values (for a run whose draws only
+    /// feed another engine, read through [`McmcEngine::into_draws`]).
+    pub fn without_values(mut self) -> Self {
+        self.keep_values = false;
+        self
+    }
+
     /// The kept draws per chain and each chain's current position (after
     /// `step` has returned `Done`).
     pub fn into_draws(self) -> (Vec<Vec<Draw>>, Vec<Vec<f64>>) {
@@ -187,24 +203,30 @@ impl Engine for McmcEngine {
         // trajectories do not wait at every iteration for chains with long
         // ones. The chains are independent, so the draws do not depend on
         // the slicing.
-        let results: Vec<Result<(Vec<Draw>, bool), Error>> = self
+        let keep = self.keep_values;
+        type Slice = (Vec<Draw>, Vec<Vec<f64>>, bool);
+        let results: Vec<Result<Slice, Error>> = self
             .chains
             .par_iter_mut()
             .zip(self.writers.par_iter_mut())
             .map(|(chain, writer)| {
                 let started = Instant::now();
                 let mut draws = Vec::new();
+                let mut values = Vec::new();
                 let mut adapted = false;
                 while !chain.done() {
                     let was_warming = chain.warming_up();
                     let draw = chain.step(density);
                     let adapted_now = was_warming && !chain.warming_up();
                     adapted |= adapted_now;
-                    if let Some(w) = writer {
-                        if adapted_now {
-                            w.write_adaptation(chain.eps, &chain.inv_metric)?;
-                        }
-                        if let Some(d) = &draw {
+                    if adapted_now && let Some(w) = writer {
+                        w.write_adaptation(chain.eps, &chain.inv_metric)?;
+                    }
+                    if let Some(d) = &draw
+                        && (keep || writer.is_some())
+                    {
+                        let v = density.stan_values(&d.q)?;
+                        if let Some(w) = writer {
                             let s = d.stats;
                             let stats = SamplerStats {
                                 lp: d.lp,
@@ -215,7 +237,10 @@ impl Engine for McmcEngine {
                                 divergent: s.divergent,
                                 energy: s.energy,
                             };
-                            w.write_draw(&stats, &density.stan_values(&d.q)?)?;
+                            w.write_draw(&stats, &v)?;
+                        }
+                        if keep {
+                            values.push(v);
                         }
                     }
                     draws.extend(draw);
@@ -223,11 +248,12 @@ impl Engine for McmcEngine {
                         break;
                     }
                 }
-                Ok((draws, adapted))
+                Ok((draws, values, adapted))
             })
             .collect();
         for (c, r) in results.into_iter().enumerate() {
-            let (draws, adapted) = r?;
+            let (draws, values, adapted) = r?;
+            self.values[c].extend(values);
             if adapted && self.sampling_started.is_none() {
                 self.sampling_started = Some(Instant::now());
                 self.warmup_seconds = self.started.elapsed().as_secs_f64();
@@ -290,6 +316,7 @@ impl Engine for McmcEngine {
             this.name,
             this.density,
             this.draws,
+            this.values,
             this.cfg,
             step_sizes,
             metrics,

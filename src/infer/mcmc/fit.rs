@@ -80,12 +80,14 @@ impl McmcFit {
             .collect()
     }
 
-    /// Summarise the draws.
+    /// Summarise the draws, with their output values
+    /// ([`Density::stan_values`], [chains][draws][columns]).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         engine: &'static str,
         density: Arc<Density>,
         draws: Vec<Vec<Draw>>,
+        values: Vec<Vec<Vec<f64>>>,
         cfg: ChainConfig,
         step_sizes: Vec<f64>,
         inv_metrics: Vec<Vec<f64>>,
@@ -95,14 +97,6 @@ impl McmcFit {
         reason: String,
     ) -> Result<McmcFit, Error> {
         let names = density.stan_names();
-        let values: Vec<Vec<Vec<f64>>> = draws
-            .iter()
-            .map(|c| {
-                c.iter()
-                    .map(|d| density.stan_values(&d.q))
-                    .collect::<Result<_, _>>()
-            })
-            .collect::<Result<_, _>>()?;
         let summaries: Vec<Summary> = (0..names.len())
             .map(|k| {
                 let chains: Vec<Vec<f64>> = values
