@@ -444,11 +444,7 @@ impl Density {
                 .element(i)
                 .ok_or_else(|| Error::internal("outcome element"))?;
             if categorical {
-                let row: Vec<f64> = match &args[0] {
-                    Value::Matrix(m) => m.row(i).iter().copied().collect(),
-                    v => v.flatten(),
-                };
-                total += categorical_logit(yi as usize, &row);
+                total += categorical_logit(yi as usize, &class_scores(&args[0], i));
                 continue;
             }
             for (slot, v) in a.iter_mut().zip(&args) {
@@ -745,10 +741,7 @@ impl Density {
                 .element(i)
                 .ok_or_else(|| Error::internal("outcome element"))?;
             if categorical {
-                let row: Vec<f64> = match &args[0] {
-                    Value::Matrix(m) => m.row(i).iter().copied().collect(),
-                    v => v.flatten(),
-                };
+                let row = class_scores(&args[0], i);
                 let lp = categorical_logit(yi as usize, &row);
                 total += lp;
                 if varies[0] {
@@ -925,6 +918,15 @@ impl Density {
 }
 
 const HALF_LOG_2PI: f64 = 0.918_938_533_204_672_8;
+
+/// The C class scores of outcome i of `categorical_logit`: row i of the
+/// [n, C] score matrix (a vector holds one row).
+fn class_scores(scores: &Value<f64>, i: usize) -> Vec<f64> {
+    match scores {
+        Value::Matrix(m) => m.row(i).iter().copied().collect(),
+        v => v.flatten(),
+    }
+}
 
 /// Whether [`closed_form`] covers `d` (with the derivative in the outcome
 /// when `outcome` is set: a param's prior).
