@@ -55,13 +55,7 @@ fn no_data(text: &str) -> Bound {
 
 #[test]
 fn logistic_regression_matches_stan_reference() {
-    let m = model(
-        r#"
-data { n : int  X : matrix[n, 30] = columns("x0".."x29")  y : int<lower=0, upper=1>[n] }
-param { alpha : real ~ normal(0, 1)  beta : vector[30] ~ normal(0, 1) }
-model { y ~ bernoulli_logit(alpha + X * beta) }
-"#,
-    );
+    let m = model(LOGISTIC);
     let b = bind(&m, &csv("breast_cancer_prepared.csv", None));
     let f = sample(
         &b,

@@ -36,13 +36,7 @@ fn point(d: &Density, scale: f64) -> Vec<f64> {
 
 #[test]
 fn logistic_regression_gradient() {
-    let m = model(
-        r#"
-data { n : int  X : matrix[n, 30] = columns("x0".."x29")  y : int<lower=0, upper=1>[n] }
-param { alpha : real ~ normal(0, 1)  beta : vector[30] ~ normal(0, 1) }
-model { y ~ bernoulli_logit(alpha + X * beta) }
-"#,
-    );
+    let m = model(LOGISTIC);
     let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 99))));
     let d = Density::new(Arc::new(b)).unwrap();
     assert_eq!(d.dim, 31);

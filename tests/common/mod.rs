@@ -87,3 +87,12 @@ pub fn assert_clean_failure(o: &std::process::Output) -> String {
     );
     err
 }
+
+/// Bayesian logistic regression on the breast-cancer features: an intercept
+/// and 30 coefficients, each N(0, 1) a priori (the model of Stan's
+/// reference posterior).
+pub const LOGISTIC: &str = r#"
+data { n : int  X : matrix[n, 30] = columns("x0".."x29")  y : int<lower=0, upper=1>[n] }
+param { alpha : real ~ normal(0, 1)  beta : vector[30] ~ normal(0, 1) }
+model { y ~ bernoulli_logit(alpha + X * beta) }
+"#;
