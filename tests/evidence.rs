@@ -203,6 +203,11 @@ fn control_variate_settings_are_checked() {
             "symmetric",
         ),
         ("secf(rbf, order = 3)", "`order` is 1 or 2"),
+        ("secf(rbf, imq)", "a method takes one base kernel"),
+        (
+            "vector_valued(rbf, ell = ml)",
+            "`ml` is for `stein` and `secf`",
+        ),
     ] {
         let options = RunOptions {
             engine: Some("evidence".into()),

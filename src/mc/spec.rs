@@ -82,6 +82,7 @@ fn kernel_opts(
     extra: &mut dyn FnMut(&str, &Expr) -> Result<bool, Error>,
 ) -> Result<KernelOpts, Error> {
     let mut kind = "rbf";
+    let mut kinds = 0;
     let mut ell_v: Option<f64> = None;
     let mut ell = Lengthscale::Median;
     let mut lambda = 1e-4;
@@ -91,6 +92,10 @@ fn kernel_opts(
         match &a.name {
             None => match &a.value.kind {
                 ExprKind::Var(k) if ["rbf", "imq", "preconditioned"].contains(&k.as_str()) => {
+                    kinds += 1;
+                    if kinds > 1 {
+                        return Err(err(&a.value, "a method takes one base kernel"));
+                    }
                     kind = match k.as_str() {
                         "rbf" => "rbf",
                         "imq" => "imq",
@@ -185,7 +190,6 @@ pub fn parse(e: &Expr) -> Result<CvSpec, Error> {
     let Some((name, args)) = name_of(e) else {
         return Err(err(e, "expected a control-variate method"));
     };
-    let positional = |n: usize| args.iter().filter(|a| a.name.is_none()).count() > n;
     Ok(match name {
         "none" => CvSpec::none(),
         "poly1" | "poly2" => {
@@ -210,9 +214,6 @@ pub fn parse(e: &Expr) -> Result<CvSpec, Error> {
                 }
                 Ok(false)
             })?;
-            if positional(1) {
-                return Err(err(e, "`stein` takes one base kernel"));
-            }
             CvSpec::Scalar(Method::Stein {
                 kernel: o.kernel,
                 ell: o.ell,

@@ -241,7 +241,12 @@ pub fn vector_valued_poly(
     }
     let kernel = match ell {
         Lengthscale::Fixed => kernel,
-        _ => {
+        Lengthscale::MarginalLikelihood => {
+            return Err(vv_err(
+                "vector-valued control variates take a fixed lengthscale or the median heuristic",
+            ));
+        }
+        Lengthscale::Median => {
             let all = DMatrix::from_fn(tasks.iter().map(|s| s.x.nrows()).sum(), d, |i, j| {
                 let mut i = i;
                 for s in tasks {
