@@ -282,7 +282,7 @@ impl Model {
         registry: &Registry,
     ) -> std::result::Result<Model, Rendered> {
         let source = SourceFile::new(name, text);
-        let graph = parse(text)
+        let graph = parse(&source.text)
             .and_then(|p| check(&p, registry))
             .and_then(lower)
             .map_err(|e| Rendered(diagnostics::render(&e, Some(&source), false)))?;

@@ -26,6 +26,7 @@ pub mod data;
 pub mod error;
 pub mod infer;
 pub mod ir;
+pub mod limits;
 pub mod math;
 pub mod mc;
 pub mod model;

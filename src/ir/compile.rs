@@ -41,6 +41,10 @@ fn scalar_ty(t: &Ty) -> bool {
 }
 
 fn emit(e: &TExpr, ops: &mut Vec<Op>) -> Option<()> {
+    crate::limits::deep(|| emit_inner(e, ops))
+}
+
+fn emit_inner(e: &TExpr, ops: &mut Vec<Op>) -> Option<()> {
     if !scalar_ty(&e.ty) {
         return None;
     }

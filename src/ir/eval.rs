@@ -103,18 +103,43 @@ impl<'a, T: Scalar> Env<'a, T> {
             Ref::Hyper(i) => self.hypers[i].clone(),
             Ref::Param(i) => self.params[i].clone(),
             Ref::Temperature => Value::Real(self.temperature),
-            Ref::Let(i) => {
-                if let Some(v) = &self.lets.borrow()[i] {
-                    return Ok(v.clone());
-                }
-                let v = self.eval(&self.bound.graph.lets[i].value)?;
-                self.lets.borrow_mut()[i] = Some(v.clone());
-                v
-            }
+            Ref::Let(i) => self.let_value(i)?,
             Ref::Local(_) => {
                 return Err(Error::internal("a local name outside a function body").with_span(span));
             }
         })
+    }
+
+    /// The value of let `i`. The lets it depends on are evaluated first, in
+    /// an order found without recursion, so a long chain of lets costs no
+    /// stack: each let's expression then finds its lets already cached.
+    fn let_value(&self, i: usize) -> R<T> {
+        if let Some(v) = &self.lets.borrow()[i] {
+            return Ok(v.clone());
+        }
+        let lets = &self.bound.graph.lets;
+        let mut todo: Vec<(usize, bool)> = vec![(i, false)];
+        while let Some((j, deps_done)) = todo.pop() {
+            if self.lets.borrow()[j].is_some() {
+                continue;
+            }
+            if deps_done {
+                let v = self.eval(&lets[j].value)?;
+                self.lets.borrow_mut()[j] = Some(v);
+                continue;
+            }
+            todo.push((j, true));
+            for r in lets[j].value.refs() {
+                if let Ref::Let(k) = r
+                    && self.lets.borrow()[k].is_none()
+                {
+                    todo.push((k, false));
+                }
+            }
+        }
+        self.lets.borrow()[i]
+            .clone()
+            .ok_or_else(|| Error::internal("a let was not evaluated"))
     }
 
     /// The log density of each observation of an observation term (not
@@ -358,6 +383,10 @@ fn kernel_arg<T: Scalar>(v: Value<T>, span: Span) -> Result<KernelArg<T>, Error>
 
 /// Evaluate `e` with an optional model environment and function locals.
 pub fn eval<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) -> R<T> {
+    crate::limits::deep(|| eval_inner(e, env, locals))
+}
+
+fn eval_inner<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) -> R<T> {
     let span = e.span;
     let ev = |x: &TExpr| eval(x, env, locals);
     let need_env = || {

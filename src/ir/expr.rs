@@ -267,6 +267,10 @@ impl TExpr {
 
     /// Visit this expression and every sub-expression, parents first.
     pub fn walk(&self, f: &mut dyn FnMut(&TExpr)) {
+        crate::limits::deep(|| self.walk_inner(f))
+    }
+
+    fn walk_inner(&self, f: &mut dyn FnMut(&TExpr)) {
         f(self);
         match &self.kind {
             TKind::Array(xs) | TKind::Builtin(_, xs) => xs.iter().for_each(|x| x.walk(f)),
@@ -312,6 +316,10 @@ impl TExpr {
 
     /// Mutable pre-order visit (used by lowering to number latent sites).
     pub fn walk_mut(&mut self, f: &mut dyn FnMut(&mut TExpr)) {
+        crate::limits::deep(|| self.walk_mut_inner(f))
+    }
+
+    fn walk_mut_inner(&mut self, f: &mut dyn FnMut(&mut TExpr)) {
         f(self);
         match &mut self.kind {
             TKind::Array(xs) | TKind::Builtin(_, xs) => xs.iter_mut().for_each(|x| x.walk_mut(f)),

@@ -278,9 +278,10 @@ impl Graph {
     pub fn dependencies(&self, e: &TExpr) -> Vec<super::expr::Ref> {
         use super::expr::Ref;
         let mut out: Vec<Ref> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         let mut todo = e.refs();
         while let Some(r) = todo.pop() {
-            if out.contains(&r) {
+            if !seen.insert(r) {
                 continue;
             }
             out.push(r);

@@ -242,6 +242,16 @@ fn write_expr(
     functions: &[Function],
     g: Option<&Graph>,
 ) {
+    crate::limits::deep(|| write_expr_inner(s, e, name, functions, g))
+}
+
+fn write_expr_inner(
+    s: &mut String,
+    e: &TExpr,
+    name: &dyn Fn(Ref) -> String,
+    functions: &[Function],
+    g: Option<&Graph>,
+) {
     let list = |s: &mut String, head: &str, xs: &[&TExpr]| {
         let _ = write!(s, "({head}");
         for x in xs {

@@ -15,6 +15,10 @@ impl Checker<'_> {
 
     /// Check an expression in a context.
     pub(super) fn expr(&mut self, e: &Expr, ctx: Context) -> TExpr {
+        crate::limits::deep(|| self.expr_inner(e, ctx))
+    }
+
+    fn expr_inner(&mut self, e: &Expr, ctx: Context) -> TExpr {
         let span = e.span;
         match &e.kind {
             ExprKind::Int(i) => TExpr::new(TKind::Int(*i), Ty::Int, span),

@@ -368,6 +368,20 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// Whether this is a comparison or a logical operator (`==`, `<`, `&&`, ...).
+    pub fn is_comparison_or_logic(self) -> bool {
+        !matches!(
+            self,
+            BinOp::Add
+                | BinOp::Sub
+                | BinOp::Mul
+                | BinOp::Div
+                | BinOp::EwMul
+                | BinOp::EwDiv
+                | BinOp::Pow
+        )
+    }
+
     /// The operator as written.
     pub fn symbol(self) -> &'static str {
         match self {

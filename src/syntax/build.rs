@@ -3,6 +3,7 @@
 use super::ast::*;
 use super::parser::Rule;
 use crate::error::{Error, ErrorKind, Result};
+use crate::limits;
 use pest::iterators::Pair;
 use pest::pratt_parser::{Assoc, Op, PrattParser};
 use std::sync::OnceLock;
@@ -447,21 +448,35 @@ fn args(p: P) -> Result<Vec<Arg>> {
 fn arg(p: P) -> Result<Arg> {
     let span = span_of(&p);
     let mut name = None;
-    let mut value = None;
+    let mut value: Option<Expr> = None;
     for q in p.into_inner().filter(not_kw) {
         match q.as_rule() {
             Rule::ident => name = Some(ident(q)),
-            Rule::range => {
-                let rspan = span_of(&q);
-                let mut it = q.into_inner().filter(not_kw);
-                let a = expr(it.next().ok_or_else(|| Error::internal("range start"))?)?;
-                let b = expr(it.next().ok_or_else(|| Error::internal("range end"))?)?;
+            Rule::expr => value = Some(expr(q)?),
+            Rule::range_end => {
+                let start = value.take().ok_or_else(|| Error::internal("range start"))?;
+                if let ExprKind::Binary(op, ..) = &start.kind
+                    && op.is_comparison_or_logic()
+                {
+                    return Err(Error::at(
+                        ErrorKind::Syntax,
+                        start.span,
+                        "the start of a range cannot be a comparison",
+                    )
+                    .with_label("a comparison")
+                    .into());
+                }
+                let end_pair = q
+                    .into_inner()
+                    .next()
+                    .ok_or_else(|| Error::internal("range end"))?;
+                let end = expr(end_pair)?;
+                let rspan = start.span.join(end.span);
                 value = Some(Expr {
-                    kind: ExprKind::Range(Box::new(a), Box::new(b)),
+                    kind: ExprKind::Range(Box::new(start), Box::new(end)),
                     span: rspan,
                 });
             }
-            Rule::expr => value = Some(expr(q)?),
             _ => return Err(unexpected(&q).into()),
         }
     }
@@ -495,42 +510,74 @@ fn pratt() -> &'static PrattParser<Rule> {
     })
 }
 
-/// The most operators one expression may hold (deeper trees would exhaust
-/// the stack of the recursive stages).
-const MAX_OPERATORS: usize = 1000;
-
 /// Build an expression from an `expr` or `arith` pair.
 pub(super) fn expr(p: P) -> Result<Expr> {
-    if matches!(p.as_rule(), Rule::expr | Rule::arith) {
-        let ops = p
-            .clone()
-            .into_inner()
-            .filter(|q| {
-                !matches!(
-                    q.as_rule(),
-                    Rule::number
-                        | Rule::ident
-                        | Rule::string
-                        | Rule::boolean
-                        | Rule::paren
-                        | Rule::array
-                        | Rule::if_expr
-                        | Rule::call
-                )
-            })
-            .count();
-        if ops > MAX_OPERATORS {
-            return Err(Error::at(
-                ErrorKind::Syntax,
-                span_of(&p),
-                format!("this expression has more than {MAX_OPERATORS} operators"),
-            )
-            .with_label("too long")
-            .with_note("split it into several `let` definitions")
-            .into());
+    crate::limits::deep(|| expr_inner(p))
+}
+
+/// Refuse an expression with more operators than the stages after parsing
+/// can take, or with a run of prefix operators (`- - x`) or a chain of
+/// powers (`a ^ b ^ c`) longer than the nesting limit: the parser builds
+/// those by recursion.
+fn check_operators(p: &P) -> Result<()> {
+    let (mut ops, mut prefix_run, mut pow_chain) = (0usize, 0usize, 0usize);
+    for q in p.clone().into_inner() {
+        let too_many = |what: String, limit: usize| -> crate::error::Errors {
+            Error::at(ErrorKind::Syntax, span_of(p), format!("{what} (at most {limit})"))
+                .with_label("too long")
+                .with_note("split it into several `let` definitions")
+                .into()
+        };
+        match q.as_rule() {
+            Rule::number
+            | Rule::ident
+            | Rule::string
+            | Rule::boolean
+            | Rule::paren
+            | Rule::array
+            | Rule::if_expr
+            | Rule::call => prefix_run = 0,
+            Rule::neg | Rule::not => {
+                ops += 1;
+                prefix_run += 1;
+                if prefix_run > limits::MAX_NESTING {
+                    return Err(too_many(
+                        "this expression has too many prefix operators in a row".into(),
+                        limits::MAX_NESTING,
+                    ));
+                }
+            }
+            Rule::pow => {
+                ops += 1;
+                pow_chain += 1;
+                if pow_chain > limits::MAX_NESTING {
+                    return Err(too_many(
+                        "this expression chains too many powers `^`".into(),
+                        limits::MAX_NESTING,
+                    ));
+                }
+            }
+            Rule::index => ops += 1,
+            _ => {
+                ops += 1;
+                pow_chain = 0;
+            }
+        }
+        if ops > limits::MAX_OPERATORS {
+            return Err(too_many(
+                format!("this expression has more than {} operators", limits::MAX_OPERATORS),
+                limits::MAX_OPERATORS,
+            ));
         }
     }
-    match p.as_rule() {
+    Ok(())
+}
+
+fn expr_inner(p: P) -> Result<Expr> {
+    if matches!(p.as_rule(), Rule::expr | Rule::arith) {
+        check_operators(&p)?;
+    }
+    let built = match p.as_rule() {
         Rule::expr | Rule::arith => pratt()
             .map_primary(primary)
             .map_prefix(|op, rhs| {
@@ -587,7 +634,55 @@ pub(super) fn expr(p: P) -> Result<Expr> {
             })
             .parse(p.into_inner().filter(not_kw)),
         _ => primary(p),
+    }?;
+    if depth(&built) > limits::MAX_EXPR_DEPTH {
+        return Err(Error::at(
+            ErrorKind::Syntax,
+            built.span,
+            format!(
+                "this expression is nested more than {} deep (operators, calls, indexing and `if`s together)",
+                limits::MAX_EXPR_DEPTH
+            ),
+        )
+        .with_label("too deep")
+        .with_note("split it into several `let` definitions")
+        .into());
     }
+    Ok(built)
+}
+
+/// The depth of an expression tree (a leaf has depth 1), found without
+/// recursion.
+pub(super) fn depth(e: &Expr) -> usize {
+    let mut max = 0;
+    let mut todo: Vec<(&Expr, usize)> = vec![(e, 1)];
+    while let Some((x, d)) = todo.pop() {
+        max = max.max(d);
+        match &x.kind {
+            ExprKind::Int(_)
+            | ExprKind::Real(_)
+            | ExprKind::Bool(_)
+            | ExprKind::Str(_)
+            | ExprKind::Var(_) => {}
+            ExprKind::Array(xs) => todo.extend(xs.iter().map(|y| (y, d + 1))),
+            ExprKind::Range(a, b) | ExprKind::Binary(_, a, b) => {
+                todo.push((a, d + 1));
+                todo.push((b, d + 1));
+            }
+            ExprKind::Unary(_, a) => todo.push((a, d + 1)),
+            ExprKind::Call(_, args) => todo.extend(args.iter().map(|a| (&a.value, d + 1))),
+            ExprKind::Index(b, idx) => {
+                todo.push((b, d + 1));
+                todo.extend(idx.iter().map(|y| (y, d + 1)));
+            }
+            ExprKind::If(c, a, b) => {
+                todo.push((c, d + 1));
+                todo.push((a, d + 1));
+                todo.push((b, d + 1));
+            }
+        }
+    }
+    max
 }
 
 fn primary(p: P) -> Result<Expr> {

@@ -14,11 +14,17 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
-    /// A source with a name and text.
+    /// A source with a name and text. A byte-order mark at the start of the
+    /// text is dropped, so columns on the first line count from the first
+    /// character a user sees.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
+        let mut text: String = text.into();
+        if text.starts_with('\u{FEFF}') {
+            text.drain(..'\u{FEFF}'.len_utf8());
+        }
         SourceFile {
             name: name.into(),
-            text: text.into(),
+            text,
         }
     }
 
@@ -68,6 +74,9 @@ pub fn render_one(e: &Error, source: Option<&SourceFile>, color: bool) -> String
         return s;
     };
     let name = src.name.as_str();
+    if long_line_at(src, span) || e.labels.iter().any(|l| long_line_at(src, l.span)) {
+        return render_windowed(e, src, &message);
+    }
     let clamp = |a: usize, b: usize| {
         let a = a.min(src.text.len());
         let b = b.clamp(a, src.text.len());
@@ -110,6 +119,73 @@ pub fn render_one(e: &Error, source: Option<&SourceFile>, color: bool) -> String
     }
     let text = String::from_utf8_lossy(&buf).into_owned();
     if color { text } else { strip_ansi(&text) }
+}
+
+/// Source lines longer than this are shown as a window around the error.
+const MAX_LINE_CHARS: usize = 200;
+
+/// Characters shown on each side of the error in a long line.
+const WINDOW_CHARS: usize = 60;
+
+/// The line of `text` holding byte `offset`: its start and end.
+fn line_bounds(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let end = text[offset..]
+        .find('\n')
+        .map(|i| offset + i)
+        .unwrap_or(text.len());
+    (start, end)
+}
+
+/// Whether the line at the start of `span` is too long to show whole.
+fn long_line_at(src: &SourceFile, span: crate::syntax::ast::Span) -> bool {
+    let (a, b) = line_bounds(&src.text, span.start);
+    src.text[a..b].chars().count() > MAX_LINE_CHARS
+}
+
+/// One error on a long line: the location, a window of the line around
+/// the error with a caret under it, then the other labels by location.
+fn render_windowed(e: &Error, src: &SourceFile, message: &str) -> String {
+    let Some(span) = e.span else {
+        return format!("error[{}]: {message}\n", e.kind.code());
+    };
+    let text = &src.text;
+    let (line, col) = src.line_col(span.start);
+    let (ls, le) = line_bounds(text, span.start);
+    let at = span.start.clamp(ls, le);
+    let before: Vec<char> = text[ls..at].chars().collect();
+    let after: Vec<char> = text[at..le].chars().collect();
+    let cut_left = before.len() > WINDOW_CHARS;
+    let cut_right = after.len() > WINDOW_CHARS;
+    let left: String = before[before.len().saturating_sub(WINDOW_CHARS)..]
+        .iter()
+        .collect();
+    let right: String = after[..after.len().min(WINDOW_CHARS)].iter().collect();
+    let prefix = if cut_left { "…" } else { "" };
+    let suffix = if cut_right { "…" } else { "" };
+    let width = text[at..span.end.clamp(at, le)]
+        .chars()
+        .count()
+        .clamp(1, right.chars().count().max(1));
+    let gutter = line.to_string().len();
+    let pad = " ".repeat(gutter);
+    let mut out = format!(
+        "error[{}]: {message}\n{pad}--> {}:{line}:{col}\n{pad} |\n{line} | {prefix}{left}{right}{suffix}\n{pad} | {}{}{}\n",
+        e.kind.code(),
+        src.name,
+        " ".repeat(prefix.chars().count() + left.chars().count()),
+        "^".repeat(width),
+        e.label.as_ref().map(|l| format!(" {l}")).unwrap_or_default(),
+    );
+    for l in &e.labels {
+        let (ll, lc) = src.line_col(l.span.start);
+        out.push_str(&format!("{pad} = {}:{ll}:{lc}: {}\n", src.name, l.message));
+    }
+    for n in &e.notes {
+        out.push_str(&format!("{pad} = note: {n}\n"));
+    }
+    out
 }
 
 /// A source id: the file name, and which copy (0 for the primary label).

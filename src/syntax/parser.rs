@@ -4,6 +4,7 @@
 use super::ast::{Program, Span};
 use super::build;
 use crate::error::{Error, ErrorKind, Result};
+use crate::limits;
 use pest::Parser;
 use pest_derive::Parser;
 
@@ -12,41 +13,146 @@ use pest_derive::Parser;
 #[grammar = "syntax/grammar.pest"]
 pub(crate) struct TempestParser;
 
-/// Parse a whole model file.
+/// Parse a whole model file. A byte-order mark at the start is skipped.
 pub fn parse(source: &str) -> Result<Program> {
     check_nesting(source)?;
     pest::set_error_detail(true);
-    let mut pairs =
-        TempestParser::parse(Rule::program, source).map_err(|e| syntax_error(e, source))?;
+    let mut pairs = parse_rule(Rule::program, source)?;
     let program = pairs
         .next()
         .ok_or_else(|| Error::internal("the parser returned no program"))?;
     build::program(program)
 }
 
-/// The deepest nesting of brackets a model may use.
-const MAX_NESTING: usize = 100;
+/// Run pest on `source` from `rule`, with a cap on parser steps that keeps
+/// the time linear in the length of the text.
+fn parse_rule(rule: Rule, source: &str) -> Result<pest::iterators::Pairs<'_, Rule>> {
+    let steps = source
+        .len()
+        .saturating_mul(limits::PARSER_STEPS_PER_BYTE)
+        .saturating_add(100_000);
+    pest::set_call_limit(std::num::NonZeroUsize::new(steps));
+    let result = TempestParser::parse(rule, source);
+    pest::set_call_limit(None);
+    result.map_err(|e| {
+        if matches!(&e.variant, pest::error::ErrorVariant::CustomError { message } if message.contains("call limit"))
+        {
+            Error::new(
+                ErrorKind::Syntax,
+                format!(
+                    "the model text is too complex to parse ({} parser steps for {} bytes)",
+                    steps,
+                    source.len()
+                ),
+            )
+            .with_note("split long or deeply nested expressions into `let` definitions")
+            .into()
+        } else {
+            syntax_error(e, source).into()
+        }
+    })
+}
 
-/// Refuse absurdly deep nesting before any recursive stage sees it.
+/// Refuse absurdly deep nesting before any recursive stage sees it. Brackets
+/// and `if` expressions both count: an `if` stays open until a token that
+/// cannot continue its expression at its bracket level (`,` `;` `=` `~` `:`
+/// `..`, a closing bracket or a statement keyword), which over-counts only
+/// an `if` used as a condition.
 fn check_nesting(source: &str) -> Result<()> {
-    let mut depth = 0usize;
-    for (i, c) in source.char_indices() {
+    let too_deep = |at: usize, len: usize| -> crate::error::Errors {
+        Error::at(
+            ErrorKind::Syntax,
+            Span::new(at, at + len),
+            format!(
+                "brackets and `if` expressions are nested more than {} deep",
+                limits::MAX_NESTING
+            ),
+        )
+        .with_label("too deep")
+        .with_note("split the expression into `let` definitions")
+        .into()
+    };
+    // Open `if`s at each open bracket level; the first entry is the top level.
+    let mut ifs: Vec<usize> = vec![0];
+    let mut open_ifs = 0usize;
+    let b = source.as_bytes();
+    let mut i = 0;
+    let reset = |ifs: &mut Vec<usize>, open_ifs: &mut usize| {
+        if let Some(top) = ifs.last_mut() {
+            *open_ifs -= *top;
+            *top = 0;
+        }
+    };
+    while i < b.len() {
+        let c = b[i];
         match c {
-            '(' | '[' | '{' => {
-                depth += 1;
-                if depth > MAX_NESTING {
-                    return Err(Error::at(
-                        ErrorKind::Syntax,
-                        Span::new(i, i + 1),
-                        format!("brackets are nested more than {MAX_NESTING} deep"),
-                    )
-                    .with_label("too deep")
-                    .into());
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i += 2;
+                continue;
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
                 }
             }
-            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            b'(' | b'[' | b'{' => {
+                ifs.push(0);
+                if ifs.len() - 1 + open_ifs > limits::MAX_NESTING {
+                    return Err(too_deep(i, 1));
+                }
+            }
+            b')' | b']' | b'}' => {
+                if ifs.len() > 1 {
+                    open_ifs -= ifs.pop().unwrap_or(0);
+                }
+                reset(&mut ifs, &mut open_ifs);
+            }
+            b',' | b';' | b'~' | b':' => reset(&mut ifs, &mut open_ifs),
+            b'.' if b.get(i + 1) == Some(&b'.') => reset(&mut ifs, &mut open_ifs),
+            b'=' => {
+                let prev = if i > 0 { b[i - 1] } else { b' ' };
+                let next = b.get(i + 1).copied().unwrap_or(b' ');
+                if !matches!(prev, b'=' | b'<' | b'>' | b'!') && next != b'=' {
+                    reset(&mut ifs, &mut open_ifs);
+                }
+            }
+            c if c.is_ascii_alphabetic() || c == b'_' => {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                match &source[start..i] {
+                    "if" => {
+                        if let Some(top) = ifs.last_mut() {
+                            *top += 1;
+                        }
+                        open_ifs += 1;
+                        if ifs.len() - 1 + open_ifs > limits::MAX_NESTING {
+                            return Err(too_deep(start, 2));
+                        }
+                    }
+                    "let" | "likelihood" | "kernel" | "data" | "hyper" | "param" | "model"
+                    | "guide" | "estimate" | "infer" | "using" => {
+                        reset(&mut ifs, &mut open_ifs)
+                    }
+                    _ => {}
+                }
+                continue;
+            }
             _ => {}
         }
+        i += 1;
     }
     Ok(())
 }
@@ -54,8 +160,7 @@ fn check_nesting(source: &str) -> Result<()> {
 /// Parse a single expression (used by `--set` values and tests).
 pub fn parse_expr(source: &str) -> Result<super::ast::Expr> {
     check_nesting(source)?;
-    let mut pairs =
-        TempestParser::parse(Rule::expr, source).map_err(|e| syntax_error(e, source))?;
+    let mut pairs = parse_rule(Rule::expr, source)?;
     let pair = pairs
         .next()
         .ok_or_else(|| Error::internal("the parser returned no expression"))?;
@@ -309,7 +414,7 @@ fn rule_words(rule: Rule) -> Option<&'static str> {
         Rule::setting => "a setting `name = value`",
         Rule::call => "a call `name(...)`",
         Rule::args | Rule::arg => "an argument",
-        Rule::range => "a range `a .. b`",
+        Rule::range_end => "a range `a .. b`",
         Rule::expr | Rule::arith => "an expression",
         Rule::or
         | Rule::and

@@ -215,6 +215,10 @@ fn arg(a: &Arg) -> String {
 
 /// An expression as an S-expression.
 pub fn expr(e: &Expr) -> String {
+    crate::limits::deep(|| expr_inner(e))
+}
+
+fn expr_inner(e: &Expr) -> String {
     match &e.kind {
         ExprKind::Int(i) => i.to_string(),
         ExprKind::Real(r) => format!("{r:?}"),

@@ -36,6 +36,22 @@ pub struct Tape<'a> {
     env: Env<'a, f64>,
     /// The adjoints accumulated so far.
     pub adj: Adjoints,
+    /// Whether each let depends on params or latent sites.
+    let_varies: Vec<bool>,
+}
+
+/// Whether `e` applies a latent function or refers to a param or to a let
+/// marked in `let_varies` (lets beyond its end count as varying).
+fn varies_with(e: &TExpr, let_varies: &[bool]) -> bool {
+    let mut found = false;
+    e.walk(&mut |x| {
+        found |= match &x.kind {
+            TKind::GpApply { .. } | TKind::Ref(Ref::Param(_)) => true,
+            TKind::Ref(Ref::Let(i)) => let_varies.get(*i).copied().unwrap_or(true),
+            _ => false,
+        }
+    });
+    found
 }
 
 fn unsupported(e: &TExpr, what: &str) -> Error {
@@ -99,9 +115,17 @@ impl<'a> Tape<'a> {
             sites: vec![None; sites.len()],
             lets: vec![None; bound.graph.lets.len()],
         };
+        // Whether each let depends on params or latent sites, in order of
+        // definition (a let only uses earlier lets).
+        let mut let_varies = Vec::with_capacity(bound.graph.lets.len());
+        for l in &bound.graph.lets {
+            let v = varies_with(&l.value, &let_varies);
+            let_varies.push(v);
+        }
         Tape {
             env: Env::new(bound, hypers, params, sites),
             adj,
+            let_varies,
         }
     }
 
@@ -112,22 +136,15 @@ impl<'a> Tape<'a> {
 
     /// Whether `e` depends on params or latent sites (through lets too).
     pub fn varies(&self, e: &TExpr) -> bool {
-        let g = self.env.graph();
-        let mut found = e.uses_latent();
-        if !found {
-            for r in g.dependencies(e) {
-                match r {
-                    Ref::Param(_) => found = true,
-                    Ref::Let(i) => found |= g.lets[i].value.uses_latent(),
-                    _ => {}
-                }
-            }
-        }
-        found
+        varies_with(e, &self.let_varies)
     }
 
     /// Push the adjoint `adj` of expression `e` back to its inputs.
     pub fn backward(&mut self, e: &TExpr, adj: &Value<f64>) -> Result<(), Error> {
+        crate::limits::deep(|| self.backward_inner(e, adj))
+    }
+
+    fn backward_inner(&mut self, e: &TExpr, adj: &Value<f64>) -> Result<(), Error> {
         if !self.varies(e) {
             return Ok(());
         }
