@@ -71,14 +71,18 @@ pub fn split_sets(
     Ok((model, engine))
 }
 
-/// Why a command failed: the errors, and whether they point into the model
-/// source (errors about command-line options do not).
+/// Why a command failed: the errors, whether they point into the model
+/// source (errors about command-line options do not), and the exit status.
 #[derive(Debug)]
 pub struct Failure {
-    /// What went wrong.
+    /// What went wrong (may be empty when there is nothing to say, e.g.
+    /// standard output was closed by the reader).
     pub errors: Errors,
     /// Whether to render the errors against the model source.
     pub in_source: bool,
+    /// The process's exit status: 1 for errors, 130 after Ctrl-C, 141 when
+    /// standard output was closed.
+    pub code: u8,
 }
 
 impl From<Errors> for Failure {
@@ -86,6 +90,7 @@ impl From<Errors> for Failure {
         Failure {
             errors,
             in_source: false,
+            code: 1,
         }
     }
 }
@@ -95,6 +100,7 @@ impl From<Error> for Failure {
         Failure {
             errors: e.into(),
             in_source: false,
+            code: 1,
         }
     }
 }
@@ -103,7 +109,46 @@ fn sourced(errors: Errors) -> Failure {
     Failure {
         errors,
         in_source: true,
+        code: 1,
     }
+}
+
+/// Check before a run that an output file can be written: its folder
+/// exists, it is not a folder itself, and it can be opened for writing (a
+/// file created by the check is removed again). `flag` names the option in
+/// the error, e.g. `--json`.
+pub fn check_output_path(flag: &str, path: &Path) -> Result<(), Error> {
+    let shown = path.display();
+    let bad = |why: String| {
+        Error::new(ErrorKind::Io, format!("{flag} {shown}: {why}"))
+            .with_note("output paths are checked before the run starts")
+    };
+    if path.as_os_str().is_empty() {
+        return Err(bad("the path is empty".into()));
+    }
+    if path.is_dir() {
+        return Err(bad("this is a folder; give a file name".into()));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(bad(format!(
+            "the folder `{}` does not exist",
+            parent.display()
+        )));
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| bad(format!("cannot be written: {e}")))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
 }
 
 /// Parse, check and lower a model source with the kernels and likelihoods of `registry`.

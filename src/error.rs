@@ -30,6 +30,8 @@ pub enum ErrorKind {
     Numerical,
     /// Reading or writing a file failed.
     Io,
+    /// The run was stopped by the user (Ctrl-C).
+    Interrupted,
     /// A bug in tempest itself.
     Internal,
 }
@@ -48,6 +50,7 @@ impl ErrorKind {
             ErrorKind::Unsupported => "E-unsupported",
             ErrorKind::Numerical => "E-numerical",
             ErrorKind::Io => "E-io",
+            ErrorKind::Interrupted => "E-interrupted",
             ErrorKind::Internal => "E-internal",
         }
     }

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tempest::command::{self, Failure};
@@ -126,12 +126,11 @@ fn main() -> ExitCode {
             .location()
             .map(|l| format!(" ({}:{})", l.file(), l.line()))
             .unwrap_or_default();
-        eprintln!(
-            "error[{}]: tempest stopped unexpectedly: {msg}{at}",
+        // Never panic again here (a full or closed standard error).
+        let _ = writeln!(
+            std::io::stderr(),
+            "error[{}]: tempest stopped unexpectedly: {msg}{at}\n  = note: this is a bug in tempest, not in your model; please report it with the model and data",
             ErrorKind::Internal.code()
-        );
-        eprintln!(
-            "  = note: this is a bug in tempest, not in your model; please report it with the model and data"
         );
     }));
     let cli = Cli::parse();
@@ -140,14 +139,118 @@ fn main() -> ExitCode {
     match run_cli(cli, &mut source) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            let src = if f.in_source { source.as_ref() } else { None };
-            eprint!("{}", render(&f.errors, src, color));
-            ExitCode::FAILURE
+            if !f.errors.0.is_empty() {
+                let src = if f.in_source { source.as_ref() } else { None };
+                // Nothing more can be done when standard error cannot be
+                // written; the exit status still says what happened.
+                let _ = std::io::stderr().write_all(render(&f.errors, src, color).as_bytes());
+            }
+            ExitCode::from(f.code)
         }
     }
 }
 
+/// Write to standard output. A reader that closed the pipe ends the command
+/// quietly (exit status 141, as after SIGPIPE); any other failure (a full
+/// disk) is an error.
+fn out(text: &str) -> Result<(), Failure> {
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes())
+        .and_then(|_| o.flush())
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                Failure {
+                    errors: Errors(Vec::new()),
+                    in_source: false,
+                    code: 141,
+                }
+            } else {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("cannot write to standard output: {e}"),
+                )
+                .into()
+            }
+        })
+}
+
+/// Check the output paths of `tempest run` before any work starts.
+fn check_outputs(
+    json: Option<&Path>,
+    plot: Option<&Path>,
+    csv: Option<&Path>,
+) -> Result<(), Failure> {
+    if let Some(p) = json {
+        command::check_output_path("--json", p)?;
+    }
+    if let Some(p) = plot {
+        check_png("--plot", p)?;
+    }
+    if let Some(prefix) = csv {
+        let first = PathBuf::from(format!("{}_1.csv", prefix.display()));
+        command::check_output_path("--csv", &first)?;
+    }
+    Ok(())
+}
+
+/// Check a PNG output path: the extension, then that it can be written.
+fn check_png(flag: &str, p: &Path) -> Result<(), Failure> {
+    let png = p
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    if !png {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!(
+                "{flag} {}: plots are written as PNG; give a file name ending in `.png`",
+                p.display()
+            ),
+        )
+        .into());
+    }
+    command::check_output_path(flag, p)?;
+    Ok(())
+}
+
+/// The failure after Ctrl-C: exit status 130, and what was kept.
+fn interrupted(errors: Option<Errors>, csv: bool, in_source: bool) -> Failure {
+    let mut errors = errors.unwrap_or_else(|| {
+        let mut e = Error::new(
+            ErrorKind::Interrupted,
+            "interrupted (Ctrl-C): the results above are from the run up to the stop",
+        );
+        if csv {
+            e = e.with_note("the Stan CSV files keep every draw written before the stop");
+        }
+        e.into()
+    });
+    if let Some(first) = errors.0.first_mut()
+        && first.kind != ErrorKind::Interrupted
+    {
+        first.notes.push("the run was interrupted (Ctrl-C)".into());
+    }
+    Failure {
+        errors,
+        in_source,
+        code: 130,
+    }
+}
+
 fn read_source(path: &Path) -> Result<SourceFile, Failure> {
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.len() > tempest::limits::MAX_MODEL_BYTES
+    {
+        return Err(Error::new(
+            ErrorKind::Io,
+            format!(
+                "the model file `{}` has {} bytes; model files may have at most {}",
+                path.display(),
+                meta.len(),
+                tempest::limits::MAX_MODEL_BYTES
+            ),
+        )
+        .into());
+    }
     let text = std::fs::read_to_string(path).map_err(|e| {
         Error::new(
             ErrorKind::Io,
@@ -162,6 +265,7 @@ fn sourced(errors: Errors) -> Failure {
     Failure {
         errors,
         in_source: true,
+        code: 1,
     }
 }
 
@@ -178,11 +282,11 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             match stage {
                 Stage::Ast => {
                     let p = tempest::parse(&src.text).map_err(sourced)?;
-                    print!("{}", tempest::syntax::print::program(&p, src));
+                    out(&tempest::syntax::print::program(&p, src))?;
                 }
                 Stage::Ir => {
                     let g = command::compile(src, &Registry::default())?;
-                    print!("{}", tempest::ir::print::graph(&g));
+                    out(&tempest::ir::print::graph(&g))?;
                 }
             }
             Ok(())
@@ -206,13 +310,16 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
                     } else {
                         sizes.join(", ")
                     };
-                    println!(
-                        "{}: ok ({n_obs} observation statement{plural}; data {}: {sizes})",
+                    out(&format!(
+                        "{}: ok ({n_obs} observation statement{plural}; data {}: {sizes})\n",
                         src.name,
                         d.display()
-                    );
+                    ))?;
                 }
-                _ => println!("{}: ok ({n_obs} observation statement{plural})", src.name),
+                _ => out(&format!(
+                    "{}: ok ({n_obs} observation statement{plural})\n",
+                    src.name
+                ))?,
             }
             Ok(())
         }
@@ -230,6 +337,7 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             csv,
             quiet,
         } => {
+            check_outputs(json.as_deref(), plot.as_deref(), csv.as_deref())?;
             let src = source.insert(read_source(&model)?);
             let graph = command::compile(src, &Registry::default())?;
             let train = command::load_data(&data, rows.as_deref(), "--rows").map_err(sourced)?;
@@ -261,10 +369,18 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
                 let flag = cancel.clone();
                 // A handler may already be installed (embedding); then Ctrl-C
                 // keeps its default behaviour.
+                // A second Ctrl-C stops at once.
                 let _ = ctrlc::set_handler(move || {
-                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                    if flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                        std::process::exit(130);
+                    }
                 });
             }
+            let was_cancelled = {
+                let c = cancel.clone();
+                move || c.load(std::sync::atomic::Ordering::SeqCst)
+            };
+            let wrote_csv = csv.is_some();
             let mut options = RunOptions {
                 engine,
                 settings,
@@ -278,8 +394,12 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             if !quiet {
                 options.observers.push(Box::new(BarProgress::new()));
             }
-            let fit = tempest::run(&bound, options).map_err(sourced)?;
-            print!("{}", fit.summary());
+            let fit = match tempest::run(&bound, options) {
+                Ok(fit) => fit,
+                Err(e) if was_cancelled() => return Err(interrupted(Some(e), wrote_csv, true)),
+                Err(e) => return Err(sourced(e)),
+            };
+            out(&fit.summary())?;
             if let Some(path) = &json {
                 let mut j = fit.to_json();
                 j["model"] = serde_json::json!(src.name);
@@ -303,7 +423,10 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
                     )?,
                     _ => draw(&fit, path)?,
                 }
-                println!("plot written to {}", path.display());
+                out(&format!("plot written to {}\n", path.display()))?;
+            }
+            if was_cancelled() {
+                return Err(interrupted(None, wrote_csv, false));
             }
             Ok(())
         }
@@ -389,11 +512,12 @@ fn engine_words(engine: &str) -> &str {
 
 /// `tempest plot-trace`: read the runs' JSON and overlay their ELBO traces.
 fn plot_trace(
-    out: &Path,
+    out_path: &Path,
     runs: &[PathBuf],
     gap: bool,
     title: Option<String>,
 ) -> Result<(), Failure> {
+    check_png("--out", out_path)?;
     let mut series = Vec::new();
     for path in runs {
         let text = std::fs::read_to_string(path).map_err(|e| {
@@ -442,8 +566,8 @@ fn plot_trace(
         ("ELBO by step", "ELBO")
     };
     let title = title.unwrap_or_else(|| default_title.to_string());
-    traces(out, &series, &title, y_label, gap)?;
-    println!("plot written to {}", out.display());
+    traces(out_path, &series, &title, y_label, gap)?;
+    out(&format!("plot written to {}\n", out_path.display()))?;
     Ok(())
 }
 

@@ -41,6 +41,22 @@ impl CsvTable {
             )
             .into());
         }
+        if let [only] = header.as_slice()
+            && let Some((sep, name)) = [(';', "semicolon"), ('\t', "tab"), ('|', "pipe")]
+                .into_iter()
+                .find(|(c, _)| only.contains(*c))
+        {
+            let shown = only.replace('\t', "\\t");
+            return Err(Error::new(
+                ErrorKind::Data,
+                format!(
+                    "{file}: the header is one column, `{shown}`, holding `{}` characters: this file looks {name}-separated, and tempest reads comma-separated files",
+                    if sep == '\t' { "\\t".to_string() } else { sep.to_string() }
+                ),
+            )
+            .with_note("save the file with commas between fields (and `.` as the decimal point)")
+            .into());
+        }
         let mut seen = std::collections::HashSet::new();
         for h in &header {
             if !seen.insert(h) {

@@ -185,8 +185,13 @@ impl Engine for EvidenceEngine {
 
     fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
         if self.done.len() < self.ladder.len() {
+            let kind = if reason == "cancelled" {
+                ErrorKind::Interrupted
+            } else {
+                ErrorKind::Unsupported
+            };
             return Err(Error::new(
-                ErrorKind::Unsupported,
+                kind,
                 format!(
                     "the evidence run stopped ({reason}) after {} of {} rungs; the integral over t needs every rung",
                     self.done.len(),

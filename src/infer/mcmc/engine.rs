@@ -6,7 +6,7 @@ use super::chain::{Chain, ChainConfig, Draw, Method};
 use super::density::Density;
 use super::fit::McmcFit;
 use super::hamiltonian::Target;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Lane, Progress, Status};
 use crate::infer::fit::Fit;
 use crate::infer::settings::EngineConfig;
@@ -301,7 +301,17 @@ impl Engine for McmcEngine {
     }
 
     fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
-        let this = *self;
+        let mut this = *self;
+        // A run stopped early keeps the same number of draws in every
+        // chain (the fewest any chain has), so the diagnostics compare
+        // like with like; with none, there is nothing to report.
+        let kept = this.draws.iter().map(Vec::len).min().unwrap_or(0);
+        for (d, v) in this.draws.iter_mut().zip(this.values.iter_mut()) {
+            d.truncate(kept);
+            if !v.is_empty() {
+                v.truncate(kept);
+            }
+        }
         let sampling_seconds = this
             .sampling_started
             .map(|s| s.elapsed().as_secs_f64())
@@ -309,6 +319,16 @@ impl Engine for McmcEngine {
         let mut writers = this.writers;
         for w in writers.drain(..).flatten() {
             w.finish(this.warmup_seconds, sampling_seconds)?;
+        }
+        if kept == 0 {
+            let iter = this.chains.iter().map(|c| c.iter).min().unwrap_or(0);
+            let warmup = this.cfg.warmup;
+            return Err(Error::new(
+                ErrorKind::Interrupted,
+                format!(
+                    "the run stopped ({reason}) during warm-up, at iteration {iter} of {warmup} in the slowest chain: no draws were kept"
+                ),
+            ));
         }
         let step_sizes = this.chains.iter().map(|c| c.eps).collect();
         let metrics = this.chains.iter().map(|c| c.inv_metric.clone()).collect();
