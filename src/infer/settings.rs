@@ -11,8 +11,8 @@ use std::fmt;
 pub enum SettingKind {
     /// `true` / `false`.
     Bool,
-    /// An integer at least this large.
-    Int(i64),
+    /// An integer in a closed interval `[min, max]`.
+    Int(i64, i64),
     /// A real number in a closed interval.
     Real(f64, f64),
     /// A real number x with lo < x ≤ hi.
@@ -99,7 +99,7 @@ const fn s(
 
 const SEED: SettingSpec = s(
     "seed",
-    SettingKind::Int(0),
+    SettingKind::Int(0, i64::MAX),
     Some("1"),
     "random seed (the CLI's --seed overrides it)",
 );
@@ -111,21 +111,21 @@ const VI_JITTER: SettingSpec = s(
 );
 const BINS: SettingSpec = s(
     "bins",
-    SettingKind::Int(1),
+    SettingKind::Int(1, 1000),
     Some("10"),
     "confidence bins for the calibration errors ECE and MCE",
 );
 const MCMC: &[SettingSpec] = &[
-    s("chains", SettingKind::Int(1), Some("4"), "number of chains"),
+    s("chains", SettingKind::Int(1, 1024), Some("4"), "number of chains"),
     s(
         "warmup",
-        SettingKind::Int(0),
+        SettingKind::Int(0, 10_000_000),
         Some("1000"),
         "warm-up iterations per chain",
     ),
     s(
         "draws",
-        SettingKind::Int(1),
+        SettingKind::Int(1, 10_000_000),
         Some("1000"),
         "kept draws per chain",
     ),
@@ -138,7 +138,7 @@ const MCMC: &[SettingSpec] = &[
     ),
     s(
         "max_depth",
-        SettingKind::Int(1),
+        SettingKind::Int(1, 20),
         Some("10"),
         "maximum tree depth (nuts)",
     ),
@@ -150,7 +150,7 @@ const MCMC: &[SettingSpec] = &[
     ),
     s(
         "leapfrog_steps",
-        SettingKind::Int(1),
+        SettingKind::Int(1, 100_000),
         Some("16"),
         "mean leapfrog steps per iteration (hmc): each iteration draws its number uniformly from 1..=2L-1",
     ),
@@ -171,7 +171,7 @@ pub const ENGINES: &[EngineSchema] = &[
             ),
             s(
                 "max_iters",
-                SettingKind::Int(1),
+                SettingKind::Int(1, 1_000_000),
                 Some("500"),
                 "maximum L-BFGS iterations",
             ),
@@ -208,7 +208,7 @@ pub const ENGINES: &[EngineSchema] = &[
         settings: &[
             s(
                 "steps",
-                SettingKind::Int(1),
+                SettingKind::Int(1, 1_000_000),
                 Some("50"),
                 "mirror-descent steps",
             ),
@@ -232,13 +232,13 @@ pub const ENGINES: &[EngineSchema] = &[
             ),
             s(
                 "quadrature",
-                SettingKind::Int(1),
+                SettingKind::Int(1, 1000),
                 Some("20"),
                 "Gauss–Hermite points",
             ),
             s(
                 "mc_samples",
-                SettingKind::Int(2),
+                SettingKind::Int(2, 1_000_000),
                 Some("64"),
                 "Monte Carlo samples for multi-class expectations",
             ),
@@ -264,7 +264,7 @@ pub const ENGINES: &[EngineSchema] = &[
         implemented: true,
         doc: "gradient-descent variational inference in the (mean, Cholesky) parameterisation",
         settings: &[
-            s("steps", SettingKind::Int(1), Some("500"), "optimiser steps"),
+            s("steps", SettingKind::Int(1, 1_000_000), Some("500"), "optimiser steps"),
             s(
                 "lr",
                 SettingKind::Above(0.0, f64::INFINITY),
@@ -285,7 +285,7 @@ pub const ENGINES: &[EngineSchema] = &[
             ),
             s(
                 "quadrature",
-                SettingKind::Int(1),
+                SettingKind::Int(1, 1000),
                 Some("20"),
                 "Gauss–Hermite points",
             ),
@@ -297,7 +297,7 @@ pub const ENGINES: &[EngineSchema] = &[
             ),
             s(
                 "mc_samples",
-                SettingKind::Int(2),
+                SettingKind::Int(2, 1_000_000),
                 Some("64"),
                 "Monte Carlo samples for multi-class expectations",
             ),
@@ -319,7 +319,7 @@ pub const ENGINES: &[EngineSchema] = &[
         settings: &[
             s(
                 "steps",
-                SettingKind::Int(1),
+                SettingKind::Int(1, 1_000_000),
                 Some("2000"),
                 "optimiser steps",
             ),
@@ -329,10 +329,10 @@ pub const ENGINES: &[EngineSchema] = &[
                 Some("0.01"),
                 "learning rate",
             ),
-            s("batch", SettingKind::Int(1), Some("256"), "minibatch size"),
+            s("batch", SettingKind::Int(1, 1_000_000), Some("256"), "minibatch size"),
             s(
                 "samples",
-                SettingKind::Int(1),
+                SettingKind::Int(1, 10_000),
                 Some("1"),
                 "Monte Carlo samples per step",
             ),
@@ -370,7 +370,7 @@ pub const ENGINES: &[EngineSchema] = &[
         settings: &[
             s(
                 "rungs",
-                SettingKind::Int(2),
+                SettingKind::Int(2, 1000),
                 Some("31"),
                 "number of temperatures",
             ),
@@ -402,20 +402,20 @@ pub const ENGINES: &[EngineSchema] = &[
         settings: &[
             s(
                 "episodes",
-                SettingKind::Int(1),
+                SettingKind::Int(1, 10_000_000),
                 Some("1000"),
                 "training episodes",
             ),
-            s("ways", SettingKind::Int(1), Some("5"), "classes per task"),
+            s("ways", SettingKind::Int(1, 1000), Some("5"), "classes per task"),
             s(
                 "shots",
-                SettingKind::Int(1),
+                SettingKind::Int(1, 10_000),
                 Some("1"),
                 "examples per class",
             ),
             s(
                 "queries",
-                SettingKind::Int(1),
+                SettingKind::Int(1, 10_000),
                 Some("15"),
                 "query examples per class",
             ),
@@ -465,6 +465,15 @@ impl fmt::Display for EngineConfig {
 }
 
 impl EngineConfig {
+    /// `e` pointing at where setting `key` was written in the model, when
+    /// it was written there.
+    pub fn at_setting(&self, e: Error, key: &str) -> Error {
+        match self.spans.get(key) {
+            Some(span) => e.with_span(*span).with_label("this setting"),
+            None => e,
+        }
+    }
+
     /// A boolean setting.
     pub fn bool(&self, key: &str) -> bool {
         matches!(self.values.get(key), Some(SettingVal::Bool(true)))
@@ -707,7 +716,8 @@ fn parse_setting(
 fn expects(kind: &SettingKind) -> String {
     match kind {
         SettingKind::Bool => "`true` or `false`".into(),
-        SettingKind::Int(min) => format!("an integer ≥ {min}"),
+        SettingKind::Int(min, i64::MAX) => format!("an integer ≥ {min}"),
+        SettingKind::Int(min, max) => format!("an integer from {min} to {max}"),
         SettingKind::Real(lo, hi) if hi.is_infinite() => format!("a number ≥ {lo}"),
         SettingKind::Real(lo, hi) => format!("a number in [{lo}, {hi}]"),
         SettingKind::Choice(cs) => format!("one of {}", cs.join(", ")),
@@ -740,8 +750,10 @@ fn literal(kind: &SettingKind, e: &ast::Expr) -> Result<SettingVal, String> {
             ExprKind::Bool(b) => Ok(SettingVal::Bool(b)),
             _ => bad(),
         },
-        SettingKind::Int(min) => match number(e) {
-            Some(v) if v.fract() == 0.0 && v >= *min as f64 && v.abs() < 9e15 => {
+        SettingKind::Int(min, max) => match (&e.kind, number(e)) {
+            (ExprKind::Int(i), _) if i >= min && i <= max => Ok(SettingVal::Int(*i)),
+            (ExprKind::Int(_), _) => bad(),
+            (_, Some(v)) if v.fract() == 0.0 && v >= *min as f64 && v <= *max as f64 && v.abs() < 9e15 => {
                 Ok(SettingVal::Int(v as i64))
             }
             _ => bad(),

@@ -675,6 +675,23 @@ pub fn concrete_shape(ty: &Ty, sizes: &BTreeMap<String, usize>) -> Option<(usize
     }
 }
 
+/// Refuse a declared shape whose values would not fit in memory, naming
+/// the declaration.
+pub fn check_shape_memory(
+    kind: &str,
+    name: &str,
+    shape: (usize, usize),
+    span: crate::syntax::ast::Span,
+) -> Result<(), Error> {
+    let mut r = crate::limits::Request::new(format!("the {kind} `{name}`"));
+    match shape {
+        (0, 0) => return Ok(()),
+        (n, 0) => r = r.times("entries", n),
+        (n, m) => r = r.times("rows", n).times("columns", m),
+    }
+    crate::limits::check_memory(&[r]).map_err(|e| e.with_span(span).with_label("declared here"))
+}
+
 /// A value of the given shape filled with `x`.
 pub fn filled(shape: (usize, usize), ty: &Ty, x: f64) -> Value<f64> {
     match (ty, shape) {
@@ -859,7 +876,7 @@ fn check_data_bounds(bound: &mut Bound) -> Result<Vec<Error>> {
     Ok(errors)
 }
 
-fn element_location(
+pub(crate) fn element_location(
     v: &Value<f64>,
     k: usize,
     name: &str,
@@ -908,6 +925,11 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
             bound.hyper_init.push(Value::Real(0.0));
             continue;
         };
+        if let Err(e) = check_shape_memory("hyper", &h.name, shape, h.span) {
+            errors.push(e);
+            bound.hyper_init.push(Value::Real(0.0));
+            continue;
+        }
         let default = match (bounds.lower, bounds.upper) {
             (Some(a), Some(b)) => 0.5 * (a + b),
             (Some(a), None) => a + 1.0,
@@ -1063,6 +1085,7 @@ impl Bound {
                         format!("the size of `{}` is unknown", p.name),
                     )
                 })?;
+                check_shape_memory("param", &p.name, shape, p.span)?;
                 Ok(filled(shape, &p.ty, b.constrain(0.0)))
             })
             .collect()
@@ -1132,6 +1155,16 @@ fn dry_run(bound: &Bound) -> Result<()> {
         }
         env0.scalar(&gp.mean)?;
         let c = bound.replicas(s.gp)?;
+        crate::limits::check_memory(&[crate::limits::Request::new(format!(
+            "the latent values of `{}`",
+            gp.name
+        ))
+        .times("points", inputs.len())
+        .times("copies", c)])
+        .map_err(|e| match &gp.replicas {
+            Some(r) => e.with_span(r.span).with_label("the number of copies"),
+            None => e.with_span(s.span),
+        })?;
         sites.push(Some(if gp.replicas.is_some() {
             Value::Matrix(DMatrix::zeros(inputs.len(), c))
         } else {

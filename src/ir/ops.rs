@@ -276,6 +276,10 @@ fn mul<T: Scalar>(a: Value<T>, b: Value<T>, span: Span) -> R<T> {
                     ),
                 ));
             }
+            crate::limits::check_memory(&[crate::limits::Request::new("this matrix product")
+                .times("rows", m.nrows())
+                .times("columns", n.ncols())])
+            .map_err(|e| e.with_span(span).with_label("this product"))?;
             let mut out = DMatrix::from_element(m.nrows(), n.ncols(), T::zero());
             for j in 0..n.ncols() {
                 let col = matvec(&m, &n.column(j).into_owned());

@@ -89,6 +89,16 @@ impl EvidenceEngine {
                 None => e,
             })?;
         }
+        crate::limits::check_memory(&[crate::limits::Request::new(
+            "keeping every rung's draws and scores",
+        )
+        .times("rungs", rungs)
+        .times("draws per rung", draws)
+        .times("numbers per draw", 2 * density.dim + 1)])
+        .map_err(|e| {
+            cfg.at_setting(e, "rungs")
+                .with_note("lower `rungs`, or the sampler's `draws` or `chains`")
+        })?;
         // The run's seed decides every rung's seed.
         let seed = cfg.int("seed").max(0) as u64;
         sampler.values.remove("seed");

@@ -1,5 +1,11 @@
 //! The exact engine as a state machine: each step is one L-BFGS iteration
 //! on −log p(y | θ) over the learned hypers (none: a single step).
+//!
+//! The optimiser ([`crate::math::lbfgs`]) treats hypers where the log
+//! marginal likelihood cannot be computed (a kernel matrix that is not
+//! positive definite even with jitter, a non-finite value) as rejected
+//! trial points, and every line search is bounded, so a run always ends
+//! with a reason.
 
 use super::model::ExactModel;
 use super::objective::LmlState;
@@ -7,73 +13,17 @@ use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::{ExactFit, Fit};
 use crate::infer::settings::EngineConfig;
-use argmin::core::{
-    CostFunction, Gradient, IterState, Problem, Solver, State, TerminationReason, TerminationStatus,
-};
-use argmin::solver::linesearch::MoreThuenteLineSearch;
-use argmin::solver::quasinewton::LBFGS;
-use std::cell::RefCell;
+use crate::math::lbfgs::{Lbfgs, Outcome};
 use std::sync::Arc;
 
-/// One evaluation: θ, −lml and its gradient.
-type Evaluation = (Vec<f64>, f64, Vec<f64>);
-
-/// The optimiser's state.
-type LbfgsState = IterState<Vec<f64>, Vec<f64>, (), (), (), f64>;
-
-/// −lml and its gradient for argmin, caching the last evaluation.
-struct Objective {
-    model: Arc<ExactModel>,
-    autodiff: bool,
-    cache: RefCell<Option<Evaluation>>,
-}
-
-impl Objective {
-    fn eval(&self, theta: &[f64]) -> Result<(f64, Vec<f64>), Error> {
-        if let Some((t, v, g)) = &*self.cache.borrow()
-            && t.as_slice() == theta
-        {
-            return Ok((*v, g.clone()));
-        }
-        let (v, g) = if self.autodiff {
-            self.model.lml_grad_autodiff(theta)?
-        } else {
-            let (s, g) = self.model.lml_grad(theta)?;
-            (s.lml, g)
-        };
-        let neg_g: Vec<f64> = g.iter().map(|x| -x).collect();
-        *self.cache.borrow_mut() = Some((theta.to_vec(), -v, neg_g.clone()));
-        Ok((-v, neg_g))
-    }
-}
-
-impl CostFunction for Objective {
-    type Param = Vec<f64>;
-    type Output = f64;
-    fn cost(&self, p: &Vec<f64>) -> Result<f64, argmin::core::Error> {
-        Ok(self.eval(p).map(|(v, _)| v).unwrap_or(f64::INFINITY))
-    }
-}
-
-impl Gradient for Objective {
-    type Param = Vec<f64>;
-    type Gradient = Vec<f64>;
-    fn gradient(&self, p: &Vec<f64>) -> Result<Vec<f64>, argmin::core::Error> {
-        Ok(self
-            .eval(p)
-            .map(|(_, g)| g)
-            .unwrap_or_else(|_| vec![f64::NAN; p.len()]))
-    }
-}
-
-type Lbfgs = LBFGS<MoreThuenteLineSearch<Vec<f64>, Vec<f64>, f64>, Vec<f64>, Vec<f64>, f64>;
+/// Correction pairs kept by L-BFGS.
+const MEMORY: usize = 10;
 
 /// The exact engine's state.
 pub struct ExactEngine {
     model: Arc<ExactModel>,
-    problem: Problem<Objective>,
-    solver: Lbfgs,
-    state: Option<LbfgsState>,
+    autodiff: bool,
+    opt: Option<Lbfgs>,
     learn: bool,
     max_iters: usize,
     grad_tol: f64,
@@ -81,6 +31,8 @@ pub struct ExactEngine {
     trace: Vec<f64>,
     theta0: Vec<f64>,
     last_grad_norm: f64,
+    /// The last error met at a rejected trial point.
+    last_error: Option<String>,
 }
 
 impl ExactEngine {
@@ -88,31 +40,80 @@ impl ExactEngine {
     pub fn new(model: ExactModel, cfg: &EngineConfig) -> Result<ExactEngine, Error> {
         let theta0 = model.layout.initial(&model.bound)?;
         let learn = model.layout.len > 0;
-        let grad_tol = cfg.real("grad_tol");
-        let autodiff = cfg.name_of("gradient") == Some("autodiff");
-        let solver = LBFGS::new(MoreThuenteLineSearch::new(), 10)
-            .with_tolerance_grad(grad_tol)
-            .and_then(|s| s.with_tolerance_cost(0.0))
-            .map_err(|e| Error::internal(format!("L-BFGS setup: {e}")))?;
-        let model = Arc::new(model);
         Ok(ExactEngine {
-            model: model.clone(),
-            problem: Problem::new(Objective {
-                model,
-                autodiff,
-                cache: RefCell::new(None),
-            }),
-            solver,
-            state: None,
+            model: Arc::new(model),
+            autodiff: cfg.name_of("gradient") == Some("autodiff"),
+            opt: None,
             learn,
             max_iters: cfg.int("max_iters").max(1) as usize,
-            grad_tol,
+            grad_tol: cfg.real("grad_tol"),
             iter: 0,
             trace: Vec::new(),
             theta0,
             last_grad_norm: f64::NAN,
+            last_error: None,
         })
     }
+
+    /// −lml and its gradient at θ.
+    fn evaluate(model: &ExactModel, autodiff: bool, theta: &[f64]) -> Result<(f64, Vec<f64>), Error> {
+        let (v, g) = if autodiff {
+            model.lml_grad_autodiff(theta)?
+        } else {
+            let (s, g) = model.lml_grad(theta)?;
+            (s.lml, g)
+        };
+        Ok((-v, g.iter().map(|x| -x).collect()))
+    }
+}
+
+/// An error for a log marginal likelihood that is not finite at θ, with
+/// its most likely cause: an outcome or input too large to square, or a
+/// hyper at an extreme value.
+pub fn non_finite_lml(model: &ExactModel, theta: &[f64], lml: f64, at: &str) -> Error {
+    let mut e = Error::new(
+        ErrorKind::Numerical,
+        format!("the log marginal likelihood is {lml} at {at}"),
+    );
+    let g = &model.bound.graph;
+    let obs = &g.observations[model.obs];
+    let decl = &g.data[obs.data];
+    const HUGE: f64 = 1e150;
+    if let Some((k, v)) = model
+        .y
+        .iter()
+        .enumerate()
+        .find(|(_, v)| v.abs() >= HUGE)
+    {
+        let (row, col) = crate::ir::bind::element_location(
+            &model.bound.data[obs.data],
+            k,
+            &decl.name,
+            &decl.source,
+        );
+        e.message = format!(
+            "{}: the outcome {v:e} is too large (its square overflows)",
+            e.message
+        );
+        return e
+            .in_data(model.bound.location(row, col))
+            .with_note("rescale the outcomes, e.g. to thousands or millions of the unit");
+    }
+    if let Some(i) = (0..model.inputs.len()).find(|&i| model.inputs.row(i).iter().any(|x| x.abs() >= HUGE)) {
+        return e.with_note(format!(
+            "input row {i} holds a value of magnitude ≥ 1e150, whose square overflows; rescale the inputs"
+        ));
+    }
+    let hypers = model.layout.values::<f64>(&model.bound, theta);
+    for (h, v) in g.hypers.iter().zip(&hypers) {
+        if v.flatten().iter().any(|x| !x.is_finite() || x.abs() >= HUGE || (*x != 0.0 && x.abs() <= 1e-150)) {
+            return e.with_note(format!(
+                "the hyper `{}` is {v} there; give it a less extreme value",
+                h.name
+            ));
+        }
+    }
+    e.with_note("check the kernel's hyperparameters and the data's scale")
 }
 
 fn norm(g: &[f64]) -> f64 {
@@ -123,69 +124,63 @@ impl Engine for ExactEngine {
     fn step(&mut self) -> Result<Status, Error> {
         if !self.learn {
             let s = self.model.lml(&self.theta0)?;
+            if !s.lml.is_finite() {
+                return Err(non_finite_lml(&self.model, &self.theta0, s.lml, "the given hypers"));
+            }
             self.trace.push(s.lml);
             return Ok(Status::Done("no hypers to learn".into()));
         }
-        let state = match self.state.take() {
-            None => {
-                // Fail early with the real error if the start is infeasible.
-                let obj = self
-                    .problem
-                    .problem
-                    .as_ref()
-                    .ok_or_else(|| Error::internal("objective missing"))?;
-                let (v, g) = obj.eval(&self.theta0)?;
-                self.trace.push(-v);
-                self.last_grad_norm = norm(&g);
-                let st = IterState::new()
-                    .param(self.theta0.clone())
-                    .cost(v)
-                    .gradient(g);
-                let (st, _) = self.solver.init(&mut self.problem, st).map_err(|e| {
-                    Error::new(ErrorKind::Numerical, format!("L-BFGS could not start: {e}"))
-                })?;
-                if self.last_grad_norm < self.grad_tol {
-                    self.state = Some(st);
-                    return Ok(Status::Done(
-                        "gradient norm below tolerance at the start".into(),
-                    ));
-                }
-                st
+        let Some(opt) = self.opt.as_mut() else {
+            // Fail early with the real error if the start is infeasible.
+            let (v, g) = Self::evaluate(&self.model, self.autodiff, &self.theta0)?;
+            if !v.is_finite() {
+                return Err(non_finite_lml(&self.model, &self.theta0, -v, "the initial hypers"));
             }
-            Some(st) => st,
+            if g.iter().any(|x| !x.is_finite()) {
+                return Err(Error::new(
+                    ErrorKind::Numerical,
+                    "the gradient of the log marginal likelihood is not finite at the initial hypers",
+                )
+                .with_note("give the hypers less extreme initial values"));
+            }
+            self.trace.push(-v);
+            self.last_grad_norm = norm(&g);
+            let done = self.last_grad_norm < self.grad_tol;
+            self.opt = Some(Lbfgs::new(self.theta0.clone(), v, g, MEMORY));
+            if done {
+                return Ok(Status::Done(
+                    "gradient norm below tolerance at the start".into(),
+                ));
+            }
+            return Ok(Status::Running);
         };
-        if self.problem.problem.is_none() {
-            return Err(Error::internal("the optimizer lost its objective"));
-        }
-        let (mut st, _) = self
-            .solver
-            .next_iter(&mut self.problem, state)
-            .map_err(|e| Error::new(ErrorKind::Numerical, format!("L-BFGS failed: {e}")))?;
-        st.increment_iter();
-        st.update();
+        let (model, autodiff) = (&self.model, self.autodiff);
+        let last_error = &mut self.last_error;
+        let mut objective = |theta: &[f64]| match Self::evaluate(model, autodiff, theta) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                *last_error = Some(e.message);
+                None
+            }
+        };
+        let outcome = opt.iterate(&mut objective);
         self.iter += 1;
-        self.trace.push(-st.get_cost());
-        self.last_grad_norm = st.get_gradient().map(|g| norm(g)).unwrap_or(f64::NAN);
-        let status = match st.get_termination_status() {
-            TerminationStatus::Terminated(TerminationReason::SolverExit(msg)) => {
-                Status::Done(format!("line search stopped: {msg}"))
+        self.trace.push(-opt.f);
+        self.last_grad_norm = opt.grad_norm();
+        Ok(match outcome {
+            Outcome::NoProgress(why) => Status::Done(match &self.last_error {
+                Some(e) => format!("stopped: {why}; the last rejected point failed with: {e}"),
+                None => format!("stopped: {why}"),
+            }),
+            Outcome::Improved if self.last_grad_norm < self.grad_tol => Status::Done(format!(
+                "gradient norm {:.2e} below {:.0e}",
+                self.last_grad_norm, self.grad_tol
+            )),
+            Outcome::Improved if self.iter >= self.max_iters => {
+                Status::Done(format!("reached max_iters = {}", self.max_iters))
             }
-            TerminationStatus::Terminated(r) => Status::Done(r.to_string()),
-            TerminationStatus::NotTerminated => {
-                if self.last_grad_norm < self.grad_tol {
-                    Status::Done(format!(
-                        "gradient norm {:.2e} below {:.0e}",
-                        self.last_grad_norm, self.grad_tol
-                    ))
-                } else if self.iter >= self.max_iters {
-                    Status::Done(format!("reached max_iters = {}", self.max_iters))
-                } else {
-                    Status::Running
-                }
-            }
-        };
-        self.state = Some(st);
-        Ok(status)
+            Outcome::Improved => Status::Running,
+        })
     }
 
     fn progress(&self) -> Progress {
@@ -199,18 +194,17 @@ impl Engine for ExactEngine {
         }
     }
 
-    fn finish(mut self: Box<Self>, reason: String) -> Result<Fit, Error> {
-        let theta = match self.state.as_mut() {
-            Some(st) => st
-                .take_param()
-                .or_else(|| st.take_best_param())
-                .unwrap_or_else(|| self.theta0.clone()),
-            None => self.theta0.clone(),
-        };
+    fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
         let this = *self;
-        drop(this.problem);
+        let theta = match &this.opt {
+            Some(opt) => opt.x.clone(),
+            None => this.theta0.clone(),
+        };
         let model = Arc::try_unwrap(this.model).unwrap_or_else(|m| (*m).clone());
         let (state, grad): (LmlState, Vec<f64>) = model.lml_grad(&theta)?;
+        if !state.lml.is_finite() {
+            return Err(non_finite_lml(&model, &theta, state.lml, "the final hypers"));
+        }
         let converged = !this.learn || norm(&grad) < this.grad_tol.max(1e-5);
         Ok(Fit::Exact(Box::new(ExactFit::new(
             model, theta, state, grad, this.iter, this.trace, reason, converged,

@@ -94,6 +94,13 @@ impl ExactModel {
         let sigma = obs.dist.args[1].clone();
         let hypers = layout.values::<f64>(&bound, &layout.initial(&bound)?);
         let inputs = bound.site_inputs(lo.site, &hypers, &[])?;
+        crate::limits::check_memory(&[crate::limits::Request::new(
+            "exact GP regression (the kernel matrix, its Cholesky factor and the gradient's weight matrix)",
+        )
+        .times("matrices", 3u64)
+        .times("points", inputs.len())
+        .times("points", inputs.len())])
+        .map_err(|e| e.with_note("use fewer rows (`--rows A..B`) for an exact GP"))?;
         let y = bound.data[obs.data].vector().ok_or_else(|| {
             Error::at(
                 ErrorKind::Type,

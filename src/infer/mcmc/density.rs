@@ -13,6 +13,7 @@
 //! prior terms are differentiated by forward-mode autodiff.
 
 use super::tape::{Tape, zero_like};
+use crate::limits::{self, Request};
 use crate::error::{Error, ErrorKind};
 use crate::infer::exact::model::ExactModel;
 use crate::infer::hypers::HyperLayout;
@@ -223,6 +224,13 @@ impl Density {
                     .flat_map(|s| s.offset..s.offset + s.len())
                     .collect();
                 let inputs = bound.site_inputs(0, &hypers, &[])?;
+                limits::check_memory(&[Request::new(format!(
+                    "sampling the latent values of `{}` (the prior covariance, its factor and its gradient)",
+                    gp.name
+                ))
+                .times("matrices", 3u64)
+                .times("points", inputs.len())
+                .times("points", inputs.len())])?;
                 let l = if kernel_coords.is_empty() {
                     let env = Env::new(&bound, &hypers, &[], &[]);
                     let k = env.kernel(&gp.kernel)?;

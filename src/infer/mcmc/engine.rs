@@ -118,6 +118,18 @@ impl McmcEngine {
         };
         let n = cfg.int("chains").max(1) as usize;
         let seed = cfg.int("seed").max(0) as u64;
+        let columns = density.stan_names().len();
+        crate::limits::check_memory(&[crate::limits::Request::new("keeping the draws")
+            .times("chains", n)
+            .times("draws", chain_cfg.draws)
+            .times(
+                "numbers per draw (position, score, output columns, statistics)",
+                2 * density.dim + columns + 8,
+            )])
+        .map_err(|e| {
+            cfg.at_setting(e, "draws")
+                .with_note("lower `draws` or `chains`, or sample fewer quantities")
+        })?;
         let density = Arc::new(density);
         let chains: Vec<Chain> = (0..n)
             .into_par_iter()

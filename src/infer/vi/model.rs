@@ -80,6 +80,14 @@ impl ViModel {
         let hypers = layout.values::<f64>(&bound, &layout.initial(&bound)?);
         let inputs = bound.site_inputs(latent.site, &hypers, &[])?;
         let classes = bound.replicas(latent.gp)?;
+        crate::limits::check_memory(&[crate::limits::Request::new(format!(
+            "the `{engine}` engine (the prior covariance, its factor and the posterior covariance per latent function)"
+        ))
+        .times("matrices", 3u64)
+        .times("latent functions", classes)
+        .times("points", inputs.len())
+        .times("points", inputs.len())])
+        .map_err(|e| e.with_note("use fewer rows (`--rows A..B`) for a full-rank variational posterior"))?;
         let o = &bound.graph.observations[latent.obs];
         let y = bound.data[o.data].flatten();
         if y.len() != inputs.len() {
