@@ -241,3 +241,13 @@ impl std::error::Error for Errors {}
 
 /// The result type of every stage.
 pub type Result<T, E = Errors> = std::result::Result<T, E>;
+
+/// A number as messages show it: plain when of moderate size, in
+/// scientific notation when huge or tiny (`1e300`, not 301 digits).
+pub fn num(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-4..1e6).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}

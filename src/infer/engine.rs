@@ -111,12 +111,13 @@ impl Executor {
             steps += 1;
             let p = engine.progress();
             if let Some(o) = p.objective
-                && o.is_nan()
+                && !o.is_finite()
             {
                 return Err(Error::new(
                     ErrorKind::Numerical,
-                    format!("the {} became NaN at step {}", p.objective_name, p.step),
-                ));
+                    format!("the {} became {o} at step {}", p.objective_name, p.step),
+                )
+                .with_note("check the data's scale (values of magnitude 1e150 or more overflow when squared) and the hypers' initial values"));
             }
             for o in &mut self.observers {
                 o.observe(&p);

@@ -49,8 +49,21 @@ pub fn mills_f64(x: f64) -> f64 {
     (log_pdf - log_phi_f64(x)).exp()
 }
 
-/// The trigamma function ψ′(x) (the derivative of digamma), x > 0.
+/// The trigamma function ψ′(x) (the derivative of digamma) for any real x
+/// (infinite at the poles 0, −1, −2, ...).
 pub fn trigamma_f64(mut x: f64) -> f64 {
+    if x.is_nan() || x == f64::NEG_INFINITY {
+        return f64::NAN;
+    }
+    if x == f64::INFINITY {
+        return 0.0;
+    }
+    if x <= 0.0 {
+        // Reflection, ψ′(x) + ψ′(1 − x) = π² / sin²(πx), so the recurrence
+        // below runs a bounded number of times for any x.
+        let s = (std::f64::consts::PI * x).sin();
+        return std::f64::consts::PI.powi(2) / (s * s) - trigamma_f64(1.0 - x);
+    }
     let mut acc = 0.0;
     while x < 10.0 {
         acc += 1.0 / (x * x);
@@ -214,6 +227,11 @@ mod tests {
     fn trigamma_matches_known_values() {
         assert!((trigamma_f64(1.0) - std::f64::consts::PI.powi(2) / 6.0).abs() < 1e-10);
         assert!((trigamma_f64(0.5) - std::f64::consts::PI.powi(2) / 2.0).abs() < 1e-10);
+        // Reflection: ψ′(−½) = π² − ψ′(3/2) = π²/2 + 4.
+        assert!((trigamma_f64(-0.5) - (std::f64::consts::PI.powi(2) / 2.0 + 4.0)).abs() < 1e-9);
+        // Huge negative arguments end at once (they once looped forever).
+        assert!(trigamma_f64(-1e300) >= std::f64::consts::PI.powi(2) - 1e-9);
+        assert!(trigamma_f64(f64::NEG_INFINITY).is_nan());
     }
 
     #[test]

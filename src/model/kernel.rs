@@ -282,6 +282,14 @@ impl Inputs {
     pub fn row(&self, i: usize) -> &[f64] {
         &self.data[i * self.d..(i + 1) * self.d]
     }
+    /// Rows `range` as inputs of their own.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Inputs {
+        Inputs {
+            n: range.len(),
+            d: self.d,
+            data: self.data[range.start * self.d..range.end * self.d].to_vec(),
+        }
+    }
 }
 
 fn shape_error(span: Span, msg: String) -> Error {

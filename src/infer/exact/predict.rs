@@ -32,6 +32,9 @@ pub struct Predictions {
     pub mean_log_predictive_density: Option<f64>,
 }
 
+/// Entries of the cross-covariance K* [N, batch] computed at once.
+const PREDICT_ENTRIES: usize = 1 << 22;
+
 impl ExactModel {
     /// Predict at inputs `x` with offset and noise evaluated on `data`.
     pub fn predict_at(
@@ -47,13 +50,21 @@ impl ExactModel {
         let mut mean: Vec<f64> = p.loc.iter().copied().collect();
         let mut var_f: Vec<f64> = kdiag.iter().copied().collect();
         if let Some(chol) = &state.chol {
-            let ks = p.kernel.cross(&self.inputs, x)?;
-            let km = ks.tr_mul(&state.alpha);
-            let v = chol.solve_lower(&ks);
-            for j in 0..m {
-                mean[j] += km[j];
-                var_f[j] -= v.column(j).norm_squared();
-                var_f[j] = var_f[j].max(0.0);
+            // In batches of test points, so K* [N, batch] stays small
+            // whatever the number of test points.
+            let n = self.inputs.len().max(1);
+            let batch = (PREDICT_ENTRIES / n).max(1);
+            for start in (0..m).step_by(batch) {
+                let end = (start + batch).min(m);
+                let xb = x.slice(start..end);
+                let ks = p.kernel.cross(&self.inputs, &xb)?;
+                let km = ks.tr_mul(&state.alpha);
+                let v = chol.solve_lower(&ks);
+                for j in 0..end - start {
+                    mean[start + j] += km[j];
+                    var_f[start + j] -= v.column(j).norm_squared();
+                    var_f[start + j] = var_f[start + j].max(0.0);
+                }
             }
         }
         let var_y: Vec<f64> = var_f.iter().zip(&p.sigma).map(|(v, s)| v + s * s).collect();
@@ -88,6 +99,25 @@ impl ExactModel {
             ));
         }
         let mut p = self.predict_at(theta, state, &x, test)?;
+        let bad = (0..p.mean.len()).find(|&i| {
+            !(p.mean[i].is_finite() && p.var_f[i].is_finite() && p.var_y[i].is_finite())
+        });
+        if let Some(i) = bad {
+            let row = test.row_ids.get(i).copied().unwrap_or(i);
+            let inputs: Vec<String> = x.row(i).iter().map(|&v| crate::error::num(v)).collect();
+            return Err(Error::new(
+                ErrorKind::Numerical,
+                format!(
+                    "the prediction at test row {row} is not finite (mean {}, variance {})",
+                    crate::error::num(p.mean[i]),
+                    crate::error::num(p.var_y[i])
+                ),
+            )
+            .with_note(format!(
+                "its inputs are ({}); inputs of magnitude 1e150 or more overflow the kernel's distances",
+                inputs.join(", ")
+            )));
+        }
         let obs = &self.bound.graph.observations[self.obs];
         if test.present[obs.data]
             && let Some(y) = test.data[obs.data].vector()

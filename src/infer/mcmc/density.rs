@@ -111,6 +111,58 @@ fn unsupported(span: crate::syntax::ast::Span, msg: impl Into<String>) -> Error 
     Error::at(ErrorKind::Unsupported, span, msg).with_label("here")
 }
 
+/// Refuse a param whose posterior is certainly improper: no prior, an
+/// unbounded range, and nothing in the density depending on it (no
+/// observation, other prior or latent GP), so its posterior is flat on an
+/// infinite range and a sampler would drift away for ever.
+fn improper_params(bound: &Bound) -> Result<(), Error> {
+    use crate::ir::expr::Ref;
+    let g = &bound.graph;
+    let mut used = vec![false; g.params.len()];
+    for p in &g.priors {
+        used[p.param] = true;
+    }
+    let mut mark = |e: &TExpr| {
+        for r in g.dependencies(e) {
+            if let Ref::Param(i) = r {
+                used[i] = true;
+            }
+        }
+    };
+    for p in &g.priors {
+        p.dist.args.iter().for_each(&mut mark);
+    }
+    for o in &g.observations {
+        o.dist.args.iter().for_each(&mut mark);
+    }
+    for gp in &g.gps {
+        mark(&gp.mean);
+        mark(&gp.kernel);
+    }
+    for s in &g.sites {
+        mark(&s.input);
+    }
+    for (i, p) in g.params.iter().enumerate() {
+        let b = bound.param_bounds[i];
+        if !used[i] && (b.lower.is_none() || b.upper.is_none()) {
+            return Err(Error::at(
+                ErrorKind::Unsupported,
+                p.span,
+                format!(
+                    "`{}` has no prior and nothing in the model depends on it: its posterior is flat on an unbounded range (improper), so it cannot be sampled",
+                    p.name
+                ),
+            )
+            .with_label("no prior")
+            .with_note(format!(
+                "give it a prior (`{} : ... ~ normal(0, 1)`), bounds on both sides, or remove it",
+                p.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Density {
     /// Set up for a bound model.
     pub fn new(bound: Arc<Bound>) -> Result<Density, Error> {
@@ -135,6 +187,7 @@ impl Density {
             offset += slot.len();
             slots.push(slot);
         }
+        improper_params(&bound)?;
         for p in &g.priors {
             if matches!(p.dist.dist, DistRef::Rust(_)) {
                 return Err(unsupported(

@@ -5,7 +5,7 @@
 use super::chain::{ChainConfig, Draw, Method};
 use super::density::Density;
 use super::diagnostics::{Summary, ebfmi, summarize};
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::ir::eval::Env;
 use crate::ir::value::Value;
 use crate::mc::control_variates::{CvEstimate, Method as CvMethod, Samples};
@@ -106,6 +106,22 @@ impl McmcFit {
                 summarize(&chains)
             })
             .collect();
+        if let Some(k) = summaries
+            .iter()
+            .position(|s| !(s.mean.is_finite() && s.sd.is_finite()))
+        {
+            let s = &summaries[k];
+            return Err(Error::new(
+                ErrorKind::Numerical,
+                format!(
+                    "the draws of `{}` are not finite (mean {}, sd {}): the chains ran off to infinity",
+                    names[k],
+                    crate::error::num(s.mean),
+                    crate::error::num(s.sd)
+                ),
+            )
+            .with_note("the posterior may be improper (a param with a flat prior that the data do not constrain) or badly scaled; give every param a proper prior"));
+        }
         let divergences = draws.iter().flatten().filter(|d| d.stats.divergent).count();
         let max_depth_hits = match cfg.method {
             Method::Nuts { max_depth } => draws

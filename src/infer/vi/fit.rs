@@ -4,7 +4,7 @@
 use super::core::Core;
 use super::posterior::Whitened;
 use super::predict::{Predictions, TestMetrics, predict};
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::infer::hypers::{hypers_json, hypers_table};
 use crate::ir::bind::Bound;
 use crate::ir::value::Value;
@@ -69,6 +69,21 @@ impl VariationalFit {
     /// Predict at test data and keep the predictions and metrics.
     pub fn attach_test(&mut self, test: &Bound, bins: usize) -> Result<(), Error> {
         let (p, m) = predict(&self.core, &self.qs, test, bins)?;
+        let finite = |rows: &Vec<Vec<f64>>| rows.iter().position(|r| r.iter().any(|v| !v.is_finite()));
+        let bad = finite(&p.mean_f)
+            .or_else(|| finite(&p.var_f))
+            .or_else(|| p.probabilities.as_ref().and_then(finite));
+        if let Some(i) = bad {
+            let row = test.row_ids.get(i).copied().unwrap_or(i);
+            return Err(Error::new(
+                ErrorKind::Numerical,
+                format!(
+                    "the prediction at test row {row} is not finite (latent mean {:?}, variance {:?})",
+                    p.mean_f[i], p.var_f[i]
+                ),
+            )
+            .with_note("check the test inputs' scale: inputs of magnitude 1e150 or more overflow the kernel's distances"));
+        }
         self.predictions = Some(p);
         self.test = m;
         Ok(())

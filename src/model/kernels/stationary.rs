@@ -66,8 +66,19 @@ pub fn scaled_sqdist<T: Real>(
     }
 }
 
+/// Whether r² overflowed: inputs so far apart that every stationary
+/// kernel is 0 there (with zero derivatives), computed as such rather than
+/// as ∞ · 0.
+#[inline]
+fn infinitely_far<T: Real>(r2: T) -> bool {
+    r2.to_constant() == f64::INFINITY
+}
+
 /// exp(−r²/2).
 pub fn rbf<T: Real>(r2: T) -> T {
+    if infinitely_far(r2) {
+        return T::zero();
+    }
     (-r2 * F64(0.5)).exp()
 }
 
@@ -75,6 +86,9 @@ pub fn rbf<T: Real>(r2: T) -> T {
 pub fn matern12<T: Real>(r2: T) -> T {
     if r2.to_constant() == 0.0 {
         return T::one();
+    }
+    if infinitely_far(r2) {
+        return T::zero();
     }
     (-r2.sqrt_()).exp()
 }
@@ -84,6 +98,9 @@ pub fn matern32<T: Real>(r2: T) -> T {
     if r2.to_constant() == 0.0 {
         return T::one();
     }
+    if infinitely_far(r2) {
+        return T::zero();
+    }
     let s = r2.sqrt_() * F64(3f64.sqrt());
     (T::one() + s) * (-s).exp()
 }
@@ -92,6 +109,9 @@ pub fn matern32<T: Real>(r2: T) -> T {
 pub fn matern52<T: Real>(r2: T) -> T {
     if r2.to_constant() == 0.0 {
         return T::one();
+    }
+    if infinitely_far(r2) {
+        return T::zero();
     }
     let s = r2.sqrt_() * F64(5f64.sqrt());
     (T::one() + s + r2 * F64(5.0 / 3.0)) * (-s).exp()
