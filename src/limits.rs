@@ -19,6 +19,9 @@ pub const MAX_OPERATORS: usize = 1000;
 /// trees, so this bounds their stack use.
 pub const MAX_EXPR_DEPTH: usize = 1000;
 
+/// The most items a range may expand to (`dims = 0..9`, `"x1".."x30"`).
+pub const MAX_RANGE_LEN: usize = 1_000_000;
+
 /// The most parser steps per byte of model text (plus a fixed allowance);
 /// a guard that keeps parsing time linear in the size of the file.
 pub const PARSER_STEPS_PER_BYTE: usize = 400;

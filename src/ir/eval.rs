@@ -333,7 +333,21 @@ fn dims_of<T: Scalar>(
     let v = eval(d, env, locals)?;
     let list: Vec<i64> = match v {
         Value::Int(i) => vec![i],
-        Value::IntRange(a, b) => (a..=b).collect(),
+        Value::IntRange(a, b) => {
+            if b.saturating_sub(a) >= crate::limits::MAX_RANGE_LEN as i64 {
+                return Err(Error::at(
+                    ErrorKind::Shape,
+                    d.span,
+                    format!(
+                        "`dims` selects {} columns; at most {} are supported",
+                        b.saturating_sub(a).saturating_add(1),
+                        crate::limits::MAX_RANGE_LEN
+                    ),
+                )
+                .with_label("too many"));
+            }
+            (a..=b).collect()
+        }
         Value::IntArray(xs) => xs,
         other => {
             return Err(Error::at(

@@ -233,6 +233,16 @@ impl Method {
     /// need more samples than polynomial terms.
     pub fn check_size(&self, n: usize, d: usize) -> Result<(), Error> {
         let p = |order: usize| if order >= 2 { d + d * (d + 1) / 2 } else { d };
+        let features = match self {
+            Method::Poly { order, .. } | Method::Secf { order, .. } => p(*order),
+            _ => d,
+        };
+        crate::limits::check_memory(&[crate::limits::Request::new(
+            "the control variates' design matrix",
+        )
+        .times("draws", n)
+        .times("features", features.saturating_add(1))])
+        .map_err(|e| cv_err(e.message))?;
         match self {
             Method::Poly { order, ridge } if *ridge == 0.0 && n <= p(*order) + 1 => {
                 Err(cv_err(format!(

@@ -480,6 +480,11 @@ pub(crate) fn string_range(a: &str, b: &str) -> Result<Vec<String>, String> {
     let (pa, na) = split(a);
     let (pb, nb) = split(b);
     match (na, nb) {
+        (Some(x), Some(y)) if pa == pb && y - x >= crate::limits::MAX_RANGE_LEN => Err(format!(
+            "the range \"{a}\"..\"{b}\" names {} columns; a range may name at most {}",
+            y - x + 1,
+            crate::limits::MAX_RANGE_LEN
+        )),
         (Some(x), Some(y)) if pa == pb && x <= y => {
             // Keep zero padding: "x01".."x10" gives x01, x02, ..., x10.
             let width = if a[pa.len()..].starts_with('0') && a.len() > pa.len() + 1 {
