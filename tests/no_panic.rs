@@ -98,7 +98,7 @@ proptest! {
 
 #[test]
 fn deep_nesting_is_an_error_not_a_crash() {
-    for open in ["(", "[", "-(", "f("] {
+    for open in ["(", "[", "-(", "f(", "if x then "] {
         let text = format!("model {{ let a = {}1 }}", open.repeat(100_000));
         let e = tempest::parse(&text).expect_err("an error");
         assert!(
@@ -112,17 +112,73 @@ fn deep_nesting_is_an_error_not_a_crash() {
     assert!(r.is_ok());
 }
 
+/// Each expression at a limit, and one step beyond it.
+fn at_and_beyond_limits() -> Vec<(String, String)> {
+    let sum = |n: usize| vec!["x"; n].join(" + ");
+    let neg = |n: usize| format!("{}x", "-".repeat(n));
+    let pow = |n: usize| format!("x{}", " ^ x".repeat(n));
+    let nest = |n: usize| format!("{}x{}", "(".repeat(n), ")".repeat(n));
+    let ifs = |n: usize| format!("{}x{}", "if x > 0 then ".repeat(n), " else x".repeat(n));
+    let calls = |n: usize| format!("{}x{}", "exp(".repeat(n), ")".repeat(n));
+    vec![
+        (sum(1000), sum(1002)),
+        (neg(100), neg(101)),
+        (pow(100), pow(101)),
+        (nest(99), nest(101)),
+        (ifs(99), ifs(101)),
+        (calls(99), calls(101)),
+    ]
+}
+
 #[test]
 fn the_largest_allowed_expressions_run() {
-    let sum = vec!["x"; 1000].join(" + ");
-    let neg = format!("{}x", "-".repeat(999));
-    let nest = format!("{}x{}", "(".repeat(99), ")".repeat(99));
-    for e in [sum, neg, nest] {
-        let text = format!("data {{ x : real = 1.0 }}\nmodel {{ let a = {e} }}\n");
+    for (ok, _) in at_and_beyond_limits() {
+        let text = format!("data {{ x : real = 1.0 }}\nmodel {{ let a = {ok} }}\n");
         let g = tempest::parse(&text)
             .and_then(|p| tempest::check(&p, &Registry::default()))
             .and_then(tempest::lower)
-            .expect("model");
+            .unwrap_or_else(|e| panic!("{}: {}", &ok[..40.min(ok.len())], e.first().message));
         tempest::bind(g, &Data::values(), &Overrides::default()).expect("bind");
+    }
+}
+
+#[test]
+fn expressions_beyond_the_limits_are_syntax_errors() {
+    for (_, bad) in at_and_beyond_limits() {
+        let text = format!("data {{ x : real = 1.0 }}\nmodel {{ let a = {bad} }}\n");
+        let e = tempest::parse(&text).expect_err("an error");
+        assert_eq!(e.first().kind, tempest::ErrorKind::Syntax, "{}", e.first().message);
+    }
+}
+
+#[test]
+fn long_let_chains_evaluate_without_recursion() {
+    // Each let uses the one before: evaluation must not recurse per let.
+    let lets: Vec<String> = (0..20_000).map(|i| format!("let a{} = a{i} + x", i + 1)).collect();
+    let text = format!(
+        "data {{ x : real = 1.0 }}\nmodel {{ let a0 = x\n{}\n }}\n",
+        lets.join("\n")
+    );
+    let g = tempest::parse(&text)
+        .and_then(|p| tempest::check(&p, &Registry::default()))
+        .and_then(tempest::lower)
+        .expect("model");
+    // Binding evaluates every let once (the dry run), on this test
+    // thread's small stack.
+    tempest::bind(g, &Data::values(), &Overrides::default()).expect("bind");
+}
+
+#[test]
+fn parsing_time_is_linear_in_nested_calls() {
+    // Nested calls were once parsed twice per level (2^99 steps here). The
+    // parser now stops with an error past a fixed number of steps per
+    // byte, so parsing at all proves the work is linear.
+    for depth in [22, 99] {
+        let text = format!(
+            "hyper {{ a : real = {}0.0{} }}",
+            "exp(".repeat(depth),
+            ")".repeat(depth)
+        );
+        tempest::parse(&text).unwrap_or_else(|e| panic!("{}", e.first().message));
     }
 }

@@ -352,13 +352,15 @@ mod tests {
 
     #[test]
     fn non_finite_regions_are_rejected_steps() {
-        // f = (x − 3)² for x < 4, not computable beyond: the first steps
-        // overshoot into the bad region and must come back.
+        // f = log(1 + (x − 3)²) for x < 3.5, not computable beyond: from
+        // the flat tail the line search expands its step into the bad
+        // region and must come back.
         let mut f = |x: &[f64]| {
-            if x[0] >= 4.0 {
+            if x[0] >= 3.5 {
                 return None;
             }
-            Some(((x[0] - 3.0).powi(2), vec![2.0 * (x[0] - 3.0)]))
+            let d = x[0] - 3.0;
+            Some(((1.0 + d * d).ln(), vec![2.0 * d / (1.0 + d * d)]))
         };
         let (f0, g0) = f(&[-100.0]).unwrap();
         let mut opt = Lbfgs::new(vec![-100.0], f0, g0, 5);
