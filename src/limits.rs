@@ -220,8 +220,15 @@ mod tests {
             .times("draws", 1_000_000_000_000u64)
             .times("columns", 32u64);
         let e = check_memory(&[r]).unwrap_err();
-        assert!(e.message.contains("the draws would need 1.0 PB"), "{}", e.message);
-        assert!(e.message.contains("4 chains × 1000000000000 draws × 32 columns × 8 bytes"));
+        assert!(
+            e.message.contains("the draws would need 1.0 PB"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message
+                .contains("4 chains × 1000000000000 draws × 32 columns × 8 bytes")
+        );
         assert!(check_memory(&[Request::new("small").times("n", 10u64)]).is_ok());
     }
 

@@ -147,14 +147,21 @@ fn expressions_beyond_the_limits_are_syntax_errors() {
     for (_, bad) in at_and_beyond_limits() {
         let text = format!("data {{ x : real = 1.0 }}\nmodel {{ let a = {bad} }}\n");
         let e = tempest::parse(&text).expect_err("an error");
-        assert_eq!(e.first().kind, tempest::ErrorKind::Syntax, "{}", e.first().message);
+        assert_eq!(
+            e.first().kind,
+            tempest::ErrorKind::Syntax,
+            "{}",
+            e.first().message
+        );
     }
 }
 
 #[test]
 fn long_let_chains_evaluate_without_recursion() {
     // Each let uses the one before: evaluation must not recurse per let.
-    let lets: Vec<String> = (0..20_000).map(|i| format!("let a{} = a{i} + x", i + 1)).collect();
+    let lets: Vec<String> = (0..20_000)
+        .map(|i| format!("let a{} = a{i} + x", i + 1))
+        .collect();
     let text = format!(
         "data {{ x : real = 1.0 }}\nmodel {{ let a0 = x\n{}\n }}\n",
         lets.join("\n")

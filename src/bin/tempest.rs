@@ -195,9 +195,7 @@ fn check_outputs(
 
 /// Check a PNG output path: the extension, then that it can be written.
 fn check_png(flag: &str, p: &Path) -> Result<(), Failure> {
-    let png = p
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    let png = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("png"));
     if !png {
         return Err(Error::new(
             ErrorKind::Settings,

@@ -116,7 +116,12 @@ const BINS: SettingSpec = s(
     "confidence bins for the calibration errors ECE and MCE",
 );
 const MCMC: &[SettingSpec] = &[
-    s("chains", SettingKind::Int(1, 1024), Some("4"), "number of chains"),
+    s(
+        "chains",
+        SettingKind::Int(1, 1024),
+        Some("4"),
+        "number of chains",
+    ),
     s(
         "warmup",
         SettingKind::Int(0, 10_000_000),
@@ -264,7 +269,12 @@ pub const ENGINES: &[EngineSchema] = &[
         implemented: true,
         doc: "gradient-descent variational inference in the (mean, Cholesky) parameterisation",
         settings: &[
-            s("steps", SettingKind::Int(1, 1_000_000), Some("500"), "optimiser steps"),
+            s(
+                "steps",
+                SettingKind::Int(1, 1_000_000),
+                Some("500"),
+                "optimiser steps",
+            ),
             s(
                 "lr",
                 SettingKind::Above(0.0, f64::INFINITY),
@@ -329,7 +339,12 @@ pub const ENGINES: &[EngineSchema] = &[
                 Some("0.01"),
                 "learning rate",
             ),
-            s("batch", SettingKind::Int(1, 1_000_000), Some("256"), "minibatch size"),
+            s(
+                "batch",
+                SettingKind::Int(1, 1_000_000),
+                Some("256"),
+                "minibatch size",
+            ),
             s(
                 "samples",
                 SettingKind::Int(1, 10_000),
@@ -406,7 +421,12 @@ pub const ENGINES: &[EngineSchema] = &[
                 Some("1000"),
                 "training episodes",
             ),
-            s("ways", SettingKind::Int(1, 1000), Some("5"), "classes per task"),
+            s(
+                "ways",
+                SettingKind::Int(1, 1000),
+                Some("5"),
+                "classes per task",
+            ),
             s(
                 "shots",
                 SettingKind::Int(1, 10_000),
@@ -753,7 +773,9 @@ fn literal(kind: &SettingKind, e: &ast::Expr) -> Result<SettingVal, String> {
         SettingKind::Int(min, max) => match (&e.kind, number(e)) {
             (ExprKind::Int(i), _) if i >= min && i <= max => Ok(SettingVal::Int(*i)),
             (ExprKind::Int(_), _) => bad(),
-            (_, Some(v)) if v.fract() == 0.0 && v >= *min as f64 && v <= *max as f64 && v.abs() < 9e15 => {
+            (_, Some(v))
+                if v.fract() == 0.0 && v >= *min as f64 && v <= *max as f64 && v.abs() < 9e15 =>
+            {
                 Ok(SettingVal::Int(v as i64))
             }
             _ => bad(),

@@ -111,11 +111,11 @@ impl Lbfgs {
         for qj in q.iter_mut() {
             *qj *= gamma;
         }
-        for i in 0..k {
-            let rho = 1.0 / dot(&self.y[i], &self.s[i]);
-            let beta = rho * dot(&self.y[i], &q);
-            for (qj, sj) in q.iter_mut().zip(&self.s[i]) {
-                *qj += (alpha[i] - beta) * sj;
+        for ((s, y), a) in self.s.iter().zip(&self.y).zip(&alpha) {
+            let rho = 1.0 / dot(y, s);
+            let beta = rho * dot(y, &q);
+            for (qj, sj) in q.iter_mut().zip(s) {
+                *qj += (a - beta) * sj;
             }
         }
         q.iter().map(|v| -v).collect()
@@ -127,12 +127,13 @@ impl Lbfgs {
     pub fn iterate(&mut self, obj: &mut Objective) -> Outcome {
         let mut d = self.direction();
         let mut dg0 = dot(&self.g, &d);
-        if !(dg0 < 0.0) || d.iter().any(|v| !v.is_finite()) {
+        let descent = |dg: f64| dg < 0.0;
+        if !descent(dg0) || d.iter().any(|v| !v.is_finite()) {
             self.clear();
             d = self.g.iter().map(|v| -v).collect();
             dg0 = dot(&self.g, &d);
         }
-        if !(dg0 < 0.0) {
+        if !descent(dg0) {
             return Outcome::NoProgress("the gradient is zero".into());
         }
         loop {
@@ -174,7 +175,10 @@ impl Lbfgs {
                         "no step along the steepest-descent direction lowers the objective ({} evaluations in the last line search{})",
                         MAX_LINE_EVALS,
                         if self.rejected > 0 {
-                            format!(", {} trial points rejected as not finite so far", self.rejected)
+                            format!(
+                                ", {} trial points rejected as not finite so far",
+                                self.rejected
+                            )
                         } else {
                             String::new()
                         }
@@ -215,7 +219,8 @@ impl Lbfgs {
                 *t = x + a * di;
             }
             self.evals += 1;
-            let value = obj(&trial).filter(|(f, g)| f.is_finite() && g.iter().all(|v| v.is_finite()));
+            let value =
+                obj(&trial).filter(|(f, g)| f.is_finite() && g.iter().all(|v| v.is_finite()));
             match value {
                 None => {
                     self.rejected += 1;
@@ -305,7 +310,7 @@ mod tests {
 
     fn run(
         x0: Vec<f64>,
-        f: &mut dyn FnMut(&[f64]) -> Option<(f64, Vec<f64>)>,
+        f: &mut Objective,
         iters: usize,
     ) -> Lbfgs {
         let (f0, g0) = f(&x0).unwrap();
@@ -333,14 +338,22 @@ mod tests {
             Some((v, g))
         };
         let opt = run(vec![-1.2, 1.0], &mut f, 200);
-        assert!((opt.x[0] - 1.0).abs() < 1e-6 && (opt.x[1] - 1.0).abs() < 1e-6, "{:?}", opt.x);
+        assert!(
+            (opt.x[0] - 1.0).abs() < 1e-6 && (opt.x[1] - 1.0).abs() < 1e-6,
+            "{:?}",
+            opt.x
+        );
     }
 
     #[test]
     fn an_ill_conditioned_quadratic_converges() {
         let scales = [1e-3, 1.0, 1e3, 1e4];
         let mut f = |x: &[f64]| {
-            let v: f64 = x.iter().zip(&scales).map(|(x, s)| 0.5 * s * (x - 1.0).powi(2)).sum();
+            let v: f64 = x
+                .iter()
+                .zip(&scales)
+                .map(|(x, s)| 0.5 * s * (x - 1.0).powi(2))
+                .sum();
             let g = x.iter().zip(&scales).map(|(x, s)| s * (x - 1.0)).collect();
             Some((v, g))
         };

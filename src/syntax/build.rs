@@ -523,10 +523,14 @@ fn check_operators(p: &P) -> Result<()> {
     let (mut ops, mut prefix_run, mut pow_chain) = (0usize, 0usize, 0usize);
     for q in p.clone().into_inner() {
         let too_many = |what: String, limit: usize| -> crate::error::Errors {
-            Error::at(ErrorKind::Syntax, span_of(p), format!("{what} (at most {limit})"))
-                .with_label("too long")
-                .with_note("split it into several `let` definitions")
-                .into()
+            Error::at(
+                ErrorKind::Syntax,
+                span_of(p),
+                format!("{what} (at most {limit})"),
+            )
+            .with_label("too long")
+            .with_note("split it into several `let` definitions")
+            .into()
         };
         match q.as_rule() {
             Rule::number
@@ -565,7 +569,10 @@ fn check_operators(p: &P) -> Result<()> {
         }
         if ops > limits::MAX_OPERATORS {
             return Err(too_many(
-                format!("this expression has more than {} operators", limits::MAX_OPERATORS),
+                format!(
+                    "this expression has more than {} operators",
+                    limits::MAX_OPERATORS
+                ),
                 limits::MAX_OPERATORS,
             ));
         }

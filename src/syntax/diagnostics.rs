@@ -176,7 +176,10 @@ fn render_windowed(e: &Error, src: &SourceFile, message: &str) -> String {
         src.name,
         " ".repeat(prefix.chars().count() + left.chars().count()),
         "^".repeat(width),
-        e.label.as_ref().map(|l| format!(" {l}")).unwrap_or_default(),
+        e.label
+            .as_ref()
+            .map(|l| format!(" {l}"))
+            .unwrap_or_default(),
     );
     for l in &e.labels {
         let (ll, lc) = src.line_col(l.span.start);

@@ -143,9 +143,7 @@ fn check_nesting(source: &str) -> Result<()> {
                         }
                     }
                     "let" | "likelihood" | "kernel" | "data" | "hyper" | "param" | "model"
-                    | "guide" | "estimate" | "infer" | "using" => {
-                        reset(&mut ifs, &mut open_ifs)
-                    }
+                    | "guide" | "estimate" | "infer" | "using" => reset(&mut ifs, &mut open_ifs),
                     _ => {}
                 }
                 continue;

@@ -56,7 +56,11 @@ impl ExactEngine {
     }
 
     /// −lml and its gradient at θ.
-    fn evaluate(model: &ExactModel, autodiff: bool, theta: &[f64]) -> Result<(f64, Vec<f64>), Error> {
+    fn evaluate(
+        model: &ExactModel,
+        autodiff: bool,
+        theta: &[f64],
+    ) -> Result<(f64, Vec<f64>), Error> {
         let (v, g) = if autodiff {
             model.lml_grad_autodiff(theta)?
         } else {
@@ -79,12 +83,7 @@ pub fn non_finite_lml(model: &ExactModel, theta: &[f64], lml: f64, at: &str) -> 
     let obs = &g.observations[model.obs];
     let decl = &g.data[obs.data];
     const HUGE: f64 = 1e150;
-    if let Some((k, v)) = model
-        .y
-        .iter()
-        .enumerate()
-        .find(|(_, v)| v.abs() >= HUGE)
-    {
+    if let Some((k, v)) = model.y.iter().enumerate().find(|(_, v)| v.abs() >= HUGE) {
         let (row, col) = crate::ir::bind::element_location(
             &model.bound.data[obs.data],
             k,
@@ -99,14 +98,19 @@ pub fn non_finite_lml(model: &ExactModel, theta: &[f64], lml: f64, at: &str) -> 
             .in_data(model.bound.location(row, col))
             .with_note("rescale the outcomes, e.g. to thousands or millions of the unit");
     }
-    if let Some(i) = (0..model.inputs.len()).find(|&i| model.inputs.row(i).iter().any(|x| x.abs() >= HUGE)) {
+    if let Some(i) =
+        (0..model.inputs.len()).find(|&i| model.inputs.row(i).iter().any(|x| x.abs() >= HUGE))
+    {
         return e.with_note(format!(
             "input row {i} holds a value of magnitude ≥ 1e150, whose square overflows; rescale the inputs"
         ));
     }
     let hypers = model.layout.values::<f64>(&model.bound, theta);
     for (h, v) in g.hypers.iter().zip(&hypers) {
-        if v.flatten().iter().any(|x| !x.is_finite() || x.abs() >= HUGE || (*x != 0.0 && x.abs() <= 1e-150)) {
+        if v.flatten()
+            .iter()
+            .any(|x| !x.is_finite() || x.abs() >= HUGE || (*x != 0.0 && x.abs() <= 1e-150))
+        {
             return e.with_note(format!(
                 "the hyper `{}` is {v} there; give it a less extreme value",
                 h.name
@@ -125,7 +129,12 @@ impl Engine for ExactEngine {
         if !self.learn {
             let s = self.model.lml(&self.theta0)?;
             if !s.lml.is_finite() {
-                return Err(non_finite_lml(&self.model, &self.theta0, s.lml, "the given hypers"));
+                return Err(non_finite_lml(
+                    &self.model,
+                    &self.theta0,
+                    s.lml,
+                    "the given hypers",
+                ));
             }
             self.trace.push(s.lml);
             return Ok(Status::Done("no hypers to learn".into()));
@@ -134,7 +143,12 @@ impl Engine for ExactEngine {
             // Fail early with the real error if the start is infeasible.
             let (v, g) = Self::evaluate(&self.model, self.autodiff, &self.theta0)?;
             if !v.is_finite() {
-                return Err(non_finite_lml(&self.model, &self.theta0, -v, "the initial hypers"));
+                return Err(non_finite_lml(
+                    &self.model,
+                    &self.theta0,
+                    -v,
+                    "the initial hypers",
+                ));
             }
             if g.iter().any(|x| !x.is_finite()) {
                 return Err(Error::new(
@@ -203,7 +217,12 @@ impl Engine for ExactEngine {
         let model = Arc::try_unwrap(this.model).unwrap_or_else(|m| (*m).clone());
         let (state, grad): (LmlState, Vec<f64>) = model.lml_grad(&theta)?;
         if !state.lml.is_finite() {
-            return Err(non_finite_lml(&model, &theta, state.lml, "the final hypers"));
+            return Err(non_finite_lml(
+                &model,
+                &theta,
+                state.lml,
+                "the final hypers",
+            ));
         }
         let converged = !this.learn || norm(&grad) < this.grad_tol.max(1e-5);
         Ok(Fit::Exact(Box::new(ExactFit::new(

@@ -13,7 +13,6 @@
 //! prior terms are differentiated by forward-mode autodiff.
 
 use super::tape::{Tape, zero_like};
-use crate::limits::{self, Request};
 use crate::error::{Error, ErrorKind};
 use crate::infer::exact::model::ExactModel;
 use crate::infer::hypers::HyperLayout;
@@ -23,6 +22,7 @@ use crate::ir::eval::{Env, point_log_density};
 use crate::ir::expr::TExpr;
 use crate::ir::graph::{DistCall, DistRef};
 use crate::ir::value::Value;
+use crate::limits::{self, Request};
 use crate::math::scalar::{CHUNK, Dual1};
 use crate::model::constraint::Bounds;
 use crate::model::dist::{Dist, categorical_logit};

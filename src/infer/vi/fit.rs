@@ -69,7 +69,8 @@ impl VariationalFit {
     /// Predict at test data and keep the predictions and metrics.
     pub fn attach_test(&mut self, test: &Bound, bins: usize) -> Result<(), Error> {
         let (p, m) = predict(&self.core, &self.qs, test, bins)?;
-        let finite = |rows: &Vec<Vec<f64>>| rows.iter().position(|r| r.iter().any(|v| !v.is_finite()));
+        let finite =
+            |rows: &Vec<Vec<f64>>| rows.iter().position(|r| r.iter().any(|v| !v.is_finite()));
         let bad = finite(&p.mean_f)
             .or_else(|| finite(&p.var_f))
             .or_else(|| p.probabilities.as_ref().and_then(finite));
