@@ -51,7 +51,7 @@ impl fmt::Display for SettingVal {
             SettingVal::Real(r) => write!(f, "{r}"),
             SettingVal::Name(n) => write!(f, "{n}"),
             SettingVal::Engine(e) => write!(f, "{e}"),
-            SettingVal::Method(e) => write!(f, "{}", crate::syntax::print::expr(e)),
+            SettingVal::Method(e) => write!(f, "{}", crate::syntax::print::source(e)),
         }
     }
 }
@@ -762,7 +762,7 @@ fn literal(kind: &SettingKind, e: &ast::Expr) -> Result<SettingVal, String> {
         Err(format!(
             "expects {}, found `{}`",
             expects(kind),
-            crate::syntax::print::expr(e)
+            crate::syntax::print::source(e)
         ))
     };
     match kind {

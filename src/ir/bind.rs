@@ -349,7 +349,10 @@ impl Binder<'_> {
                                         } else {
                                             Err(Error::new(
                                                 ErrorKind::Data,
-                                                format!("expected an integer, found {x}"),
+                                                format!(
+                                                    "expected an integer, found {}",
+                                                    crate::error::num(x)
+                                                ),
                                             )
                                             .in_data(self.data.at(Some(k), &col)))
                                         }
@@ -829,7 +832,12 @@ fn check_data_bounds(bound: &mut Bound) -> Result<Vec<Error>> {
             .position(|x| !bounds.contains(*x))
         {
             let x = bound.data[i].flatten()[k];
-            let msg = format!("`{}` must be {}, found {x}", d.name, bounds.describe());
+            let msg = format!(
+                "`{}` must be {}, found {}",
+                d.name,
+                bounds.describe(),
+                crate::error::num(x)
+            );
             if let (DataSource::Value, Some(v)) = (&d.source, &d.value) {
                 errors.push(
                     Error::at(ErrorKind::Constraint, v.span, msg).with_label("value given here"),
@@ -981,7 +989,8 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
                 ErrorKind::Constraint,
                 span,
                 format!(
-                    "the initial value {x} of `{}`{} is outside its bounds {}",
+                    "the initial value {} of `{}`{} is outside its bounds {}",
+                    crate::error::num(x),
                     h.name,
                     from_set.unwrap_or_default(),
                     bounds.describe()

@@ -308,11 +308,7 @@ fn interpolate(lo: Point, hi: Point) -> f64 {
 mod tests {
     use super::*;
 
-    fn run(
-        x0: Vec<f64>,
-        f: &mut Objective,
-        iters: usize,
-    ) -> Lbfgs {
+    fn run(x0: Vec<f64>, f: &mut Objective, iters: usize) -> Lbfgs {
         let (f0, g0) = f(&x0).unwrap();
         let mut opt = Lbfgs::new(x0, f0, g0, 10);
         for _ in 0..iters {

@@ -395,9 +395,10 @@ impl Checker<'_> {
                             ErrorKind::Constraint,
                             v.span,
                             format!(
-                                "`{}` of `{}` must be positive, found {x}",
+                                "`{}` of `{}` must be positive, found {}",
                                 spec.name,
-                                kind.name()
+                                kind.name(),
+                                crate::error::num(x)
                             ),
                         )
                         .with_label("not positive"),
@@ -845,7 +846,11 @@ impl Checker<'_> {
                         Error::at(
                             ErrorKind::Constraint,
                             a.span,
-                            format!("`{}` of `{name}` must be positive, found {x}", p.name),
+                            format!(
+                                "`{}` of `{name}` must be positive, found {}",
+                                p.name,
+                                crate::error::num(x)
+                            ),
                         )
                         .with_label("not positive"),
                     );

@@ -170,7 +170,10 @@ impl Checker<'_> {
                     Error::at(
                         ErrorKind::Constraint,
                         t.span,
-                        format!("the power of a likelihood must be ≥ 0, found {x}"),
+                        format!(
+                            "the power of a likelihood must be ≥ 0, found {}",
+                            crate::error::num(x)
+                        ),
                     )
                     .with_label("negative power")
                     .with_note("t = 0 gives the prior, t = 1 the posterior"),

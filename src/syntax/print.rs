@@ -251,3 +251,43 @@ fn expr_inner(e: &Expr) -> String {
         ExprKind::If(c, a, b) => format!("(if {} {} {})", expr(c), expr(a), expr(b)),
     }
 }
+
+/// An expression as model text (operations in parentheses where they
+/// nest), for messages that echo what a user wrote: `-3`, `rbf(1.5)`.
+pub fn source(e: &Expr) -> String {
+    crate::limits::deep(|| source_inner(e))
+}
+
+fn source_inner(e: &Expr) -> String {
+    let list = |xs: &[Expr]| xs.iter().map(source).collect::<Vec<_>>().join(", ");
+    let nested = |x: &Expr| match x.kind {
+        ExprKind::Binary(..) | ExprKind::If(..) | ExprKind::Range(..) => format!("({})", source(x)),
+        _ => source(x),
+    };
+    match &e.kind {
+        ExprKind::Int(i) => i.to_string(),
+        ExprKind::Real(r) => crate::error::num(*r),
+        ExprKind::Bool(b) => b.to_string(),
+        ExprKind::Str(s) => format!("{s:?}"),
+        ExprKind::Var(v) => v.clone(),
+        ExprKind::Array(xs) => format!("[{}]", list(xs)),
+        ExprKind::Range(a, b) => format!("{}..{}", nested(a), nested(b)),
+        ExprKind::Unary(op, x) => {
+            let o = if *op == UnOp::Neg { "-" } else { "!" };
+            format!("{o}{}", nested(x))
+        }
+        ExprKind::Binary(op, a, b) => format!("{} {} {}", nested(a), op.symbol(), nested(b)),
+        ExprKind::Call(f, args) => {
+            let a: Vec<String> = args
+                .iter()
+                .map(|a| match &a.name {
+                    Some(n) => format!("{} = {}", n.name, source(&a.value)),
+                    None => source(&a.value),
+                })
+                .collect();
+            format!("{}({})", f.name, a.join(", "))
+        }
+        ExprKind::Index(b, idx) => format!("{}[{}]", nested(b), list(idx)),
+        ExprKind::If(c, a, b) => format!("if {} then {} else {}", source(c), source(a), source(b)),
+    }
+}
