@@ -106,6 +106,9 @@ pub struct ExactFit {
     pub reason: String,
     /// Whether the gradient norm fell below 1e-5 (or nothing was learned).
     pub converged: bool,
+    /// Trial points the line searches rejected (the log marginal
+    /// likelihood could not be computed there or was not finite).
+    pub rejected: usize,
     /// Predictions at the test data, when given.
     pub predictions: Option<Predictions>,
     /// The test inputs X* [M, D] of those predictions.
@@ -137,6 +140,7 @@ impl ExactFit {
             trace,
             reason,
             converged,
+            rejected: 0,
             predictions: None,
             test_inputs: None,
         }
@@ -171,6 +175,13 @@ impl ExactFit {
         }
         if !g.guides.is_empty() {
             out.push("the `guide` block is not used by the exact engine (the posterior is computed exactly)".to_string());
+        }
+        if self.rejected > 0 {
+            out.push(format!(
+                "{} trial point{} of the line searches rejected: the log marginal likelihood could not be computed there or was not finite",
+                self.rejected,
+                if self.rejected == 1 { " was" } else { "s were" }
+            ));
         }
         out
     }

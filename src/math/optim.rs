@@ -33,6 +33,16 @@ impl Ascent {
         }
     }
 
+    /// Scale the learning rate (after a rejected step: 0.5).
+    pub fn scale_lr(&mut self, factor: f64) {
+        self.lr *= factor;
+    }
+
+    /// The learning rate.
+    pub fn lr(&self) -> f64 {
+        self.lr
+    }
+
     /// One step up the gradient `g` (same length as `x`).
     pub fn step(&mut self, x: &mut [f64], g: &[f64]) {
         self.t += 1;

@@ -225,8 +225,10 @@ impl Engine for ExactEngine {
             ));
         }
         let converged = !this.learn || norm(&grad) < this.grad_tol.max(1e-5);
-        Ok(Fit::Exact(Box::new(ExactFit::new(
+        let mut fit = ExactFit::new(
             model, theta, state, grad, this.iter, this.trace, reason, converged,
-        ))))
+        );
+        fit.rejected = this.opt.as_ref().map_or(0, |o| o.rejected);
+        Ok(Fit::Exact(Box::new(fit)))
     }
 }

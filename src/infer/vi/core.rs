@@ -34,7 +34,13 @@ pub struct Core {
     pub prior: Prior,
     /// The optimiser of θ, when hypers are learned.
     pub hyper_opt: Option<Ascent>,
+    /// Steps rejected so far because they led to a prior that could not be
+    /// factorised or to a non-finite value.
+    pub rejected: usize,
 }
+
+/// The most times one step is halved and tried again after a rejection.
+pub const MAX_REJECTED: usize = 30;
 
 impl Core {
     /// Set up at the initial hypers.
@@ -62,6 +68,7 @@ impl Core {
             pieces,
             prior,
             hyper_opt,
+            rejected: 0,
         })
     }
 
@@ -158,12 +165,36 @@ impl Core {
     }
 
     /// One optimiser step on θ, then the new prior.
+    ///
+    /// A step to hypers where the prior cannot be factorised (or whose
+    /// gradient is not finite) is rejected: θ and the optimiser go back,
+    /// the learning rate halves and the step is tried again, at most
+    /// [`MAX_REJECTED`] times; then θ stays where it was.
     pub fn hyper_step(&mut self, qs: &[Whitened]) -> Result<(), Error> {
         let g = self.hyper_gradient(qs)?;
-        if let Some(opt) = &mut self.hyper_opt {
-            opt.step(&mut self.theta, &g);
+        if g.iter().any(|v| !v.is_finite()) {
+            self.rejected += 1;
+            return Ok(());
         }
-        self.refresh()
+        let Some(opt) = self.hyper_opt.clone() else {
+            return Ok(());
+        };
+        let theta = self.theta.clone();
+        let mut opt_now = opt;
+        for _ in 0..MAX_REJECTED {
+            let mut trial = opt_now.clone();
+            trial.step(&mut self.theta, &g);
+            if self.theta.iter().all(|v| v.is_finite()) && self.refresh().is_ok() {
+                self.hyper_opt = Some(trial);
+                return Ok(());
+            }
+            self.rejected += 1;
+            self.theta = theta.clone();
+            opt_now.scale_lr(0.5);
+        }
+        // θ is back where it was, and a failed refresh changes nothing.
+        self.hyper_opt = Some(opt_now);
+        Ok(())
     }
 }
 

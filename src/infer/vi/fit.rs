@@ -97,6 +97,13 @@ impl VariationalFit {
         if !g.estimates.is_empty() {
             out.push(format!("the `estimate` block is not used by the {} engine (expectations come from sampling engines)", self.engine));
         }
+        if self.core.rejected > 0 {
+            out.push(format!(
+                "{} step{} rejected (a non-finite ELBO or a prior that could not be factorised) and tried again with half the learning rate",
+                self.core.rejected,
+                if self.core.rejected == 1 { " was" } else { "s were" }
+            ));
+        }
         if self.core.prior.chol.jitter > 0.0 {
             out.push(format!(
                 "jitter {:.1e} was added to the prior covariance beyond the `jitter` setting",

@@ -12,7 +12,7 @@
 //! hypers at fixed (m, S); a full-rank q is then re-expressed in the new
 //! whitened coordinates so that it stays the same distribution.
 
-use super::core::{Core, elbo_progress, stop_status};
+use super::core::{Core, MAX_REJECTED, elbo_progress, stop_status};
 use super::expect::Expectations;
 use super::fit::VariationalFit;
 use super::model::ViModel;
@@ -221,11 +221,11 @@ impl GradientDescent {
     }
 }
 
-impl Engine for GradientDescent {
-    fn step(&mut self) -> Result<Status, Error> {
-        self.step += 1;
-        let g = self.gradient();
-        self.opt.step(&mut self.x, &g);
+impl GradientDescent {
+    /// One optimiser step from the current state with gradient `g`: the
+    /// new q, the hyper step when hypers are learned, and the ELBO there.
+    fn attempt(&mut self, g: &[f64]) -> Result<(Expectations, f64), Error> {
+        self.opt.step(&mut self.x, g);
         self.qs = self.posteriors();
         if self.core.hyper_opt.is_some() {
             let old: Vec<(DVector<f64>, DMatrix<f64>)> = self
@@ -244,11 +244,64 @@ impl Engine for GradientDescent {
             self.k_inv_diag = self.k_inv.diagonal();
             self.qs = self.posteriors();
         }
-        let (exps, elbo) = self.core.evaluate(&self.qs)?;
-        self.exps = exps;
-        let prev = *self.trace.last().unwrap_or(&elbo);
-        self.trace.push(elbo);
-        Ok(stop_status(self.step, self.steps, self.tol, prev, elbo))
+        self.core.evaluate(&self.qs)
+    }
+}
+
+impl Engine for GradientDescent {
+    /// One step; a step whose ELBO is not finite (or cannot be computed) is
+    /// rejected: the state goes back, the learning rate halves and the step
+    /// is tried again, at most [`MAX_REJECTED`] times.
+    fn step(&mut self) -> Result<Status, Error> {
+        self.step += 1;
+        let g = self.gradient();
+        if g.iter().any(|v| !v.is_finite()) {
+            return Ok(Status::Done(format!(
+                "stopped at step {}: the gradient of the ELBO is not finite",
+                self.step
+            )));
+        }
+        let saved = (
+            self.x.clone(),
+            self.opt.clone(),
+            self.core.theta.clone(),
+            self.core.hyper_opt.clone(),
+            self.k_inv.clone(),
+            self.k_inv_diag.clone(),
+        );
+        let mut why = String::new();
+        let (mut opt_now, mut hyper_now) = (saved.1.clone(), saved.3.clone());
+        for _ in 0..MAX_REJECTED {
+            match self.attempt(&g) {
+                Ok((exps, elbo)) if elbo.is_finite() => {
+                    self.exps = exps;
+                    let prev = *self.trace.last().unwrap_or(&elbo);
+                    self.trace.push(elbo);
+                    return Ok(stop_status(self.step, self.steps, self.tol, prev, elbo));
+                }
+                Ok((_, elbo)) => why = format!("an ELBO of {elbo}"),
+                Err(e) => why = e.message,
+            }
+            self.core.rejected += 1;
+            self.x = saved.0.clone();
+            opt_now.scale_lr(0.5);
+            self.opt = opt_now.clone();
+            if self.core.theta != saved.2 {
+                self.core.theta = saved.2.clone();
+                self.core.refresh()?;
+                self.k_inv = saved.4.clone();
+                self.k_inv_diag = saved.5.clone();
+            }
+            if let Some(o) = &mut hyper_now {
+                o.scale_lr(0.5);
+            }
+            self.core.hyper_opt = hyper_now.clone();
+            self.qs = self.posteriors();
+        }
+        Ok(Status::Done(format!(
+            "stopped at step {}: every step size tried led to {why}",
+            self.step
+        )))
     }
 
     fn progress(&self) -> Progress {
