@@ -105,6 +105,12 @@ pub fn engine_config(graph: &Graph, options: &RunOptions) -> Result<EngineConfig
     if let Some(seed) = options.seed
         && cfg.values.contains_key("seed")
     {
+        if seed > i64::MAX as u64 {
+            return Err(Error::new(
+                ErrorKind::Settings,
+                format!("--seed {seed}: a seed is at most {}", i64::MAX),
+            ));
+        }
         cfg.set("seed", &seed.to_string())?;
     }
     Ok(cfg)

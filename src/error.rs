@@ -251,3 +251,14 @@ pub fn num(v: f64) -> String {
         format!("{v}")
     }
 }
+
+/// A number with `decimals` digits after the point, switching to
+/// scientific notation when it is too large for that to read well
+/// (|v| ≥ 1e15): `-622.6130954361`, `-1.1177405156e46`.
+pub fn fixed(v: f64, decimals: usize) -> String {
+    if v.is_finite() && v.abs() >= 1e15 {
+        format!("{v:.decimals$e}")
+    } else {
+        format!("{v:.decimals$}")
+    }
+}

@@ -241,8 +241,8 @@ impl ExactFit {
         );
         let _ = writeln!(
             s,
-            "log marginal likelihood: {:.10}",
-            self.log_marginal_likelihood
+            "log marginal likelihood: {}",
+            crate::error::fixed(self.log_marginal_likelihood, 10)
         );
         let learned = !self.model.layout.slots.is_empty();
         let _ = writeln!(s, "hypers:");

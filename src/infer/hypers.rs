@@ -154,9 +154,13 @@ pub fn hypers_table(bound: &Bound, values: &[Value<f64>], layout: &HyperLayout) 
             "given"
         };
         let text = match v {
-            Value::Real(x) => format!("{x:.6}"),
+            Value::Real(x) => crate::error::fixed(*x, 6),
             other => {
-                let xs: Vec<String> = other.flatten().iter().map(|x| format!("{x:.4}")).collect();
+                let xs: Vec<String> = other
+                    .flatten()
+                    .iter()
+                    .map(|x| crate::error::fixed(*x, 4))
+                    .collect();
                 format!("[{}]", xs.join(", "))
             }
         };

@@ -59,8 +59,14 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// The Euclidean norm, scaled so that it does not overflow while every
+/// entry is finite (entries of 1e200 have a norm, not ∞).
 fn norm(a: &[f64]) -> f64 {
-    dot(a, a).sqrt()
+    let big = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if big == 0.0 || !big.is_finite() {
+        return big;
+    }
+    big * a.iter().map(|v| (v / big).powi(2)).sum::<f64>().sqrt()
 }
 
 /// A point on the line: step a, value f, directional derivative dg.
@@ -105,7 +111,7 @@ impl Lbfgs {
             }
         }
         let gamma = match (self.s.back(), self.y.back()) {
-            (Some(s), Some(y)) => dot(s, y) / dot(y, y),
+            (Some(s), Some(y)) => dot(s, y) / norm(y) / norm(y),
             _ => 1.0,
         };
         for qj in q.iter_mut() {
@@ -125,29 +131,37 @@ impl Lbfgs {
     /// update. A direction that finds no lower value is retried once as
     /// steepest descent with the memory cleared.
     pub fn iterate(&mut self, obj: &mut Objective) -> Outcome {
-        let mut d = self.direction();
-        let mut dg0 = dot(&self.g, &d);
-        let descent = |dg: f64| dg < 0.0;
-        if !descent(dg0) || d.iter().any(|v| !v.is_finite()) {
+        // The search runs along a unit vector u with step lengths in units
+        // of x, so that slopes stay finite however large the gradient.
+        let steepest = |g: &[f64]| -> (Vec<f64>, f64) {
+            let n = norm(g);
+            (g.iter().map(|v| -v / n).collect(), n)
+        };
+        let (mut u, mut dnorm) = {
+            let d = self.direction();
+            let n = norm(&d);
+            (d.iter().map(|v| v / n).collect::<Vec<f64>>(), n)
+        };
+        let descent = |u: &[f64], g: &[f64]| {
+            let dg = dot(g, u);
+            dg < 0.0 && dg.is_finite()
+        };
+        if !(dnorm > 0.0 && dnorm.is_finite() && descent(&u, &self.g)) {
             self.clear();
-            d = self.g.iter().map(|v| -v).collect();
-            dg0 = dot(&self.g, &d);
+            (u, dnorm) = steepest(&self.g);
         }
-        if !descent(dg0) {
-            return Outcome::NoProgress("the gradient is zero".into());
+        if !(dnorm > 0.0 && dnorm.is_finite() && descent(&u, &self.g)) {
+            return Outcome::NoProgress("the gradient is zero or not finite".into());
         }
         loop {
             let first = self.s.is_empty();
-            // Steepest descent steps start at unit length in x; quasi-Newton
-            // steps are already scaled.
-            let a0 = if first {
-                (1.0 / norm(&d)).min(1.0)
-            } else {
-                1.0
-            };
-            match self.line_search(obj, &d, dg0, a0) {
+            // Quasi-Newton steps are already scaled (try the full step);
+            // steepest-descent steps start at most one unit long in x.
+            let a0 = if first { dnorm.min(1.0) } else { dnorm };
+            let dg0 = dot(&self.g, &u);
+            match self.line_search(obj, &u, dg0, a0) {
                 Some((a, f, g)) => {
-                    let s: Vec<f64> = d.iter().map(|v| a * v).collect();
+                    let s: Vec<f64> = u.iter().map(|v| a * v).collect();
                     let y: Vec<f64> = g.iter().zip(&self.g).map(|(a, b)| a - b).collect();
                     let sy = dot(&s, &y);
                     if sy > 1e-12 * norm(&s) * norm(&y) && sy.is_finite() {
@@ -167,8 +181,7 @@ impl Lbfgs {
                 }
                 None if !first => {
                     self.clear();
-                    d = self.g.iter().map(|v| -v).collect();
-                    dg0 = dot(&self.g, &d);
+                    (u, dnorm) = steepest(&self.g);
                 }
                 None => {
                     return Outcome::NoProgress(format!(

@@ -160,8 +160,8 @@ impl VariationalFit {
         let _ = writeln!(s, "engine: {what} ({} points{cls})", self.core.prior.len());
         let _ = writeln!(
             s,
-            "ELBO: {:.10} after {} step{} ({})",
-            self.elbo,
+            "ELBO: {} after {} step{} ({})",
+            crate::error::fixed(self.elbo, 10),
             self.steps,
             if self.steps == 1 { "" } else { "s" },
             self.reason
