@@ -140,18 +140,26 @@ fn nested_calls_parse_at_once() {
 #[test]
 fn absurd_sizes_are_refused_before_allocation() {
     let dir = out_dir("hostile_sizes");
-    let logistic = format!("{LOGISTIC}infer nuts {{ draws = 1000000000000 }}\n");
-    let m = file(&dir, "draws.tempest", &logistic);
-    let err = assert_clean_failure(&run(&[
-        "run",
-        &m,
-        "--data",
-        "examples/data/breast_cancer_prepared.csv",
-    ]));
-    assert!(
-        err.contains("`draws` expects an integer from 1 to 10000000"),
-        "{err}"
-    );
+    const CANCER: &str = "examples/data/breast_cancer_prepared.csv";
+    // Beyond a setting's range, and within it but beyond the machine (the
+    // memory a request needs, as a product of its sizes).
+    for (name, infer, says) in [
+        (
+            "draws",
+            "draws = 1000000000000",
+            "`draws` expects an integer from 1 to 10000000",
+        ),
+        (
+            "chains",
+            "chains = 1024, draws = 10000000",
+            "1024 chains × 10000000 draws",
+        ),
+    ] {
+        let text = format!("{LOGISTIC}infer nuts {{ {infer} }}\n");
+        let m = file(&dir, &format!("{name}.tempest"), &text);
+        let err = assert_clean_failure(&run(&["run", &m, "--data", CANCER]));
+        assert!(err.contains(says), "{err}");
+    }
     let err = assert_clean_failure(&run(&[
         "run",
         "examples/wine.tempest",
@@ -161,23 +169,6 @@ fn absurd_sizes_are_refused_before_allocation() {
         "mc_samples=1e12",
     ]));
     assert!(err.contains("`mc_samples` expects an integer"), "{err}");
-    // Within the setting's range but beyond the machine: the memory a
-    // request needs, as a product of its sizes.
-    let m = file(
-        &dir,
-        "chains.tempest",
-        &format!("{LOGISTIC}infer nuts {{ chains = 1024, draws = 10000000 }}\n"),
-    );
-    let err = assert_clean_failure(&run(&[
-        "run",
-        &m,
-        "--data",
-        "examples/data/breast_cancer_prepared.csv",
-    ]));
-    assert!(
-        err.contains("1024 chains × 10000000 draws") && err.contains("available"),
-        "{err}"
-    );
     let text = "data { n : int\n t : vector[n] = column(\"times\")\n accel : vector[n] }\n\
                 model { g ~ gp(0, rbf(5.0))[1000000000]\n accel ~ normal(g(t)[1], 1.0) }\n\
                 infer mirror_descent {}\n";
@@ -198,39 +189,20 @@ fn endless_sampler_settings_are_refused_and_improper_posteriors_named() {
     let dir = out_dir("hostile_sampler");
     let improper = "param { a : real\n b : positive }\ninfer nuts { chains = 2 }\n";
     let m = file(&dir, "improper.tempest", improper);
-    let err = assert_clean_failure(&run(&[
-        "run",
-        &m,
-        "--data",
-        MCYCLE,
-        "--set",
-        "chains=1000000",
-    ]));
-    assert!(
-        err.contains("`chains` expects an integer from 1 to 1024"),
-        "{err}"
-    );
-    let err = assert_clean_failure(&run(&[
-        "run",
-        &m,
-        "--data",
-        MCYCLE,
-        "--set",
-        "max_depth=40",
-    ]));
-    assert!(
-        err.contains("`max_depth` expects an integer from 1 to 20"),
-        "{err}"
-    );
-    let err = assert_clean_failure(&run(&[
-        "run",
-        &m,
-        "--data",
-        MCYCLE,
-        "--set",
-        "max_depth=20",
-    ]));
-    assert!(err.contains("improper"), "{err}");
+    for (set, says) in [
+        (
+            "chains=1000000",
+            "`chains` expects an integer from 1 to 1024",
+        ),
+        (
+            "max_depth=40",
+            "`max_depth` expects an integer from 1 to 20",
+        ),
+        ("max_depth=20", "improper"),
+    ] {
+        let err = assert_clean_failure(&run(&["run", &m, "--data", MCYCLE, "--set", set]));
+        assert!(err.contains(says), "{err}");
+    }
     // Flat priors the data do not constrain: the draws run off to
     // infinity, which is an error, not a table of inf.
     let drift = "data { n : int\n y : vector[n] = column(\"times\") }\n\
