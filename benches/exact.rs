@@ -1,6 +1,7 @@
 //! Exact GP regression: log marginal likelihood, and log marginal likelihood
 //! with its gradient, at n = 300 (diabetes, d = 10) and n = 2000 (synthetic,
-//! d = 10). See benches/README.md for the figures and the comparison.
+//! d = 10); whole fits with the hypers learned (diabetes n = 300, mcycle).
+//! See benches/README.md for the figures and the comparison.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use nalgebra::DMatrix;
@@ -76,6 +77,26 @@ fn bench(c: &mut Criterion) {
         });
         g.bench_function(format!("lml_grad/{label}"), |b| {
             b.iter(|| black_box(em.lml_grad(black_box(&theta)).expect("grad").1))
+        });
+    }
+    // Whole fits with the hypers learned by L-BFGS, from the initial values
+    // to convergence: the optimiser's iterations and line searches included.
+    let mcycle = Data::read(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data/mcycle.csv"),
+    )
+    .expect("mcycle");
+    let mcycle_model = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/mcycle.tempest"),
+    )
+    .expect("mcycle model");
+    for (label, text, data) in [
+        ("n300_d10", MODEL.to_string(), diabetes()),
+        ("mcycle_n133", mcycle_model, mcycle),
+    ] {
+        let m = Model::from_str("bench.tempest", &text, &Registry::default()).expect("model");
+        let b = m.bind(&data, &Overrides::default()).expect("bind");
+        g.bench_function(format!("fit/{label}"), |bch| {
+            bch.iter(|| black_box(tempest::run(&b, RunOptions::default()).expect("fit")))
         });
     }
     g.finish();
