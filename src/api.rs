@@ -297,6 +297,16 @@ impl Model {
 
     /// Read and compile a model file.
     pub fn from_file(path: &str, registry: &Registry) -> std::result::Result<Model, Rendered> {
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.len() > crate::limits::MAX_MODEL_BYTES
+        {
+            return Err(Rendered(format!(
+                "error[{}]: the model file `{path}` has {} bytes; model files may have at most {}\n",
+                ErrorKind::Io.code(),
+                meta.len(),
+                crate::limits::MAX_MODEL_BYTES
+            )));
+        }
         let text = std::fs::read_to_string(path).map_err(|e| {
             Rendered(format!(
                 "error[{}]: cannot read model file `{path}`: {e}\n",
