@@ -81,10 +81,9 @@ fn bench(c: &mut Criterion) {
     }
     // Whole fits with the hypers learned by L-BFGS, from the initial values
     // to convergence: the optimiser's iterations and line searches included.
-    let mcycle = Data::read(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data/mcycle.csv"),
-    )
-    .expect("mcycle");
+    let mcycle =
+        Data::read(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data/mcycle.csv"))
+            .expect("mcycle");
     let mcycle_model = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/mcycle.tempest"),
     )

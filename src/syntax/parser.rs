@@ -31,9 +31,14 @@ fn parse_rule(rule: Rule, source: &str) -> Result<pest::iterators::Pairs<'_, Rul
         .len()
         .saturating_mul(limits::PARSER_STEPS_PER_BYTE)
         .saturating_add(100_000);
+    // pest keeps the limit in a global that each parse reads when it
+    // starts: one parse at a time sets it and parses.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     pest::set_call_limit(std::num::NonZeroUsize::new(steps));
     let result = TempestParser::parse(rule, source);
     pest::set_call_limit(None);
+    drop(guard);
     result.map_err(|e| {
         if matches!(&e.variant, pest::error::ErrorVariant::CustomError { message } if message.contains("call limit"))
         {
