@@ -67,13 +67,17 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
     let (x0, x1) = all_x.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
         (a.min(x), b.max(x))
     });
-    let ys = p
-        .train
-        .1
-        .iter()
-        .chain(&lo)
-        .chain(&hi)
-        .chain(p.test.map(|t| t.1).unwrap_or(&[]));
+    let test_ys: Vec<f64> = p
+        .test
+        .map(|(tx, ty)| {
+            tx.iter()
+                .zip(ty)
+                .filter(|(x, _)| (x0..=x1).contains(*x))
+                .map(|(_, &y)| y)
+                .collect()
+        })
+        .unwrap_or_default();
+    let ys = p.train.1.iter().chain(&lo).chain(&hi).chain(&test_ys);
     let (y0, y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &y| {
         (a.min(y), b.max(y))
     });
@@ -125,14 +129,28 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
         .label("training data")
         .legend(|(x, y)| Circle::new((x + 9, y), 3, BLACK.filled()));
     if let Some((tx, ty)) = p.test {
+        // Points beyond the plotted inputs are left out (and counted), not
+        // drawn at the edge where they would mislead.
+        let inside: Vec<(f64, f64)> = tx
+            .iter()
+            .zip(ty)
+            .filter(|(x, _)| (x0..=x1).contains(*x))
+            .map(|(&x, &y)| (x, y))
+            .collect();
+        let outside = tx.len() - inside.len();
+        let label = if outside > 0 {
+            format!("test data ({outside} outside the plotted inputs, not shown)")
+        } else {
+            "test data".to_string()
+        };
         chart
             .draw_series(
-                tx.iter()
-                    .zip(ty)
-                    .map(|(&x, &y)| Cross::new((x, y), 4, RED.stroke_width(2))),
+                inside
+                    .into_iter()
+                    .map(|(x, y)| Cross::new((x, y), 4, RED.stroke_width(2))),
             )
             .map_err(|e| plot_err(path, e))?
-            .label("test data")
+            .label(label)
             .legend(|(x, y)| Cross::new((x + 9, y), 4, RED.stroke_width(2)));
     }
     chart
