@@ -218,10 +218,14 @@ impl Checker<'_> {
                 };
                 match column_names(&a.value) {
                     Ok(ns) => target.extend(ns),
-                    Err(msg) => self.error(
-                        Error::at(ErrorKind::Type, a.value.span, msg)
-                            .with_label("not a column name"),
-                    ),
+                    Err(msg) => {
+                        let label = if matches!(a.value.kind, ExprKind::Range(..)) {
+                            "this range"
+                        } else {
+                            "not a column name"
+                        };
+                        self.error(Error::at(ErrorKind::Type, a.value.span, msg).with_label(label))
+                    }
                 }
             }
             let single = matches!(ty, Ty::Vector(_) | Ty::IntArray(_));
