@@ -189,3 +189,13 @@ fn parsing_time_is_linear_in_nested_calls() {
         tempest::parse(&text).unwrap_or_else(|e| panic!("{}", e.first().message));
     }
 }
+
+#[test]
+fn the_byte_order_mark_is_never_an_expected_token() {
+    for text in ["  (1 + 2)", "(", "  ", "data { x : real } )"] {
+        if let Err(e) = tempest::parse(text) {
+            let m = &e.first().message;
+            assert!(!m.contains('\u{FEFF}'), "{text:?}: {m}");
+        }
+    }
+}

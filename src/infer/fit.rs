@@ -106,6 +106,9 @@ pub struct ExactFit {
     pub reason: String,
     /// Whether the gradient norm fell below 1e-5 (or nothing was learned).
     pub converged: bool,
+    /// Evaluations of the log marginal likelihood and its gradient by the
+    /// optimiser (the start included).
+    pub evaluations: usize,
     /// Trial points the line searches rejected (the log marginal
     /// likelihood could not be computed there or was not finite).
     pub rejected: usize,
@@ -141,6 +144,7 @@ impl ExactFit {
             reason,
             converged,
             rejected: 0,
+            evaluations: 0,
             predictions: None,
             test_inputs: None,
         }
@@ -207,6 +211,7 @@ impl ExactFit {
             "optimizer": {
                 "method": "L-BFGS",
                 "iterations": self.iterations,
+                "evaluations": self.evaluations,
                 "converged": self.converged,
                 "reason": self.reason,
                 "gradient_norm": self.gradient_norm(),
@@ -250,9 +255,10 @@ impl ExactFit {
         if learned {
             let _ = writeln!(
                 s,
-                "optimizer: L-BFGS, {} iteration{}, |gradient| = {:.2e} ({})",
+                "optimizer: L-BFGS, {} iteration{} ({} evaluations), |gradient| = {:.2e} ({})",
                 self.iterations,
                 if self.iterations == 1 { "" } else { "s" },
+                self.evaluations,
                 self.gradient_norm(),
                 self.reason
             );

@@ -73,3 +73,74 @@ where
     }
     Ok(g)
 }
+
+/// p̄ = ½ Σᵢₖ Wᵢₖ ∂K(X, X)ᵢₖ/∂p for every leaf p of the kernel (see
+/// [`KernelValue::leaves`]), by one reverse pass per entry: the cost does
+/// not grow with the number of parameters. `None` when the kernel has no
+/// reverse rule (model-file or Rust parts). Columns run in parallel and
+/// their partial sums are added in column order, so the result does not
+/// depend on the number of threads.
+pub fn leaf_adjoints(
+    kernel: &KernelValue<f64>,
+    x: &Inputs,
+    w: &DMatrix<f64>,
+) -> Result<Option<Vec<f64>>, Error> {
+    if kernel.leaves().is_none() {
+        return Ok(None);
+    }
+    kernel.validate(x.dim())?;
+    let l = kernel.leaf_count();
+    let n = x.len();
+    let partial: Vec<Vec<f64>> = (0..n)
+        .into_par_iter()
+        .with_min_len(32)
+        .map(|k| {
+            let xk = x.row(k);
+            let mut acc = vec![0.0; l];
+            let mut g = vec![0.0; l];
+            for i in k..n {
+                kernel.entry_grad(x.row(i), xk, i == k, &mut g);
+                let wik = if i == k { 0.5 * w[(i, i)] } else { w[(i, k)] };
+                for (a, gi) in acc.iter_mut().zip(&g) {
+                    *a += wik * gi;
+                }
+            }
+            acc
+        })
+        .collect();
+    let mut pbar = vec![0.0; l];
+    for p in &partial {
+        for (a, v) in pbar.iter_mut().zip(p) {
+            *a += v;
+        }
+    }
+    Ok(Some(pbar))
+}
+
+/// ½ Σᵢₖ Wᵢₖ ∂K/∂θ for the directions seeded in a dual kernel: from the
+/// leaf adjoints `pbar` of [`leaf_adjoints`] (computed once, at the same
+/// point) by the chain rule through the leaves' tangents, or else entry
+/// by entry in the duals ([`half_trace_w_dk_n`]).
+pub fn half_trace_w_dk_via<const N: usize>(
+    kernel: &KernelValue<adfn<N>>,
+    pbar: Option<&[f64]>,
+    x: &Inputs,
+    w: &DMatrix<f64>,
+) -> Result<[f64; N], Error>
+where
+    adfn<N>: Scalar,
+{
+    if let (Some(pbar), Some(leaves)) = (pbar, kernel.leaves())
+        && leaves.len() == pbar.len()
+    {
+        let mut g = [0.0; N];
+        for (p, leaf) in pbar.iter().zip(&leaves) {
+            let tg = leaf.tangent();
+            for c in 0..N {
+                g[c] += p * tg[c];
+            }
+        }
+        return Ok(g);
+    }
+    half_trace_w_dk_n(kernel, x, w)
+}

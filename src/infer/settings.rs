@@ -187,6 +187,12 @@ pub const ENGINES: &[EngineSchema] = &[
                 "stop when the gradient norm (unconstrained scale) falls below this",
             ),
             s(
+                "f_tol",
+                SettingKind::Real(0.0, f64::INFINITY),
+                Some("1e-11"),
+                "stop when an iteration lowers −log p(y) by at most this times max(|log p(y)|, 1)",
+            ),
+            s(
                 "jitter",
                 SettingKind::Real(0.0, f64::INFINITY),
                 Some("0"),

@@ -457,6 +457,21 @@ fn eval_inner<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) 
         TKind::UserKernel { func, args, dims } => {
             let env = need_env()?;
             let params: Vec<Value<T>> = args.iter().map(ev).collect::<Result<_, _>>()?;
+            let f = &env.bound.graph.functions[*func];
+            if let Some(program) = &f.kernel_program
+                && let Some(scalars) = params
+                    .iter()
+                    .map(|v| v.scalar())
+                    .collect::<Option<Vec<T>>>()
+            {
+                return Ok(Value::Kernel(Box::new(KernelValue::Compiled {
+                    name: f.name.clone(),
+                    program: program.clone(),
+                    params: scalars,
+                    dims: dims_of(dims, &Some(env), locals)?,
+                    span,
+                })));
+            }
             Value::Kernel(Box::new(KernelValue::Lang {
                 name: env.bound.graph.functions[*func].name.clone(),
                 entry: Arc::new(LangKernel {

@@ -237,6 +237,9 @@ pub struct Function {
     pub n_locals: usize,
     /// The compiled form when everything in it is a number (set by lowering).
     pub compiled: Option<std::sync::Arc<super::compile::ScalarProgram>>,
+    /// For a kernel, its compiled program with a reverse pass, when its body
+    /// is within what programs cover (set by lowering).
+    pub kernel_program: Option<std::sync::Arc<super::program::KernelProgram>>,
     /// The definition.
     pub span: Span,
 }

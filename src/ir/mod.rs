@@ -11,4 +11,5 @@ pub mod bind;
 pub mod compile;
 pub mod eval;
 pub mod ops;
+pub mod program;
 pub mod value;

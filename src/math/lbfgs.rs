@@ -21,6 +21,10 @@ pub const MAX_LINE_EVALS: usize = 30;
 const C1: f64 = 1e-4;
 /// Curvature constant c₂ of the Wolfe conditions.
 const C2: f64 = 0.9;
+/// Relative differences in the objective below this are rounding.
+const FLAT: f64 = 1e-13;
+/// Trials within rounding of the start after which a search gives up.
+const FLAT_TRIALS: usize = 4;
 /// The largest step a bracketing phase may reach.
 const MAX_STEP: f64 = 1e10;
 
@@ -227,6 +231,10 @@ impl Lbfgs {
         let mut best: Option<(f64, f64, Vec<f64>)> = None;
         let mut a = a0;
         let mut trial = vec![0.0; d.len()];
+        // Trials whose value differs from f(x) only by rounding: after a
+        // few of them the objective is flat at this resolution and the
+        // search stops instead of spending its whole budget.
+        let mut flat = 0;
         for _ in 0..MAX_LINE_EVALS {
             for ((t, x), di) in trial.iter_mut().zip(&self.x).zip(d) {
                 *t = x + a * di;
@@ -244,6 +252,12 @@ impl Lbfgs {
                     });
                 }
                 Some((f, g)) => {
+                    if (f - f0).abs() <= FLAT * f0.abs().max(1.0) {
+                        flat += 1;
+                        if flat >= FLAT_TRIALS && best.is_none() {
+                            break;
+                        }
+                    }
                     let dg = dot(&g, d);
                     if f > f0 + C1 * a * dg0 || f >= lo.f {
                         hi = Some(Point { a, f, dg });

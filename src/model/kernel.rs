@@ -216,7 +216,21 @@ pub enum KernelValue<T> {
         /// Where it was written.
         span: Span,
     },
-    /// A kernel defined in the model file.
+    /// A kernel defined in the model file and compiled to a program
+    /// (evaluated without interpretation, with a reverse pass).
+    Compiled {
+        /// Its name.
+        name: String,
+        /// The program.
+        program: Arc<crate::ir::program::KernelProgram>,
+        /// Its scalar parameters.
+        params: Vec<T>,
+        /// The input columns it sees.
+        dims: Option<Vec<usize>>,
+        /// Where it was written.
+        span: Span,
+    },
+    /// A kernel defined in the model file, run by the general evaluator.
     Lang {
         /// Its name.
         name: String,
@@ -353,9 +367,9 @@ impl<T: Scalar> KernelValue<T> {
                 b.validate(d)
             }
             KernelValue::Scale(_, k) => k.validate(d),
-            KernelValue::Rust { dims, span, .. } | KernelValue::Lang { dims, span, .. } => {
-                check_dims(dims, *span).map(|_| ())
-            }
+            KernelValue::Rust { dims, span, .. }
+            | KernelValue::Lang { dims, span, .. }
+            | KernelValue::Compiled { dims, span, .. } => check_dims(dims, *span).map(|_| ()),
         }
     }
 
@@ -414,6 +428,15 @@ impl<T: Scalar> KernelValue<T> {
             KernelValue::Lang { entry, dims, .. } => {
                 entry.entry(&gather(x, dims), &gather(y, dims))?
             }
+            KernelValue::Compiled {
+                program,
+                params,
+                dims,
+                ..
+            } => match dims {
+                None => program.eval(params, x, y),
+                Some(_) => program.eval(params, &gather(x, dims), &gather(y, dims)),
+            },
         })
     }
 
@@ -481,7 +504,341 @@ impl<T: Scalar> KernelValue<T> {
             KernelValue::Product(a, b) => format!("{} * {}", a.describe(), b.describe()),
             KernelValue::Scale(c, k) => format!("{} * {}", c.to_constant(), k.describe()),
             KernelValue::Rust { kernel, .. } => kernel.name().to_string(),
-            KernelValue::Lang { name, .. } => name.clone(),
+            KernelValue::Lang { name, .. } | KernelValue::Compiled { name, .. } => name.clone(),
         }
+    }
+}
+
+impl<T: Scalar> KernelValue<T> {
+    /// The kernel's numeric parameters ("leaves") in a fixed order: each
+    /// built-in kernel's arguments (every entry of a per-dimension one),
+    /// then a scale factor before the kernel it scales, children left to
+    /// right. `None` when the kernel contains a model-file or Rust kernel,
+    /// which have no reverse rule here.
+    pub fn leaves(&self) -> Option<Vec<T>> {
+        let mut out = Vec::new();
+        self.push_leaves(&mut out).then_some(out)
+    }
+
+    fn push_leaves(&self, out: &mut Vec<T>) -> bool {
+        match self {
+            KernelValue::Base { args, .. } => {
+                for a in args {
+                    out.extend_from_slice(a.as_slice());
+                }
+                true
+            }
+            KernelValue::Sum(a, b) | KernelValue::Product(a, b) => {
+                a.push_leaves(out) && b.push_leaves(out)
+            }
+            KernelValue::Scale(c, k) => {
+                out.push(*c);
+                k.push_leaves(out)
+            }
+            KernelValue::Compiled { params, .. } => {
+                out.extend_from_slice(params);
+                true
+            }
+            KernelValue::Rust { .. } | KernelValue::Lang { .. } => false,
+        }
+    }
+
+    /// The same kernel with every parameter's value (tangents dropped);
+    /// `None` for kernels with model-file or Rust parts.
+    pub fn to_f64(&self) -> Option<KernelValue<f64>> {
+        Some(match self {
+            KernelValue::Base {
+                kind,
+                args,
+                dims,
+                span,
+            } => KernelValue::Base {
+                kind: *kind,
+                args: args
+                    .iter()
+                    .map(|a| match a {
+                        KernelArg::Scalar(s) => KernelArg::Scalar(s.to_constant()),
+                        KernelArg::Vector(v) => {
+                            KernelArg::Vector(v.iter().map(|s| s.to_constant()).collect())
+                        }
+                    })
+                    .collect(),
+                dims: dims.clone(),
+                span: *span,
+            },
+            KernelValue::Sum(a, b) => {
+                KernelValue::Sum(Box::new(a.to_f64()?), Box::new(b.to_f64()?))
+            }
+            KernelValue::Product(a, b) => {
+                KernelValue::Product(Box::new(a.to_f64()?), Box::new(b.to_f64()?))
+            }
+            KernelValue::Scale(c, k) => KernelValue::Scale(c.to_constant(), Box::new(k.to_f64()?)),
+            KernelValue::Compiled {
+                name,
+                program,
+                params,
+                dims,
+                span,
+            } => KernelValue::Compiled {
+                name: name.clone(),
+                program: program.clone(),
+                params: params.iter().map(|p| p.to_constant()).collect(),
+                dims: dims.clone(),
+                span: *span,
+            },
+            KernelValue::Rust { .. } | KernelValue::Lang { .. } => return None,
+        })
+    }
+}
+
+impl KernelValue<f64> {
+    /// k(x, y) and, written into `g` (one slot per leaf, in the order of
+    /// [`KernelValue::leaves`]), ∂k/∂p for every leaf p: one reverse pass
+    /// with hand-derived rules for each built-in kernel and for sums,
+    /// products and scalings, and the compiled program's reverse pass for
+    /// a model-file kernel, so the cost does not grow with the number of
+    /// parameters. Kernels without leaves (interpreted model-file kernels,
+    /// Rust kernels) give NaN (see [`KernelValue::leaves`]).
+    pub fn entry_grad(&self, x: &[f64], y: &[f64], same: bool, g: &mut [f64]) -> f64 {
+        self.entry_grad_n(x, y, same, g).0
+    }
+
+    /// [`KernelValue::entry_grad`], also returning the number of leaves
+    /// written.
+    fn entry_grad_n(&self, x: &[f64], y: &[f64], same: bool, g: &mut [f64]) -> (f64, usize) {
+        match self {
+            KernelValue::Base {
+                kind, args, dims, ..
+            } => {
+                let n: usize = args.iter().map(|a| a.as_slice().len()).sum();
+                (base_grad(*kind, args, dims.as_deref(), x, y, same, g), n)
+            }
+            KernelValue::Sum(a, b) => {
+                let (ka, na) = a.entry_grad_n(x, y, same, g);
+                let (kb, nb) = b.entry_grad_n(x, y, same, &mut g[na..]);
+                (ka + kb, na + nb)
+            }
+            KernelValue::Product(a, b) => {
+                let (ka, na) = a.entry_grad_n(x, y, same, g);
+                let (kb, nb) = b.entry_grad_n(x, y, same, &mut g[na..]);
+                g[..na].iter_mut().for_each(|v| *v *= kb);
+                g[na..na + nb].iter_mut().for_each(|v| *v *= ka);
+                (ka * kb, na + nb)
+            }
+            KernelValue::Scale(c, k) => {
+                let (kv, nk) = k.entry_grad_n(x, y, same, &mut g[1..]);
+                g[1..1 + nk].iter_mut().for_each(|v| *v *= c);
+                g[0] = kv;
+                (c * kv, 1 + nk)
+            }
+            KernelValue::Compiled {
+                program,
+                params,
+                dims,
+                ..
+            } => {
+                let n = params.len();
+                let k = match dims {
+                    None => program.eval_grad(params, x, y, &mut g[..n]),
+                    Some(_) => {
+                        program.eval_grad(params, &gather(x, dims), &gather(y, dims), &mut g[..n])
+                    }
+                };
+                (k, n)
+            }
+            KernelValue::Rust { .. } | KernelValue::Lang { .. } => (f64::NAN, 0),
+        }
+    }
+
+    /// The Gram matrix K(X, X) [N, N] together with ∂Kᵢₖ/∂p for every leaf
+    /// p, stored per column for i ≥ k ([`GramGrads`]): one pass that
+    /// computes each entry and its derivatives once. `None` when the kernel
+    /// has no reverse rule.
+    pub fn gram_with_grads(&self, x: &Inputs) -> Result<Option<(DMatrix<f64>, GramGrads)>, Error> {
+        if self.leaves().is_none() {
+            return Ok(None);
+        }
+        self.validate(x.dim())?;
+        let n = x.len();
+        let l = self.leaf_count();
+        let cols: Vec<(Vec<f64>, Vec<f64>)> = (0..n)
+            .into_par_iter()
+            .with_min_len(32)
+            .map(|k| {
+                let xk = x.row(k);
+                let mut vals = Vec::with_capacity(n - k);
+                let mut grads = vec![0.0; (n - k) * l];
+                for (off, i) in (k..n).enumerate() {
+                    vals.push(self.entry_grad(
+                        x.row(i),
+                        xk,
+                        i == k,
+                        &mut grads[off * l..(off + 1) * l],
+                    ));
+                }
+                (vals, grads)
+            })
+            .collect();
+        let mut kmat = DMatrix::from_element(n, n, 0.0);
+        let mut grads = Vec::with_capacity(n);
+        for (j, (col, g)) in cols.into_iter().enumerate() {
+            for (off, v) in col.into_iter().enumerate() {
+                kmat[(j + off, j)] = v;
+                kmat[(j, j + off)] = v;
+            }
+            grads.push(g);
+        }
+        Ok(Some((
+            kmat,
+            GramGrads {
+                leaves: l,
+                cols: grads,
+            },
+        )))
+    }
+
+    /// The number of leaves (see [`KernelValue::leaves`]).
+    pub fn leaf_count(&self) -> usize {
+        match self {
+            KernelValue::Base { args, .. } => args.iter().map(|a| a.as_slice().len()).sum(),
+            KernelValue::Sum(a, b) | KernelValue::Product(a, b) => a.leaf_count() + b.leaf_count(),
+            KernelValue::Scale(_, k) => 1 + k.leaf_count(),
+            KernelValue::Compiled { params, .. } => params.len(),
+            KernelValue::Rust { .. } | KernelValue::Lang { .. } => 0,
+        }
+    }
+}
+
+/// ∂Kᵢₖ/∂p for every leaf p of a kernel and every entry i ≥ k of its Gram
+/// matrix, stored per column k: `cols[k][(i − k) · leaves + j]`.
+#[derive(Clone, Debug)]
+pub struct GramGrads {
+    /// The number of leaves.
+    pub leaves: usize,
+    /// One block per column.
+    pub cols: Vec<Vec<f64>>,
+}
+
+impl GramGrads {
+    /// p̄ⱼ = ½ Σᵢₖ Wᵢₖ ∂Kᵢₖ/∂pⱼ for a symmetric W [N, N]; columns in
+    /// parallel, summed in column order (the same for any thread count).
+    pub fn contract(&self, w: &DMatrix<f64>) -> Vec<f64> {
+        let l = self.leaves;
+        let partial: Vec<Vec<f64>> = self
+            .cols
+            .par_iter()
+            .enumerate()
+            .with_min_len(32)
+            .map(|(k, col)| {
+                let mut acc = vec![0.0; l];
+                for (off, g) in col.chunks_exact(l.max(1)).enumerate() {
+                    let i = k + off;
+                    let wik = if i == k { 0.5 * w[(i, i)] } else { w[(i, k)] };
+                    for (a, v) in acc.iter_mut().zip(g) {
+                        *a += wik * v;
+                    }
+                }
+                acc
+            })
+            .collect();
+        let mut out = vec![0.0; l];
+        for p in &partial {
+            for (a, v) in out.iter_mut().zip(p) {
+                *a += v;
+            }
+        }
+        out
+    }
+}
+
+/// k(x, y) of a built-in kernel and its derivatives with respect to its
+/// arguments (every entry of a per-dimension one), written into `g`.
+fn base_grad(
+    kind: KernelKind,
+    args: &[KernelArg<f64>],
+    dims: Option<&[usize]>,
+    x: &[f64],
+    y: &[f64],
+    same: bool,
+    g: &mut [f64],
+) -> f64 {
+    match kind {
+        KernelKind::Rbf | KernelKind::Matern12 | KernelKind::Matern32 | KernelKind::Matern52 => {
+            match &args[0] {
+                KernelArg::Scalar(l) => {
+                    let d2: f64 = stationary::sq_diffs(x, y, dims).sum();
+                    let r2 = d2 / (l * l);
+                    let (k, slope) = stationary::value_and_slope(kind, r2);
+                    // ∂r²/∂ℓ = −2r²/ℓ.
+                    g[0] = if r2 == 0.0 || !r2.is_finite() {
+                        0.0
+                    } else {
+                        slope * (-2.0 * r2 / l)
+                    };
+                    k
+                }
+                KernelArg::Vector(ls) => {
+                    let mut r2 = 0.0;
+                    for (d2, l) in stationary::sq_diffs(x, y, dims).zip(ls) {
+                        r2 += d2 / (l * l);
+                    }
+                    let (k, slope) = stationary::value_and_slope(kind, r2);
+                    for ((gk, d2), l) in g.iter_mut().zip(stationary::sq_diffs(x, y, dims)).zip(ls)
+                    {
+                        // ∂r²/∂ℓₖ = −2dₖ²/ℓₖ³.
+                        *gk = if d2 == 0.0 || !r2.is_finite() {
+                            0.0
+                        } else {
+                            slope * (-2.0 * d2 / (l * l * l))
+                        };
+                    }
+                    k
+                }
+            }
+        }
+        KernelKind::Periodic => {
+            let (k, dl, dp) =
+                stationary::periodic_grad(x, y, dims, args[0].scalar(), args[1].scalar());
+            g[0] = dl;
+            g[1] = dp;
+            k
+        }
+        KernelKind::Linear => {
+            let v = args[0].as_slice();
+            if v.len() == 1 {
+                let xy = dot_product::dot_of(x, y, dims);
+                g[0] = xy;
+                v[0] * xy
+            } else {
+                let mut k = 0.0;
+                for ((gk, p), vk) in g.iter_mut().zip(dot_product::products(x, y, dims)).zip(v) {
+                    *gk = p;
+                    k += vk * p;
+                }
+                k
+            }
+        }
+        KernelKind::Polynomial => {
+            let (degree, c) = (args[0].scalar(), args[1].scalar());
+            let base = c + dot_product::dot_of(x, y, dims);
+            let k = dot_product::polynomial::<f64>(x, y, dims, degree, c);
+            // An integer degree is not differentiated (as in the dual path).
+            g[0] = if degree.fract() == 0.0 && degree.abs() < 64.0 {
+                0.0
+            } else {
+                k * base.ln()
+            };
+            g[1] = degree * base.powf(degree - 1.0);
+            k
+        }
+        KernelKind::Cosine => dot_product::cosine::<f64>(x, y, dims),
+        KernelKind::White => {
+            if same {
+                1.0
+            } else {
+                0.0
+            }
+        }
+        KernelKind::Constant => 1.0,
     }
 }

@@ -131,6 +131,7 @@ impl Checker<'_> {
             body,
             n_locals,
             compiled: None,
+            kernel_program: None,
             span: f.span,
         });
         self.declare(

@@ -289,7 +289,7 @@ fn is_punctuation(t: &str) -> bool {
     !t.is_empty()
         && !t.trim().is_empty()
         && !t.chars().any(|c| c.is_alphanumeric())
-        && !matches!(t, "\"" | "/*" | "//" | "_" | "*/")
+        && !matches!(t, "\"" | "/*" | "//" | "_" | "*/" | "\u{FEFF}")
 }
 
 /// The innermost `{` still open at `pos`, when the text at `pos` starts a

@@ -27,6 +27,9 @@ pub struct ExactEngine {
     learn: bool,
     max_iters: usize,
     grad_tol: f64,
+    f_tol: f64,
+    /// Whether the run stopped on the relative-change test.
+    stalled_flat: bool,
     iter: usize,
     trace: Vec<f64>,
     theta0: Vec<f64>,
@@ -47,6 +50,8 @@ impl ExactEngine {
             learn,
             max_iters: cfg.int("max_iters").max(1) as usize,
             grad_tol: cfg.real("grad_tol"),
+            f_tol: cfg.real("f_tol"),
+            stalled_flat: false,
             iter: 0,
             trace: Vec::new(),
             theta0,
@@ -177,6 +182,7 @@ impl Engine for ExactEngine {
                 None
             }
         };
+        let f_before = opt.f;
         let outcome = opt.iterate(&mut objective);
         self.iter += 1;
         self.trace.push(-opt.f);
@@ -190,6 +196,15 @@ impl Engine for ExactEngine {
                 "gradient norm {:.2e} below {:.0e}",
                 self.last_grad_norm, self.grad_tol
             )),
+            Outcome::Improved
+                if f_before - opt.f <= self.f_tol * f_before.abs().max(opt.f.abs()).max(1.0) =>
+            {
+                self.stalled_flat = true;
+                Status::Done(format!(
+                    "relative change of the log marginal likelihood below f_tol = {:.0e}",
+                    self.f_tol
+                ))
+            }
             Outcome::Improved if self.iter >= self.max_iters => {
                 Status::Done(format!("reached max_iters = {}", self.max_iters))
             }
@@ -224,11 +239,12 @@ impl Engine for ExactEngine {
                 "the final hypers",
             ));
         }
-        let converged = !this.learn || norm(&grad) < this.grad_tol.max(1e-5);
+        let converged = !this.learn || this.stalled_flat || norm(&grad) < this.grad_tol.max(1e-5);
         let mut fit = ExactFit::new(
             model, theta, state, grad, this.iter, this.trace, reason, converged,
         );
         fit.rejected = this.opt.as_ref().map_or(0, |o| o.rejected);
+        fit.evaluations = this.opt.as_ref().map_or(0, |o| o.evals + 1);
         Ok(Fit::Exact(Box::new(fit)))
     }
 }

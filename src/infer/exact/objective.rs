@@ -17,7 +17,7 @@
 
 use super::model::{ExactModel, Pieces};
 use crate::error::Error;
-use crate::infer::gradients::{half_trace_w_dk_n, seed_chunk};
+use crate::infer::gradients::{half_trace_w_dk_via, leaf_adjoints, seed_chunk};
 use crate::math::linalg::{
     JitteredCholesky, cholesky_generic, cholesky_jitter, solve_lower_generic,
 };
@@ -43,6 +43,10 @@ pub struct LmlState {
 
 const HALF_LOG_2PI: f64 = 0.918_938_533_204_672_8;
 
+/// The most memory the per-entry kernel derivatives of one gradient may
+/// take before the gradient computes them in a second pass instead.
+pub const STORED_GRADS_BYTES: u128 = 512 << 20;
+
 impl ExactModel {
     /// The log marginal likelihood at θ, with the factorisation.
     pub fn lml(&self, theta: &[f64]) -> Result<LmlState, Error> {
@@ -53,6 +57,11 @@ impl ExactModel {
 
     /// The log marginal likelihood for evaluated pieces.
     pub fn lml_of(&self, p: &Pieces<f64>) -> Result<LmlState, Error> {
+        self.lml_with(p, None)
+    }
+
+    /// [`ExactModel::lml_of`] with the Gram matrix K already computed.
+    fn lml_with(&self, p: &Pieces<f64>, gram: Option<DMatrix<f64>>) -> Result<LmlState, Error> {
         let n = self.inputs.len();
         if p.t == 0.0 {
             return Ok(LmlState {
@@ -62,7 +71,10 @@ impl ExactModel {
                 t: 0.0,
             });
         }
-        let mut a = p.kernel.gram(&self.inputs)?;
+        let mut a = match gram {
+            Some(k) => k,
+            None => p.kernel.gram(&self.inputs)?,
+        };
         for (i, s) in p.tempered_noise().into_iter().enumerate() {
             a[(i, i)] += s;
         }
@@ -102,21 +114,24 @@ impl ExactModel {
         w: &DMatrix<f64>,
         p: &Pieces<Dual8>,
     ) -> Result<[f64; CHUNK], Error> {
-        self.grad_chunk_n(state, w, p)
+        self.grad_chunk_n(state, w, p, None)
     }
 
-    /// [`ExactModel::grad_chunk`] for duals with N tangents.
+    /// [`ExactModel::grad_chunk`] for duals with N tangents; `pbar`, the
+    /// kernel's leaf adjoints at this point ([`leaf_adjoints`]), makes the
+    /// kernel's part a chain rule instead of a pass over the entries.
     pub fn grad_chunk_n<const N: usize>(
         &self,
         state: &LmlState,
         w: &DMatrix<f64>,
         p: &Pieces<adfn<N>>,
+        pbar: Option<&[f64]>,
     ) -> Result<[f64; N], Error>
     where
         adfn<N>: Scalar,
     {
         let alpha = &state.alpha;
-        let mut g = half_trace_w_dk_n(&p.kernel, &self.inputs, w)?;
+        let mut g = half_trace_w_dk_via(&p.kernel, pbar, &self.inputs, w)?;
         for (i, s) in p.tempered_noise().iter().enumerate() {
             let tg = s.tangent();
             for c in 0..N {
@@ -137,17 +152,39 @@ impl ExactModel {
     }
 
     /// The log marginal likelihood and its gradient with respect to θ.
+    ///
+    /// The kernel's part costs one pass over the Gram entries whatever the
+    /// number of hypers: each entry's derivatives with respect to the
+    /// kernel's parameters come from a reverse pass, computed with the
+    /// entry itself and kept (when they fit in [`STORED_GRADS_BYTES`]) until
+    /// the weight W is known, then contracted with it; the hypers' part is
+    /// the chain rule through the parameters, by duals eight at a time.
     pub fn lml_grad(&self, theta: &[f64]) -> Result<(LmlState, Vec<f64>), Error> {
-        let state = self.lml(theta)?;
+        let n = self.inputs.len();
+        let p64 = self.pieces::<f64>(theta, &self.bound, n)?;
+        let l = p64.kernel.leaves().map_or(0, |v| v.len()) as u128;
+        let store = l * (n as u128) * (n as u128 + 1) / 2 * 8;
+        let fused = if l > 0 && p64.t != 0.0 && store <= STORED_GRADS_BYTES {
+            p64.kernel.gram_with_grads(&self.inputs)?
+        } else {
+            None
+        };
+        let (state, stored) = match fused {
+            Some((k, g)) => (self.lml_with(&p64, Some(k))?, Some(g)),
+            None => (self.lml_with(&p64, None)?, None),
+        };
         let mut grad = vec![0.0; theta.len()];
         let Some(w) = Self::weight(&state) else {
             return Ok((state, grad));
         };
-        let n = self.inputs.len();
+        let pbar: Option<Vec<f64>> = match stored {
+            Some(g) => Some(g.contract(&w)),
+            None => leaf_adjoints(&p64.kernel, &self.inputs, &w)?,
+        };
         for start in (0..theta.len()).step_by(CHUNK) {
             let td = seed_chunk(theta, start);
             let p = self.pieces::<Dual8>(&td, &self.bound, n)?;
-            let g = self.grad_chunk(&state, &w, &p)?;
+            let g = self.grad_chunk_n(&state, &w, &p, pbar.as_deref())?;
             let m = CHUNK.min(theta.len() - start);
             grad[start..start + m].copy_from_slice(&g[..m]);
         }

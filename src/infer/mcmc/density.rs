@@ -656,11 +656,18 @@ impl Density {
         adfn<N>: crate::model::custom::Scalar,
     {
         let hypers: Vec<Value<adfn<N>>> = self.hypers.iter().map(Value::lift).collect();
+        let k64 = Env::new(&self.bound, &self.hypers, params, &[]).kernel(&lt.kernel)?;
+        let pbar = crate::infer::gradients::leaf_adjoints(&k64, &lt.inputs, w)?;
         for chunk in lt.kernel_coords.chunks(N) {
             let seeded = self.seeded_params::<N>(params, chunk);
             let env = Env::new(&self.bound, &hypers, &seeded, &[]);
             let kernel = env.kernel(&lt.kernel)?;
-            let g = crate::infer::gradients::half_trace_w_dk_n(&kernel, &lt.inputs, w)?;
+            let g = crate::infer::gradients::half_trace_w_dk_via(
+                &kernel,
+                pbar.as_deref(),
+                &lt.inputs,
+                w,
+            )?;
             for (c, &coord) in chunk.iter().enumerate() {
                 grad[coord] += g[c] * dtheta[coord];
             }
@@ -685,23 +692,29 @@ impl Density {
         let Some(w) = ExactModel::weight(&state) else {
             return Ok(state.lml);
         };
+        // One reverse pass over the kernel entries for every kernel
+        // parameter at once, where the kernel has reverse rules; the dual
+        // passes below then only carry the chain rule.
+        let pbar = crate::infer::gradients::leaf_adjoints(&pieces.kernel, &m.model.inputs, &w)?;
         // Few coordinates (a GP's hypers, typically) take four-tangent
         // duals, which halve the cost of each kernel entry.
         if m.coords.len() <= 4 {
-            self.marginal_chunks::<4>(m, params, &state, &w, dtheta, grad)?;
+            self.marginal_chunks::<4>(m, params, &state, &w, pbar.as_deref(), dtheta, grad)?;
         } else {
-            self.marginal_chunks::<CHUNK>(m, params, &state, &w, dtheta, grad)?;
+            self.marginal_chunks::<CHUNK>(m, params, &state, &w, pbar.as_deref(), dtheta, grad)?;
         }
         Ok(state.lml)
     }
 
     /// The marginal's gradient in its coordinates, N per dual pass.
+    #[allow(clippy::too_many_arguments)]
     fn marginal_chunks<const N: usize>(
         &self,
         m: &Marginal,
         params: &[Value<f64>],
         state: &crate::infer::exact::objective::LmlState,
         w: &DMatrix<f64>,
+        pbar: Option<&[f64]>,
         dtheta: &[f64],
         grad: &mut [f64],
     ) -> Result<(), Error>
@@ -714,7 +727,7 @@ impl Density {
             let seeded = self.seeded_params::<N>(params, chunk);
             let env = Env::new(&self.bound, &hypers, &seeded, &[]);
             let pd = m.model.pieces_in(&env, n)?;
-            let g = m.model.grad_chunk_n(state, w, &pd)?;
+            let g = m.model.grad_chunk_n(state, w, &pd, pbar)?;
             for (c, &coord) in chunk.iter().enumerate() {
                 grad[coord] += self.power * g[c] * dtheta[coord];
             }

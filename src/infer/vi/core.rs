@@ -13,7 +13,7 @@ use super::model::{ViModel, ViPieces};
 use super::posterior::{Prior, Whitened};
 use crate::error::Error;
 use crate::infer::engine::{Progress, Status};
-use crate::infer::gradients::{half_trace_w_dk, seed_chunk};
+use crate::infer::gradients::{half_trace_w_dk_via, leaf_adjoints, seed_chunk};
 use crate::infer::settings::EngineConfig;
 use crate::math::optim::{Ascent, Rule as OptRule};
 use crate::math::scalar::{CHUNK, Dual8};
@@ -149,10 +149,11 @@ impl Core {
             w += q.kernel_weight(&self.prior);
             mean_weight += q.mean_weight(&self.prior).sum();
         }
+        let pbar = leaf_adjoints(&self.pieces.kernel, &self.model.inputs, &w)?;
         for start in (0..p).step_by(CHUNK) {
             let td = seed_chunk(&self.theta, start);
             let pd = self.model.pieces::<Dual8>(&td, &self.model.bound)?;
-            let mut g = half_trace_w_dk(&pd.kernel, &self.model.inputs, &w)?;
+            let mut g = half_trace_w_dk_via(&pd.kernel, pbar.as_deref(), &self.model.inputs, &w)?;
             let lik = expected_total(&self.model, &pd.lik, &self.rule, &m, &v)?;
             let (tm, tl) = (pd.mean.tangent(), lik.tangent());
             for c in 0..CHUNK {

@@ -21,6 +21,22 @@ fn dot(x: &[f64], y: &[f64], dims: Option<&[usize]>) -> f64 {
         .sum()
 }
 
+/// xᵀx′ over `dims`.
+pub fn dot_of(x: &[f64], y: &[f64], dims: Option<&[usize]>) -> f64 {
+    dot(x, y, dims)
+}
+
+/// The products xₖ x′ₖ over `dims`.
+pub fn products<'a>(
+    x: &'a [f64],
+    y: &'a [f64],
+    dims: Option<&'a [usize]>,
+) -> impl Iterator<Item = f64> + 'a {
+    coords(x, dims)
+        .zip(coords(y, dims))
+        .map(|((_, a), (_, b))| a * b)
+}
+
 /// Σₖ vₖ xₖ x′ₖ with one variance (`v.len() == 1`) or one per dimension.
 pub fn linear<T: Real>(x: &[f64], y: &[f64], dims: Option<&[usize]>, v: &[T]) -> T {
     if v.len() == 1 {

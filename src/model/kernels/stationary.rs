@@ -126,3 +126,72 @@ pub fn periodic<T: Real>(x: &[f64], y: &[f64], dims: Option<&[usize]>, ell: T, p
     }
     (-acc * F64(2.0) / (ell * ell)).exp()
 }
+
+/// A stationary kernel's value k and its derivative dk/dr² at r² (for
+/// the reverse pass over kernel parameters); r² = 0 gives dk/dr² = 0 for
+/// `matern12`, whose derivative there is unbounded but is always
+/// multiplied by ∂r²/∂ℓ = 0.
+pub fn value_and_slope(kind: crate::model::kernel::KernelKind, r2: f64) -> (f64, f64) {
+    use crate::model::kernel::KernelKind as K;
+    if r2 == f64::INFINITY {
+        return (0.0, 0.0);
+    }
+    match kind {
+        K::Rbf => {
+            let k = (-0.5 * r2).exp();
+            (k, -0.5 * k)
+        }
+        K::Matern12 => {
+            if r2 == 0.0 {
+                return (1.0, 0.0);
+            }
+            let r = r2.sqrt();
+            let k = (-r).exp();
+            (k, -k / (2.0 * r))
+        }
+        K::Matern32 => {
+            let s = (3.0 * r2).sqrt();
+            let e = (-s).exp();
+            ((1.0 + s) * e, -1.5 * e)
+        }
+        K::Matern52 => {
+            let s = (5.0 * r2).sqrt();
+            let e = (-s).exp();
+            ((1.0 + s + s * s / 3.0) * e, -(5.0 / 6.0) * (1.0 + s) * e)
+        }
+        _ => (f64::NAN, f64::NAN),
+    }
+}
+
+/// The periodic kernel's value and its derivatives with respect to ℓ and
+/// the period p:
+/// k = exp(−2S/ℓ²) with S = Σₖ sin²(uₖ), uₖ = π dₖ / p;
+/// ∂k/∂ℓ = 4kS/ℓ³; ∂k/∂p = (2k/ℓ²)(π/p²) Σₖ dₖ sin(2uₖ).
+pub fn periodic_grad(
+    x: &[f64],
+    y: &[f64],
+    dims: Option<&[usize]>,
+    ell: f64,
+    period: f64,
+) -> (f64, f64, f64) {
+    let (mut s, mut t) = (0.0, 0.0);
+    for (_, d) in pairs(x, y, dims) {
+        let u = std::f64::consts::PI * d / period;
+        let sn = u.sin();
+        s += sn * sn;
+        t += d * (2.0 * u).sin();
+    }
+    let k = (-2.0 * s / (ell * ell)).exp();
+    let dell = 4.0 * k * s / (ell * ell * ell);
+    let dp = 2.0 * k / (ell * ell) * std::f64::consts::PI / (period * period) * t;
+    (k, dell, dp)
+}
+
+/// The squared differences dₖ² over `dims` (for per-dimension lengthscales).
+pub fn sq_diffs<'a>(
+    x: &'a [f64],
+    y: &'a [f64],
+    dims: Option<&'a [usize]>,
+) -> impl Iterator<Item = f64> + 'a {
+    pairs(x, y, dims).map(|(_, d)| d * d)
+}
