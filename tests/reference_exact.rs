@@ -177,3 +177,39 @@ fn results_are_identical_for_any_thread_count() {
     assert_eq!(one, eval(2));
     assert_eq!(one, eval(3));
 }
+
+/// The CO2 model (n = 741; a model-file kernel evaluated by blocks on
+/// several threads) gives
+/// the same log marginal likelihood and gradient bit for bit on 1 to 4
+/// threads.
+#[test]
+fn the_co2_gradient_is_identical_for_any_thread_count() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("examples/co2.tempest")).unwrap();
+    let m = model(&text);
+    let data = tempest::Data::read(&root.join("examples/data/co2.csv")).unwrap();
+    let bound = bind(&m, &data);
+    let cfg = tempest::engine_config(&bound.graph, &RunOptions::default()).unwrap();
+    let model =
+        tempest::infer::exact::model::ExactModel::new(std::sync::Arc::new(bound.clone()), &cfg)
+            .unwrap();
+    let theta = model.layout.initial(&bound).unwrap();
+    let eval = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let (s, g) = model.lml_grad(&theta).unwrap();
+            (
+                s.lml.to_bits(),
+                g.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            )
+        })
+    };
+    let one = eval(1);
+    assert!(f64::from_bits(one.0).is_finite());
+    for threads in 2..=4 {
+        assert_eq!(one, eval(threads), "{threads} threads");
+    }
+}

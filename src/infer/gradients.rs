@@ -4,6 +4,7 @@
 
 use crate::error::Error;
 use crate::math::scalar::{CHUNK, Dual8};
+use crate::model::block::Plan;
 use crate::model::custom::Scalar;
 use crate::model::kernel::{Inputs, KernelValue};
 use ad_trait::forward_ad::adfn::adfn;
@@ -75,46 +76,18 @@ where
 }
 
 /// p̄ = ½ Σᵢₖ Wᵢₖ ∂K(X, X)ᵢₖ/∂p for every leaf p of the kernel (see
-/// [`KernelValue::leaves`]), by one reverse pass per entry: the cost does
-/// not grow with the number of parameters. `None` when the kernel has no
-/// reverse rule (model-file or Rust parts). Columns run in parallel and
-/// their partial sums are added in column order, so the result does not
-/// depend on the number of threads.
+/// [`KernelValue::leaves`]), by one reverse pass over column blocks
+/// ([`Plan::adjoints`]): the cost does not grow with the number of
+/// parameters. `None` when the kernel has no reverse rule (interpreted
+/// model-file or Rust parts). The result does not depend on the number of
+/// threads.
 pub fn leaf_adjoints(
     kernel: &KernelValue<f64>,
     x: &Inputs,
     w: &DMatrix<f64>,
 ) -> Result<Option<Vec<f64>>, Error> {
-    if kernel.leaves().is_none() {
-        return Ok(None);
-    }
     kernel.validate(x.dim())?;
-    let l = kernel.leaf_count();
-    let n = x.len();
-    let partial: Vec<Vec<f64>> = (0..n)
-        .into_par_iter()
-        .with_min_len(32)
-        .map(|k| {
-            let xk = x.row(k);
-            let mut acc = vec![0.0; l];
-            let mut g = vec![0.0; l];
-            for i in k..n {
-                kernel.entry_grad(x.row(i), xk, i == k, &mut g);
-                let wik = if i == k { 0.5 * w[(i, i)] } else { w[(i, k)] };
-                for (a, gi) in acc.iter_mut().zip(&g) {
-                    *a += wik * gi;
-                }
-            }
-            acc
-        })
-        .collect();
-    let mut pbar = vec![0.0; l];
-    for p in &partial {
-        for (a, v) in pbar.iter_mut().zip(p) {
-            *a += v;
-        }
-    }
-    Ok(Some(pbar))
+    Ok(Plan::new(kernel, x, x).map(|p| p.adjoints(x, w)))
 }
 
 /// ½ Σᵢₖ Wᵢₖ ∂K/∂θ for the directions seeded in a dual kernel: from the

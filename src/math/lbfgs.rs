@@ -21,10 +21,12 @@ pub const MAX_LINE_EVALS: usize = 30;
 const C1: f64 = 1e-4;
 /// Curvature constant c₂ of the Wolfe conditions.
 const C2: f64 = 0.9;
-/// Relative differences in the objective below this are rounding.
-const FLAT: f64 = 1e-13;
+/// Relative differences in the objective below this are rounding (a log
+/// marginal likelihood of a few hundred points carries rounding errors of
+/// about 1e-10 of its size, from the log-determinant).
+const FLAT: f64 = 1e-9;
 /// Trials within rounding of the start after which a search gives up.
-const FLAT_TRIALS: usize = 4;
+const FLAT_TRIALS: usize = 3;
 /// The largest step a bracketing phase may reach.
 const MAX_STEP: f64 = 1e10;
 
@@ -39,6 +41,20 @@ pub enum Outcome {
     Improved,
     /// No step along the direction lowered the value; the reason, in words.
     NoProgress(String),
+    /// Every trial point's value differed from the current one only by
+    /// rounding: the objective is flat here at the precision it is
+    /// computed with (a minimum, to that precision).
+    Flat,
+}
+
+/// How a line search ended.
+enum Search {
+    /// A step and the value and gradient there.
+    Step(f64, f64, Vec<f64>),
+    /// Trials within rounding of the start value only.
+    Flat,
+    /// No trial lowered the value.
+    Failed,
 }
 
 /// The state of an L-BFGS minimisation.
@@ -164,7 +180,8 @@ impl Lbfgs {
             let a0 = if first { dnorm.min(1.0) } else { dnorm };
             let dg0 = dot(&self.g, &u);
             match self.line_search(obj, &u, dg0, a0) {
-                Some((a, f, g)) => {
+                Search::Flat => return Outcome::Flat,
+                Search::Step(a, f, g) => {
                     let s: Vec<f64> = u.iter().map(|v| a * v).collect();
                     let y: Vec<f64> = g.iter().zip(&self.g).map(|(a, b)| a - b).collect();
                     let sy = dot(&s, &y);
@@ -183,11 +200,11 @@ impl Lbfgs {
                     self.g = g;
                     return Outcome::Improved;
                 }
-                None if !first => {
+                Search::Failed if !first => {
                     self.clear();
                     (u, dnorm) = steepest(&self.g);
                 }
-                None => {
+                Search::Failed => {
                     return Outcome::NoProgress(format!(
                         "no step along the steepest-descent direction lowers the objective ({} evaluations in the last line search{})",
                         MAX_LINE_EVALS,
@@ -212,15 +229,10 @@ impl Lbfgs {
     }
 
     /// A step a > 0 along `d` meeting the strong Wolfe conditions, or else
-    /// the lowest point found that meets sufficient decrease; `None` when
-    /// no trial point lowered the value.
-    fn line_search(
-        &mut self,
-        obj: &mut Objective,
-        d: &[f64],
-        dg0: f64,
-        a0: f64,
-    ) -> Option<(f64, f64, Vec<f64>)> {
+    /// the lowest point found that meets sufficient decrease; `Flat` when
+    /// [`FLAT_TRIALS`] trials came within rounding of the start and none
+    /// lowered the value by more; `Failed` when no trial point lowered it.
+    fn line_search(&mut self, obj: &mut Objective, d: &[f64], dg0: f64, a0: f64) -> Search {
         let f0 = self.f;
         let mut lo = Point {
             a: 0.0,
@@ -252,10 +264,14 @@ impl Lbfgs {
                     });
                 }
                 Some((f, g)) => {
-                    if (f - f0).abs() <= FLAT * f0.abs().max(1.0) {
+                    let rounding = FLAT * f0.abs().max(1.0);
+                    if (f - f0).abs() <= rounding {
                         flat += 1;
-                        if flat >= FLAT_TRIALS && best.is_none() {
-                            break;
+                        if flat >= FLAT_TRIALS {
+                            return match best {
+                                Some((a, fb, gb)) if f0 - fb > rounding => Search::Step(a, fb, gb),
+                                _ => Search::Flat,
+                            };
                         }
                     }
                     let dg = dot(&g, d);
@@ -263,7 +279,7 @@ impl Lbfgs {
                         hi = Some(Point { a, f, dg });
                     } else {
                         if dg.abs() <= -C2 * dg0 {
-                            return Some((a, f, g));
+                            return Search::Step(a, f, g);
                         }
                         if best.as_ref().is_none_or(|b| f < b.1) {
                             best = Some((a, f, g));
@@ -295,7 +311,10 @@ impl Lbfgs {
                 }
             };
         }
-        best
+        match best {
+            Some((a, f, g)) => Search::Step(a, f, g),
+            None => Search::Failed,
+        }
     }
 }
 

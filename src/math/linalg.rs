@@ -1,7 +1,9 @@
 //! Dense linear algebra: Cholesky with jitter escalation in f64 (faer's
 //! blocked factorisation, run on one thread so results never depend on the
-//! machine), and a plain generic Cholesky for dual numbers (used to check
-//! hand-derived gradients against forward-mode autodiff).
+//! machine: faer's multi-threaded factorisation and inverse give results
+//! that differ in the last bits with the number of threads), and a plain
+//! generic Cholesky for dual numbers (used to check hand-derived gradients
+//! against forward-mode autodiff).
 
 use crate::error::{Error, ErrorKind};
 use crate::math::scalar::Real;
@@ -16,12 +18,23 @@ pub struct JitteredCholesky {
     pub jitter: f64,
 }
 
+/// A view of a (column-major) nalgebra matrix as a faer matrix.
+fn view(a: &DMatrix<f64>) -> faer::MatRef<'_, f64> {
+    faer::MatRef::from_column_major_slice(a.as_slice(), a.nrows(), a.ncols())
+}
+
 fn to_faer(a: &DMatrix<f64>) -> Mat<f64> {
-    Mat::from_fn(a.nrows(), a.ncols(), |i, j| a[(i, j)])
+    view(a).to_owned()
 }
 
 fn from_faer(a: &Mat<f64>) -> DMatrix<f64> {
-    DMatrix::from_fn(a.nrows(), a.ncols(), |i, j| a[(i, j)])
+    let mut out = DMatrix::zeros(a.nrows(), a.ncols());
+    for (j, mut col) in out.column_iter_mut().enumerate() {
+        for (o, v) in col.iter_mut().zip(a.col(j).iter()) {
+            *o = *v;
+        }
+    }
+    out
 }
 
 /// The dense product op(A) op(B) with faer's blocked kernels (one thread),
@@ -78,6 +91,20 @@ impl JitteredCholesky {
     pub fn inverse(&self) -> DMatrix<f64> {
         from_faer(&self.llt.inverse())
     }
+    /// ααᵀ − (A + jitter·I)⁻¹ for a vector α [N]: the weight of ∂A in the
+    /// gradient of a Gaussian log likelihood, formed as the inverse is
+    /// copied out.
+    pub fn outer_minus_inverse(&self, alpha: &DVector<f64>) -> DMatrix<f64> {
+        let inv = self.llt.inverse();
+        let mut out = DMatrix::zeros(inv.nrows(), inv.ncols());
+        for (j, mut col) in out.column_iter_mut().enumerate() {
+            let aj = alpha[j];
+            for (i, (o, v)) in col.iter_mut().zip(inv.col(j).iter()).enumerate() {
+                *o = alpha[i] * aj - v;
+            }
+        }
+        out
+    }
 }
 
 /// Factor a symmetric matrix, adding jitter to the diagonal when it is not
@@ -116,15 +143,17 @@ pub fn cholesky_jitter(
         }
         rel *= 10.0;
     }
-    let base = to_faer(a);
     for jitter in tries {
-        let mut m = base.clone();
-        if jitter > 0.0 {
+        let llt = if jitter > 0.0 {
+            let mut m = to_faer(a);
             for i in 0..n {
                 m[(i, i)] += jitter;
             }
-        }
-        if let Ok(llt) = Llt::new(m.as_ref(), Side::Lower) {
+            Llt::new(m.as_ref(), Side::Lower)
+        } else {
+            Llt::new(view(a), Side::Lower)
+        };
+        if let Ok(llt) = llt {
             return Ok(JitteredCholesky { llt, jitter });
         }
     }

@@ -159,13 +159,13 @@ pub enum KernelArg<T> {
 }
 
 impl<T: Copy> KernelArg<T> {
-    fn scalar(&self) -> T {
+    pub(crate) fn scalar(&self) -> T {
         match self {
             KernelArg::Scalar(s) => *s,
             KernelArg::Vector(v) => v[0],
         }
     }
-    fn as_slice(&self) -> &[T] {
+    pub(crate) fn as_slice(&self) -> &[T] {
         match self {
             KernelArg::Scalar(s) => std::slice::from_ref(s),
             KernelArg::Vector(v) => v,
@@ -650,53 +650,6 @@ impl KernelValue<f64> {
         }
     }
 
-    /// The Gram matrix K(X, X) [N, N] together with ∂Kᵢₖ/∂p for every leaf
-    /// p, stored per column for i ≥ k ([`GramGrads`]): one pass that
-    /// computes each entry and its derivatives once. `None` when the kernel
-    /// has no reverse rule.
-    pub fn gram_with_grads(&self, x: &Inputs) -> Result<Option<(DMatrix<f64>, GramGrads)>, Error> {
-        if self.leaves().is_none() {
-            return Ok(None);
-        }
-        self.validate(x.dim())?;
-        let n = x.len();
-        let l = self.leaf_count();
-        let cols: Vec<(Vec<f64>, Vec<f64>)> = (0..n)
-            .into_par_iter()
-            .with_min_len(32)
-            .map(|k| {
-                let xk = x.row(k);
-                let mut vals = Vec::with_capacity(n - k);
-                let mut grads = vec![0.0; (n - k) * l];
-                for (off, i) in (k..n).enumerate() {
-                    vals.push(self.entry_grad(
-                        x.row(i),
-                        xk,
-                        i == k,
-                        &mut grads[off * l..(off + 1) * l],
-                    ));
-                }
-                (vals, grads)
-            })
-            .collect();
-        let mut kmat = DMatrix::from_element(n, n, 0.0);
-        let mut grads = Vec::with_capacity(n);
-        for (j, (col, g)) in cols.into_iter().enumerate() {
-            for (off, v) in col.into_iter().enumerate() {
-                kmat[(j + off, j)] = v;
-                kmat[(j, j + off)] = v;
-            }
-            grads.push(g);
-        }
-        Ok(Some((
-            kmat,
-            GramGrads {
-                leaves: l,
-                cols: grads,
-            },
-        )))
-    }
-
     /// The number of leaves (see [`KernelValue::leaves`]).
     pub fn leaf_count(&self) -> usize {
         match self {
@@ -706,48 +659,6 @@ impl KernelValue<f64> {
             KernelValue::Compiled { params, .. } => params.len(),
             KernelValue::Rust { .. } | KernelValue::Lang { .. } => 0,
         }
-    }
-}
-
-/// ∂Kᵢₖ/∂p for every leaf p of a kernel and every entry i ≥ k of its Gram
-/// matrix, stored per column k: `cols[k][(i − k) · leaves + j]`.
-#[derive(Clone, Debug)]
-pub struct GramGrads {
-    /// The number of leaves.
-    pub leaves: usize,
-    /// One block per column.
-    pub cols: Vec<Vec<f64>>,
-}
-
-impl GramGrads {
-    /// p̄ⱼ = ½ Σᵢₖ Wᵢₖ ∂Kᵢₖ/∂pⱼ for a symmetric W [N, N]; columns in
-    /// parallel, summed in column order (the same for any thread count).
-    pub fn contract(&self, w: &DMatrix<f64>) -> Vec<f64> {
-        let l = self.leaves;
-        let partial: Vec<Vec<f64>> = self
-            .cols
-            .par_iter()
-            .enumerate()
-            .with_min_len(32)
-            .map(|(k, col)| {
-                let mut acc = vec![0.0; l];
-                for (off, g) in col.chunks_exact(l.max(1)).enumerate() {
-                    let i = k + off;
-                    let wik = if i == k { 0.5 * w[(i, i)] } else { w[(i, k)] };
-                    for (a, v) in acc.iter_mut().zip(g) {
-                        *a += wik * v;
-                    }
-                }
-                acc
-            })
-            .collect();
-        let mut out = vec![0.0; l];
-        for p in &partial {
-            for (a, v) in out.iter_mut().zip(p) {
-                *a += v;
-            }
-        }
-        out
     }
 }
 

@@ -1,6 +1,7 @@
 //! The statistical building blocks: constraints, kernels, distributions, and
 //! the extension points for kernels and likelihoods written in Rust.
 
+pub mod block;
 pub mod constraint;
 pub mod custom;
 pub mod dist;

@@ -17,7 +17,7 @@ use crate::math::lbfgs::{Lbfgs, Outcome};
 use std::sync::Arc;
 
 /// Correction pairs kept by L-BFGS.
-const MEMORY: usize = 10;
+const MEMORY: usize = 20;
 
 /// The exact engine's state.
 pub struct ExactEngine {
@@ -188,6 +188,13 @@ impl Engine for ExactEngine {
         self.trace.push(-opt.f);
         self.last_grad_norm = opt.grad_norm();
         Ok(match outcome {
+            Outcome::Flat => {
+                self.stalled_flat = true;
+                Status::Done(
+                    "the log marginal likelihood is flat to rounding along the search direction"
+                        .into(),
+                )
+            }
             Outcome::NoProgress(why) => Status::Done(match &self.last_error {
                 Some(e) => format!("stopped: {why}; the last rejected point failed with: {e}"),
                 None => format!("stopped: {why}"),

@@ -43,10 +43,6 @@ pub struct LmlState {
 
 const HALF_LOG_2PI: f64 = 0.918_938_533_204_672_8;
 
-/// The most memory the per-entry kernel derivatives of one gradient may
-/// take before the gradient computes them in a second pass instead.
-pub const STORED_GRADS_BYTES: u128 = 512 << 20;
-
 impl ExactModel {
     /// The log marginal likelihood at θ, with the factorisation.
     pub fn lml(&self, theta: &[f64]) -> Result<LmlState, Error> {
@@ -57,11 +53,6 @@ impl ExactModel {
 
     /// The log marginal likelihood for evaluated pieces.
     pub fn lml_of(&self, p: &Pieces<f64>) -> Result<LmlState, Error> {
-        self.lml_with(p, None)
-    }
-
-    /// [`ExactModel::lml_of`] with the Gram matrix K already computed.
-    fn lml_with(&self, p: &Pieces<f64>, gram: Option<DMatrix<f64>>) -> Result<LmlState, Error> {
         let n = self.inputs.len();
         if p.t == 0.0 {
             return Ok(LmlState {
@@ -71,10 +62,7 @@ impl ExactModel {
                 t: 0.0,
             });
         }
-        let mut a = match gram {
-            Some(k) => k,
-            None => p.kernel.gram(&self.inputs)?,
-        };
+        let mut a = p.kernel.gram_fast(&self.inputs)?;
         for (i, s) in p.tempered_noise().into_iter().enumerate() {
             a[(i, i)] += s;
         }
@@ -99,10 +87,7 @@ impl ExactModel {
     /// t = 0.
     pub fn weight(state: &LmlState) -> Option<DMatrix<f64>> {
         let chol = state.chol.as_ref()?;
-        let mut w = chol.inverse();
-        w.neg_mut();
-        w.ger(1.0, &state.alpha, &state.alpha, 1.0);
-        Some(w)
+        Some(chol.outer_minus_inverse(&state.alpha))
     }
 
     /// The derivative of the log marginal likelihood in the (up to eight)
@@ -153,34 +138,19 @@ impl ExactModel {
 
     /// The log marginal likelihood and its gradient with respect to θ.
     ///
-    /// The kernel's part costs one pass over the Gram entries whatever the
-    /// number of hypers: each entry's derivatives with respect to the
-    /// kernel's parameters come from a reverse pass, computed with the
-    /// entry itself and kept (when they fit in [`STORED_GRADS_BYTES`]) until
-    /// the weight W is known, then contracted with it; the hypers' part is
-    /// the chain rule through the parameters, by duals eight at a time.
+    /// The kernel's part costs one reverse pass over the Gram entries
+    /// whatever the number of hypers ([`leaf_adjoints`]: ∂/∂p for every
+    /// kernel parameter p, weighted by W); the hypers' part is the chain
+    /// rule through the parameters, by duals eight at a time.
     pub fn lml_grad(&self, theta: &[f64]) -> Result<(LmlState, Vec<f64>), Error> {
         let n = self.inputs.len();
         let p64 = self.pieces::<f64>(theta, &self.bound, n)?;
-        let l = p64.kernel.leaves().map_or(0, |v| v.len()) as u128;
-        let store = l * (n as u128) * (n as u128 + 1) / 2 * 8;
-        let fused = if l > 0 && p64.t != 0.0 && store <= STORED_GRADS_BYTES {
-            p64.kernel.gram_with_grads(&self.inputs)?
-        } else {
-            None
-        };
-        let (state, stored) = match fused {
-            Some((k, g)) => (self.lml_with(&p64, Some(k))?, Some(g)),
-            None => (self.lml_with(&p64, None)?, None),
-        };
+        let state = self.lml_of(&p64)?;
         let mut grad = vec![0.0; theta.len()];
         let Some(w) = Self::weight(&state) else {
             return Ok((state, grad));
         };
-        let pbar: Option<Vec<f64>> = match stored {
-            Some(g) => Some(g.contract(&w)),
-            None => leaf_adjoints(&p64.kernel, &self.inputs, &w)?,
-        };
+        let pbar = leaf_adjoints(&p64.kernel, &self.inputs, &w)?;
         for start in (0..theta.len()).step_by(CHUNK) {
             let td = seed_chunk(theta, start);
             let p = self.pieces::<Dual8>(&td, &self.bound, n)?;

@@ -17,6 +17,10 @@
 //! `dot(·, ·)` of the two inputs and `x[k]` with a constant k, or that take
 //! vector parameters, are not compiled and keep the general evaluator.
 
+mod block;
+
+pub use block::{BlockRows, Prepared};
+
 use super::compile::call1;
 use super::expr::{Builtin, Ref, TExpr, TKind};
 use super::graph::Function;

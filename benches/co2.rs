@@ -1,0 +1,92 @@
+//! The Mauna Loa CO2 model of examples/co2.tempest (n = 741, 12 hypers, a
+//! rational-quadratic term written in the model file): the whole fit with
+//! the hypers learned; one log marginal likelihood with its gradient
+//! against one Cholesky factorisation of the same matrix (the floor); and
+//! the Gram matrix with its reverse pass for a model-file copy of `rbf`
+//! against the built-in. See benches/README.md for the figures and the
+//! comparison with scikit-learn (benches/co2_sklearn.py).
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tempest::infer::exact::model::ExactModel;
+use tempest::infer::gradients::leaf_adjoints;
+use tempest::math::linalg::cholesky_jitter;
+use tempest::{Bound, Data, Model, Overrides, Registry, RunOptions};
+
+fn root(p: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(p)
+}
+
+fn bound(text: &str) -> Bound {
+    let data = Data::read(&root("examples/data/co2.csv")).expect("co2 data");
+    let m = Model::from_str("co2.tempest", text, &Registry::default()).expect("model");
+    m.bind(&data, &Overrides::default()).expect("bind")
+}
+
+fn exact(b: &Bound) -> (ExactModel, Vec<f64>) {
+    let cfg = tempest::engine_config(&b.graph, &RunOptions::default()).expect("config");
+    let em = ExactModel::new(Arc::new(b.clone()), &cfg).expect("exact model");
+    let theta = em.layout.initial(b).expect("theta");
+    (em, theta)
+}
+
+const RBF_MODEL: &str = r#"
+kernel my_rbf(ell : positive)(x, x2) { exp(-sqdist(x, x2) / (2 * ell^2)) }
+data { n : int  year : vector[n]  co2 : vector[n] }
+hyper { ell : positive = 10.0  sf : positive = 30.0  sigma : positive = 1.0 }
+model {
+  f ~ gp(350, sf^2 * KERNEL(ell))
+  co2 ~ normal(f(year), sigma)
+}
+infer exact { learn_hypers = true }
+"#;
+
+fn bench(c: &mut Criterion) {
+    let text = std::fs::read_to_string(root("examples/co2.tempest")).expect("co2 model");
+    let b = bound(&text);
+    let (em, theta) = exact(&b);
+    let mut g = c.benchmark_group("co2");
+    g.sample_size(10);
+    g.bench_function("lml_grad", |bch| {
+        bch.iter(|| black_box(em.lml_grad(black_box(&theta)).expect("grad").1))
+    });
+    let p = em
+        .pieces::<f64>(&theta, &em.bound, em.inputs.len())
+        .expect("pieces");
+    let mut a = p.kernel.gram_fast(&em.inputs).expect("gram");
+    for (i, s) in p.tempered_noise().into_iter().enumerate() {
+        a[(i, i)] += s;
+    }
+    g.bench_function("cholesky", |bch| {
+        bch.iter(|| black_box(cholesky_jitter(black_box(&a), 0.0, 1e-2, "K").expect("chol")))
+    });
+    g.bench_function("gram", |bch| {
+        bch.iter(|| black_box(p.kernel.gram_fast(&em.inputs).expect("gram")))
+    });
+    let w = a.clone();
+    g.bench_function("kernel_reverse_pass", |bch| {
+        bch.iter(|| black_box(leaf_adjoints(&p.kernel, &em.inputs, &w).expect("adjoints")))
+    });
+    for kernel in ["rbf", "my_rbf"] {
+        let b = bound(&RBF_MODEL.replace("KERNEL", kernel));
+        let (em, theta) = exact(&b);
+        let p = em
+            .pieces::<f64>(&theta, &em.bound, em.inputs.len())
+            .expect("pieces");
+        g.bench_function(format!("gram/{kernel}"), |bch| {
+            bch.iter(|| black_box(p.kernel.gram_fast(&em.inputs).expect("gram")))
+        });
+        g.bench_function(format!("lml_grad/{kernel}"), |bch| {
+            bch.iter(|| black_box(em.lml_grad(black_box(&theta)).expect("grad").1))
+        });
+    }
+    g.bench_function("fit", |bch| {
+        bch.iter(|| black_box(tempest::run(&b, RunOptions::default()).expect("fit")))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

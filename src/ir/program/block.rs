@@ -1,0 +1,317 @@
+//! Block evaluation of a compiled kernel program: one instruction at a time
+//! over a block of up to [`BLOCK`](crate::model::block::BLOCK) Gram entries
+//! (structure of arrays), so the per-entry cost is the arithmetic alone, and
+//! a reverse pass over the same block that accumulates ∂/∂p for every
+//! parameter weighted by the entries' adjoints.
+//!
+//! Instructions that depend on the parameters only ("uniform", such as
+//! `2 * alpha * ell^2`) are computed once per parameter value
+//! ([`Prepared`]) and broadcast; their adjoints are summed over the block
+//! and pushed back through the uniform instructions once.
+#![allow(clippy::needless_range_loop)] // loops over parallel arrays
+
+use super::{Inst, KernelProgram, Side, bin_partials, truth};
+use crate::ir::compile::call1;
+use crate::ir::expr::Builtin;
+use crate::math::scalar::Dual1;
+use crate::model::block::BLOCK;
+use crate::model::kernel::Inputs;
+use crate::syntax::ast::BinOp;
+
+/// The inputs of one block: rows `start..start + m` of X (each restricted
+/// to `dims`) against one point y.
+pub struct BlockRows<'a> {
+    /// X, its columns already selected.
+    pub x: &'a Inputs,
+    /// The first row.
+    pub start: usize,
+    /// The number of rows.
+    pub m: usize,
+    /// The (column-selected) point y.
+    pub y: &'a [f64],
+    /// Σₖ (xₖ − yₖ)² for each row of the block, [m].
+    pub d2: &'a [f64],
+}
+
+/// A program with its parameters bound: the uniform instructions'
+/// values, computed once.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// Whether each instruction's value varies from entry to entry.
+    varying: Vec<bool>,
+    /// Each uniform instruction's value (unused for varying ones).
+    uni: Vec<f64>,
+}
+
+impl KernelProgram {
+    /// Bind the parameters `p` [n_params] for block evaluation.
+    pub fn prepare(&self, p: &[f64]) -> Prepared {
+        let n = self.insts.len();
+        let mut varying = vec![false; n];
+        for (i, inst) in self.insts.iter().enumerate() {
+            varying[i] = match *inst {
+                Inst::Const(_) | Inst::Param(_) => false,
+                Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) => true,
+                Inst::Neg(a) | Inst::Not(a) | Inst::PowI(a, _) | Inst::Call(_, a) => varying[a],
+                Inst::Bin(_, a, b) => varying[a] || varying[b],
+                Inst::Select(c, a, b) => varying[c] || varying[a] || varying[b],
+            };
+        }
+        // Uniform values: the scalar forward pass with inputs that are never
+        // read by a uniform instruction.
+        let mut uni = vec![0.0; n];
+        self.forward::<f64>(p, &[], &[], &mut uni);
+        Prepared { varying, uni }
+    }
+
+    /// The number of value slots a block needs: one row of [`BLOCK`]
+    /// entries per instruction.
+    pub fn block_slots(&self) -> usize {
+        self.insts.len() * BLOCK
+    }
+
+    /// k for every entry of the block, written to `out` [m]; `vals`
+    /// [insts × BLOCK] keeps every instruction's values for
+    /// [`KernelProgram::block_backward`].
+    pub fn block_forward(
+        &self,
+        prep: &Prepared,
+        rows: &BlockRows,
+        vals: &mut [f64],
+        out: &mut [f64],
+    ) {
+        let m = rows.m;
+        for (i, inst) in self.insts.iter().enumerate() {
+            let (before, rest) = vals.split_at_mut(i * BLOCK);
+            let dst = &mut rest[..m];
+            if !prep.varying[i] {
+                dst.fill(prep.uni[i]);
+                continue;
+            }
+            let src = |s: usize| &before[s * BLOCK..s * BLOCK + m];
+            match *inst {
+                Inst::Const(_) | Inst::Param(_) => unreachable_uniform(dst),
+                Inst::Sqdist => dst.copy_from_slice(&rows.d2[..m]),
+                Inst::Dot(a, b) => {
+                    for (e, d) in dst.iter_mut().enumerate() {
+                        let xr = rows.x.row(rows.start + e);
+                        let pick = |s: Side| if s == Side::X { xr } else { rows.y };
+                        *d = pick(a).iter().zip(pick(b)).map(|(u, v)| u * v).sum();
+                    }
+                }
+                Inst::Input(s, k) => {
+                    for (e, d) in dst.iter_mut().enumerate() {
+                        let r = if s == Side::X {
+                            rows.x.row(rows.start + e)
+                        } else {
+                            rows.y
+                        };
+                        *d = r.get(k).copied().unwrap_or(f64::NAN);
+                    }
+                }
+                Inst::Neg(a) => dst.iter_mut().zip(src(a)).for_each(|(d, v)| *d = -v),
+                Inst::Not(a) => dst
+                    .iter_mut()
+                    .zip(src(a))
+                    .for_each(|(d, v)| *d = truth(*v == 0.0)),
+                Inst::PowI(a, k) => dst.iter_mut().zip(src(a)).for_each(|(d, v)| *d = v.powi(k)),
+                Inst::Call(b, a) => call_block(b, src(a), dst),
+                Inst::Select(c, a, b) => {
+                    let (c, a, b) = (src(c), src(a), src(b));
+                    for e in 0..m {
+                        dst[e] = if c[e] != 0.0 { a[e] } else { b[e] };
+                    }
+                }
+                Inst::Bin(op, a, b) => bin_block(op, src(a), src(b), dst),
+            }
+        }
+        out[..m].copy_from_slice(&vals[self.out * BLOCK..self.out * BLOCK + m]);
+    }
+
+    /// The reverse pass over a block: with `seed` [m] the adjoints of the
+    /// entries, adds Σₑ seedₑ ∂kₑ/∂pⱼ to `g[j]` for every parameter.
+    /// `vals` comes from [`KernelProgram::block_forward`] on the same
+    /// block; `adj` [insts × BLOCK] is scratch.
+    pub fn block_backward(
+        &self,
+        prep: &Prepared,
+        m: usize,
+        seed: &[f64],
+        vals: &[f64],
+        adj: &mut [f64],
+        g: &mut [f64],
+    ) {
+        let n = self.insts.len();
+        adj[..n * BLOCK].fill(0.0);
+        adj[self.out * BLOCK..self.out * BLOCK + m].copy_from_slice(&seed[..m]);
+        let val = |s: usize| &vals[s * BLOCK..s * BLOCK + m];
+        for i in (0..n).rev() {
+            if !prep.varying[i] {
+                continue;
+            }
+            let (lo, hi) = adj.split_at_mut(i * BLOCK);
+            let ai = &hi[..m];
+            match self.insts[i] {
+                Inst::Neg(a) => push1(lo, a * BLOCK, ai, |_| -1.0),
+                Inst::PowI(a, k) => {
+                    if k != 0 {
+                        let va = val(a);
+                        push1(lo, a * BLOCK, ai, |e| k as f64 * va[e].powi(k - 1));
+                    }
+                }
+                Inst::Call(b, a) => {
+                    let (va, vi) = (val(a), val(i));
+                    push1(lo, a * BLOCK, ai, |e| call_partial(b, va[e], vi[e]));
+                }
+                Inst::Select(c, a, b) => {
+                    let vc = val(c);
+                    push2(lo, a * BLOCK, b * BLOCK, ai, |e| {
+                        if vc[e] != 0.0 { (1.0, 0.0) } else { (0.0, 1.0) }
+                    });
+                }
+                Inst::Bin(op, a, b) => {
+                    let (va, vb, vi) = (val(a), val(b), val(i));
+                    push2(lo, a * BLOCK, b * BLOCK, ai, |e| {
+                        bin_block_partials(op, va[e], vb[e], vi[e])
+                    });
+                }
+                Inst::Const(_)
+                | Inst::Param(_)
+                | Inst::Sqdist
+                | Inst::Dot(..)
+                | Inst::Input(..)
+                | Inst::Not(_) => {}
+            }
+        }
+        // Uniform slots: their adjoints summed over the block, then one
+        // scalar reverse pass through the uniform instructions.
+        let mut ubar = vec![0.0; n];
+        for (i, u) in ubar.iter_mut().enumerate() {
+            if !prep.varying[i] {
+                *u = adj[i * BLOCK..i * BLOCK + m].iter().sum();
+            }
+        }
+        for i in (0..n).rev() {
+            if prep.varying[i] || ubar[i] == 0.0 {
+                continue;
+            }
+            let a_i = ubar[i];
+            let v = &prep.uni;
+            match self.insts[i] {
+                Inst::Param(k) => g[k] += a_i,
+                Inst::Neg(a) => ubar[a] -= a_i,
+                Inst::PowI(a, k) => {
+                    if k != 0 {
+                        ubar[a] += a_i * k as f64 * v[a].powi(k - 1);
+                    }
+                }
+                Inst::Call(b, a) => ubar[a] += a_i * call_partial(b, v[a], v[i]),
+                Inst::Select(c, a, b) => {
+                    if v[c] != 0.0 {
+                        ubar[a] += a_i;
+                    } else {
+                        ubar[b] += a_i;
+                    }
+                }
+                Inst::Bin(op, a, b) => {
+                    let (da, db) = bin_partials(op, v[a], v[b], v[i]);
+                    ubar[a] += a_i * da;
+                    ubar[b] += a_i * db;
+                }
+                Inst::Const(_) | Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) | Inst::Not(_) => {}
+            }
+        }
+    }
+}
+
+/// adj[a + e] += aᵢ[e] · ∂ₐ(e) over the entries with a non-zero
+/// adjoint (a partial that is not finite where the adjoint is zero, as in
+/// the branch an `if` did not take, never reaches a derivative).
+fn push1(adj: &mut [f64], a: usize, ai: &[f64], da: impl Fn(usize) -> f64) {
+    for (e, &w) in ai.iter().enumerate() {
+        if w != 0.0 {
+            adj[a + e] += w * da(e);
+        }
+    }
+}
+
+/// [`push1`] for an instruction with two operands (which may be the same
+/// slot).
+fn push2(adj: &mut [f64], a: usize, b: usize, ai: &[f64], d: impl Fn(usize) -> (f64, f64)) {
+    for (e, &w) in ai.iter().enumerate() {
+        if w != 0.0 {
+            let (da, db) = d(e);
+            adj[a + e] += w * da;
+            adj[b + e] += w * db;
+        }
+    }
+}
+
+/// Const and Param are always uniform.
+fn unreachable_uniform(dst: &mut [f64]) {
+    dst.fill(f64::NAN);
+}
+
+/// An element-wise built-in over a block.
+fn call_block(b: Builtin, a: &[f64], dst: &mut [f64]) {
+    match b {
+        Builtin::Exp => dst
+            .iter_mut()
+            .zip(a)
+            .for_each(|(d, v)| *d = crate::model::block::exp_or_zero(*v)),
+        Builtin::Log => dst.iter_mut().zip(a).for_each(|(d, v)| *d = v.ln()),
+        Builtin::Sqrt => dst.iter_mut().zip(a).for_each(|(d, v)| *d = v.sqrt()),
+        _ => dst
+            .iter_mut()
+            .zip(a)
+            .for_each(|(d, v)| *d = call1::<f64>(b, *v)),
+    }
+}
+
+/// d b(a)/da at a, with v = b(a): closed forms for the common built-ins,
+/// one dual evaluation of the same definition for the rest.
+fn call_partial(b: Builtin, a: f64, v: f64) -> f64 {
+    match b {
+        Builtin::Exp => v,
+        Builtin::Log => 1.0 / a,
+        Builtin::Sqrt => 0.5 / v,
+        _ => call1(b, Dual1::new(a, [1.0])).tangent()[0],
+    }
+}
+
+/// A binary operation over a block, with the scalar program's rules.
+fn bin_block(op: BinOp, a: &[f64], b: &[f64], dst: &mut [f64]) {
+    let m = dst.len();
+    let (a, b) = (&a[..m], &b[..m]);
+    match op {
+        BinOp::Add => (0..m).for_each(|e| dst[e] = a[e] + b[e]),
+        BinOp::Sub => (0..m).for_each(|e| dst[e] = a[e] - b[e]),
+        BinOp::Mul | BinOp::EwMul => (0..m).for_each(|e| dst[e] = a[e] * b[e]),
+        BinOp::Div | BinOp::EwDiv => (0..m).for_each(|e| dst[e] = a[e] / b[e]),
+        BinOp::Pow => (0..m).for_each(|e| {
+            let (u, w) = (a[e], b[e]);
+            dst[e] = if u <= 0.0 && w.fract() == 0.0 && w.abs() <= i32::MAX as f64 {
+                u.powi(w as i32)
+            } else {
+                u.powf(w)
+            }
+        }),
+        BinOp::Eq => (0..m).for_each(|e| dst[e] = truth(a[e] == b[e])),
+        BinOp::Ne => (0..m).for_each(|e| dst[e] = truth(a[e] != b[e])),
+        BinOp::Lt => (0..m).for_each(|e| dst[e] = truth(a[e] < b[e])),
+        BinOp::Le => (0..m).for_each(|e| dst[e] = truth(a[e] <= b[e])),
+        BinOp::Gt => (0..m).for_each(|e| dst[e] = truth(a[e] > b[e])),
+        BinOp::Ge => (0..m).for_each(|e| dst[e] = truth(a[e] >= b[e])),
+        BinOp::And => (0..m).for_each(|e| dst[e] = truth(a[e] != 0.0 && b[e] != 0.0)),
+        BinOp::Or => (0..m).for_each(|e| dst[e] = truth(a[e] != 0.0 || b[e] != 0.0)),
+    }
+}
+
+/// [`bin_partials`] with the power's ∂/∂a as b·v/a (no second power)
+/// where a is positive.
+fn bin_block_partials(op: BinOp, a: f64, b: f64, v: f64) -> (f64, f64) {
+    if op == BinOp::Pow && a > 0.0 && b != 0.0 {
+        return (b * v / a, v * a.ln());
+    }
+    bin_partials(op, a, b, v)
+}

@@ -1,0 +1,750 @@
+//! Column-block evaluation of f64 kernels: the Gram matrix, cross
+//! covariances, and the reverse pass p̄ = ½ Σᵢₖ Wᵢₖ ∂Kᵢₖ/∂p over every
+//! kernel parameter ("leaf", in the order of [`KernelValue::leaves`]).
+//!
+//! A kernel expression is flattened once into a [`Plan`]: a post-order
+//! list of nodes (built-in kernels, compiled model-file kernels, sums,
+//! products, scalings). Entries are evaluated a block of up to [`BLOCK`]
+//! rows of one column at a time, node by node over the whole block, so the
+//! tree is walked once per block rather than once per entry and the inner
+//! loops are plain arithmetic over arrays. The reverse pass runs the nodes
+//! backwards over the same block: a sum passes its adjoint to both sides, a
+//! product multiplies it by the other side's values, and each leaf kernel
+//! turns its entries' adjoints into ∂/∂p with a hand-written rule (and a
+//! compiled kernel with its program's block reverse pass), so one pass
+//! gives every parameter's derivative whatever their number.
+//!
+//! Columns run in parallel; each column's sums are formed in a fixed order
+//! and the columns' partial sums are added in column order, so results do
+//! not depend on the number of threads. Kernels with Rust or interpreted
+//! model-file parts have no plan and keep the entry-by-entry path.
+#![allow(clippy::needless_range_loop)] // loops over parallel arrays
+
+use super::kernel::{Inputs, KernelKind, KernelValue};
+use crate::ir::program::{BlockRows, KernelProgram, Prepared};
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+use std::f64::consts::PI;
+
+/// Rows per block.
+pub const BLOCK: usize = 256;
+
+/// One node of a flattened kernel; children come before their parents.
+enum Node<'k> {
+    /// rbf and the Matérn kernels.
+    Stationary {
+        kind: KernelKind,
+        ell: &'k [f64],
+        dims: Option<&'k [usize]>,
+        dist: usize,
+        leaf: usize,
+    },
+    Periodic {
+        ell: f64,
+        period: f64,
+        dims: Option<&'k [usize]>,
+        leaf: usize,
+    },
+    Linear {
+        v: &'k [f64],
+        dims: Option<&'k [usize]>,
+        leaf: usize,
+    },
+    Polynomial {
+        degree: f64,
+        c: f64,
+        dims: Option<&'k [usize]>,
+        leaf: usize,
+    },
+    Cosine {
+        dims: Option<&'k [usize]>,
+    },
+    White,
+    Constant,
+    Sum(usize, usize),
+    Product(usize, usize),
+    Scale {
+        c: f64,
+        k: usize,
+        leaf: usize,
+    },
+    Compiled {
+        program: &'k KernelProgram,
+        prep: Prepared,
+        /// Index into [`Plan::gathered`] when the kernel sees some columns.
+        sel: Option<usize>,
+        dist: usize,
+        leaf: usize,
+        /// Offset of its instruction slots in the program scratch.
+        slots: usize,
+    },
+}
+
+/// A kernel flattened for block evaluation on inputs X (rows) and Y
+/// (columns).
+pub struct Plan<'k> {
+    nodes: Vec<Node<'k>>,
+    /// The column selections whose squared distances are needed.
+    dists: Vec<Option<&'k [usize]>>,
+    leaves: usize,
+    /// X and Y restricted to a compiled kernel's `dims`.
+    gathered: Vec<(Inputs, Inputs)>,
+    prog_slots: usize,
+}
+
+/// Scratch for one block (one per worker).
+pub struct Work {
+    vals: Vec<f64>,
+    aux: Vec<f64>,
+    aux2: Vec<f64>,
+    adj: Vec<f64>,
+    d2: Vec<f64>,
+    pv: Vec<f64>,
+    pa: Vec<f64>,
+}
+
+/// The rows of one block: X rows `start..start + m` against Y's row `j`;
+/// `diag` is the block entry where both are the same point of the same set.
+#[derive(Clone, Copy)]
+struct Block<'a> {
+    x: &'a Inputs,
+    y: &'a Inputs,
+    j: usize,
+    start: usize,
+    m: usize,
+    diag: Option<usize>,
+}
+
+/// The selected coordinates of a row.
+fn coords<'a>(r: &'a [f64], dims: Option<&'a [usize]>) -> impl Iterator<Item = f64> + 'a {
+    let n = dims.map_or(r.len(), |d| d.len());
+    (0..n).map(move |k| r[dims.map_or(k, |d| d[k])])
+}
+
+/// X restricted to the columns `dims`.
+fn gather(x: &Inputs, dims: &[usize]) -> Inputs {
+    let rows: Vec<Vec<f64>> = (0..x.len())
+        .map(|i| dims.iter().map(|&k| x.row(i)[k]).collect())
+        .collect();
+    Inputs::from_rows(&rows)
+}
+
+impl<'k> Plan<'k> {
+    /// Flatten `kernel` for inputs X and Y, or `None` when it has parts
+    /// without a block rule (Rust or interpreted model-file kernels). The
+    /// kernel must already be validated for the inputs' dimension.
+    pub fn new(kernel: &'k KernelValue<f64>, x: &Inputs, y: &Inputs) -> Option<Plan<'k>> {
+        let mut plan = Plan {
+            nodes: Vec::new(),
+            dists: Vec::new(),
+            leaves: 0,
+            gathered: Vec::new(),
+            prog_slots: 0,
+        };
+        plan.add(kernel, x, y)?;
+        Some(plan)
+    }
+
+    /// The number of leaves.
+    pub fn leaves(&self) -> usize {
+        self.leaves
+    }
+
+    fn dist(&mut self, dims: Option<&'k [usize]>) -> usize {
+        if let Some(i) = self.dists.iter().position(|d| *d == dims) {
+            return i;
+        }
+        self.dists.push(dims);
+        self.dists.len() - 1
+    }
+
+    fn push(&mut self, n: Node<'k>) -> Option<usize> {
+        self.nodes.push(n);
+        Some(self.nodes.len() - 1)
+    }
+
+    fn add(&mut self, k: &'k KernelValue<f64>, x: &Inputs, y: &Inputs) -> Option<usize> {
+        crate::limits::deep(|| self.add_inner(k, x, y))
+    }
+
+    fn add_inner(&mut self, k: &'k KernelValue<f64>, x: &Inputs, y: &Inputs) -> Option<usize> {
+        match k {
+            KernelValue::Base {
+                kind, args, dims, ..
+            } => {
+                let leaf = self.leaves;
+                self.leaves += args.iter().map(|a| a.as_slice().len()).sum::<usize>();
+                let dims = dims.as_deref();
+                let node = match kind {
+                    KernelKind::Rbf
+                    | KernelKind::Matern12
+                    | KernelKind::Matern32
+                    | KernelKind::Matern52 => {
+                        let dist = self.dist(dims);
+                        Node::Stationary {
+                            kind: *kind,
+                            ell: args[0].as_slice(),
+                            dims,
+                            dist,
+                            leaf,
+                        }
+                    }
+                    KernelKind::Periodic => Node::Periodic {
+                        ell: args[0].scalar(),
+                        period: args[1].scalar(),
+                        dims,
+                        leaf,
+                    },
+                    KernelKind::Linear => Node::Linear {
+                        v: args[0].as_slice(),
+                        dims,
+                        leaf,
+                    },
+                    KernelKind::Polynomial => Node::Polynomial {
+                        degree: args[0].scalar(),
+                        c: args[1].scalar(),
+                        dims,
+                        leaf,
+                    },
+                    KernelKind::Cosine => Node::Cosine { dims },
+                    KernelKind::White => Node::White,
+                    KernelKind::Constant => Node::Constant,
+                };
+                self.push(node)
+            }
+            KernelValue::Sum(a, b) => {
+                let (a, b) = (self.add(a, x, y)?, self.add(b, x, y)?);
+                self.push(Node::Sum(a, b))
+            }
+            KernelValue::Product(a, b) => {
+                let (a, b) = (self.add(a, x, y)?, self.add(b, x, y)?);
+                self.push(Node::Product(a, b))
+            }
+            KernelValue::Scale(c, inner) => {
+                let leaf = self.leaves;
+                self.leaves += 1;
+                let k = self.add(inner, x, y)?;
+                self.push(Node::Scale { c: *c, k, leaf })
+            }
+            KernelValue::Compiled {
+                program,
+                params,
+                dims,
+                ..
+            } => {
+                let leaf = self.leaves;
+                self.leaves += params.len();
+                let dims = dims.as_deref();
+                let dist = self.dist(dims);
+                let sel = dims.map(|d| {
+                    self.gathered.push((gather(x, d), gather(y, d)));
+                    self.gathered.len() - 1
+                });
+                let slots = self.prog_slots;
+                self.prog_slots += program.block_slots();
+                self.push(Node::Compiled {
+                    program,
+                    prep: program.prepare(params),
+                    sel,
+                    dist,
+                    leaf,
+                    slots,
+                })
+            }
+            KernelValue::Rust { .. } | KernelValue::Lang { .. } => None,
+        }
+    }
+
+    /// Scratch for one worker.
+    pub fn work(&self) -> Work {
+        let n = self.nodes.len() * BLOCK;
+        Work {
+            vals: vec![0.0; n],
+            aux: vec![0.0; n],
+            aux2: vec![0.0; n],
+            adj: vec![0.0; n],
+            d2: vec![0.0; self.dists.len() * BLOCK],
+            pv: vec![0.0; self.prog_slots],
+            pa: vec![0.0; self.prog_slots],
+        }
+    }
+
+    /// Every node's values over the block (into `w.vals`); with `grad`,
+    /// also what the reverse pass needs (into `w.aux`, `w.aux2`).
+    fn forward(&self, b: Block, grad: bool, w: &mut Work) {
+        let m = b.m;
+        let yr = b.y.row(b.j);
+        for (s, dims) in self.dists.iter().enumerate() {
+            let d2 = &mut w.d2[s * BLOCK..s * BLOCK + m];
+            for (e, d) in d2.iter_mut().enumerate() {
+                let xr = b.x.row(b.start + e);
+                *d = coords(xr, *dims)
+                    .zip(coords(yr, *dims))
+                    .map(|(u, v)| (u - v) * (u - v))
+                    .sum();
+            }
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            let (done, rest) = w.vals.split_at_mut(i * BLOCK);
+            let out = &mut rest[..m];
+            let aux = &mut w.aux[i * BLOCK..i * BLOCK + m];
+            let aux2 = &mut w.aux2[i * BLOCK..i * BLOCK + m];
+            let val = |s: usize| &done[s * BLOCK..s * BLOCK + m];
+            match node {
+                Node::Stationary {
+                    kind,
+                    ell,
+                    dims,
+                    dist,
+                    ..
+                } => {
+                    if let [l] = ell {
+                        let d2 = &w.d2[dist * BLOCK..dist * BLOCK + m];
+                        let l2 = l * l;
+                        for e in 0..m {
+                            aux[e] = d2[e] / l2;
+                        }
+                    } else {
+                        for (e, a) in aux.iter_mut().enumerate() {
+                            let xr = b.x.row(b.start + e);
+                            *a = coords(xr, *dims)
+                                .zip(coords(yr, *dims))
+                                .zip(ell.iter())
+                                .map(|((u, v), l)| {
+                                    let s = (u - v) / l;
+                                    s * s
+                                })
+                                .sum();
+                        }
+                    }
+                    stationary_values(*kind, aux, out);
+                }
+                Node::Periodic {
+                    ell, period, dims, ..
+                } => {
+                    let c = -2.0 / (ell * ell);
+                    for e in 0..m {
+                        let xr = b.x.row(b.start + e);
+                        let (mut s, mut t) = (0.0, 0.0);
+                        for (u, v) in coords(xr, *dims).zip(coords(yr, *dims)) {
+                            let d = u - v;
+                            let ang = PI * d / period;
+                            if grad {
+                                let (sn, cs) = ang.sin_cos();
+                                s += sn * sn;
+                                t += d * 2.0 * sn * cs;
+                            } else {
+                                let sn = ang.sin();
+                                s += sn * sn;
+                            }
+                        }
+                        aux[e] = s;
+                        aux2[e] = t;
+                        out[e] = exp_or_zero(c * s);
+                    }
+                }
+                Node::Linear { v, dims, .. } => {
+                    for (e, o) in out.iter_mut().enumerate() {
+                        let xr = b.x.row(b.start + e);
+                        let prods = coords(xr, *dims).zip(coords(yr, *dims));
+                        *o = if let [v0] = v {
+                            v0 * prods.map(|(u, w)| u * w).sum::<f64>()
+                        } else {
+                            prods.zip(v.iter()).map(|((u, w), vk)| vk * u * w).sum()
+                        };
+                    }
+                }
+                Node::Polynomial {
+                    degree, c, dims, ..
+                } => {
+                    for e in 0..m {
+                        let xr = b.x.row(b.start + e);
+                        let base = c + coords(xr, *dims)
+                            .zip(coords(yr, *dims))
+                            .map(|(u, v)| u * v)
+                            .sum::<f64>();
+                        aux[e] = base;
+                        out[e] = if degree.fract() == 0.0 && degree.abs() < 64.0 {
+                            base.powi(*degree as i32)
+                        } else {
+                            base.powf(*degree)
+                        };
+                    }
+                }
+                Node::Cosine { dims } => {
+                    for (e, o) in out.iter_mut().enumerate() {
+                        let xr = b.x.row(b.start + e);
+                        *o = super::kernels::dot_product::cosine::<f64>(xr, yr, *dims);
+                    }
+                }
+                Node::White => {
+                    out.fill(0.0);
+                    if let Some(d) = b.diag {
+                        out[d] = 1.0;
+                    }
+                }
+                Node::Constant => out.fill(1.0),
+                Node::Sum(p, q) => {
+                    let (p, q) = (val(*p), val(*q));
+                    for e in 0..m {
+                        out[e] = p[e] + q[e];
+                    }
+                }
+                Node::Product(p, q) => {
+                    let (p, q) = (val(*p), val(*q));
+                    for e in 0..m {
+                        out[e] = p[e] * q[e];
+                    }
+                }
+                Node::Scale { c, k, .. } => {
+                    let k = val(*k);
+                    for e in 0..m {
+                        out[e] = c * k[e];
+                    }
+                }
+                Node::Compiled {
+                    program,
+                    prep,
+                    sel,
+                    dist,
+                    slots,
+                    ..
+                } => {
+                    let (gx, gy) = match sel {
+                        Some(s) => (&self.gathered[*s].0, &self.gathered[*s].1),
+                        None => (b.x, b.y),
+                    };
+                    let rows = BlockRows {
+                        x: gx,
+                        start: b.start,
+                        m,
+                        y: gy.row(b.j),
+                        d2: &w.d2[dist * BLOCK..dist * BLOCK + m],
+                    };
+                    let pv = &mut w.pv[*slots..*slots + program.block_slots()];
+                    program.block_forward(prep, &rows, pv, out);
+                }
+            }
+        }
+    }
+
+    /// The reverse pass over a block after [`Plan::forward`] with `grad`:
+    /// the root's adjoints are in `w.adj` (its row), and Σₑ adjₑ ∂kₑ/∂p is
+    /// added to `pbar[leaf]` for every leaf.
+    fn backward(&self, b: Block, w: &mut Work, pbar: &mut [f64]) {
+        let m = b.m;
+        let yr = b.y.row(b.j);
+        let root = self.nodes.len() - 1;
+        w.adj[..root * BLOCK].fill(0.0);
+        for (i, node) in self.nodes.iter().enumerate().rev() {
+            let (lo, hi) = w.adj.split_at_mut(i * BLOCK);
+            let ai = &hi[..m];
+            let vals = &w.vals;
+            let val = |s: usize| &vals[s * BLOCK..s * BLOCK + m];
+            let (v, aux, aux2) = (val(i), &w.aux[i * BLOCK..], &w.aux2[i * BLOCK..]);
+            match node {
+                Node::Stationary {
+                    kind,
+                    ell,
+                    dims,
+                    leaf,
+                    ..
+                } => {
+                    if let [l] = ell {
+                        let mut acc = 0.0;
+                        for e in 0..m {
+                            let r2 = aux[e];
+                            if r2 != 0.0 && r2.is_finite() {
+                                acc += ai[e] * slope(*kind, r2, v[e]) * (-2.0 * r2 / l);
+                            }
+                        }
+                        pbar[*leaf] += acc;
+                    } else {
+                        for e in 0..m {
+                            let r2 = aux[e];
+                            if !r2.is_finite() || ai[e] == 0.0 {
+                                continue;
+                            }
+                            let sl = ai[e] * slope(*kind, r2, v[e]);
+                            let xr = b.x.row(b.start + e);
+                            for (k, ((u, y), l)) in coords(xr, *dims)
+                                .zip(coords(yr, *dims))
+                                .zip(ell.iter())
+                                .enumerate()
+                            {
+                                let d2 = (u - y) * (u - y);
+                                if d2 != 0.0 {
+                                    pbar[leaf + k] += sl * (-2.0 * d2 / (l * l * l));
+                                }
+                            }
+                        }
+                    }
+                }
+                Node::Periodic {
+                    ell, period, leaf, ..
+                } => {
+                    let (mut dl, mut dp) = (0.0, 0.0);
+                    for e in 0..m {
+                        dl += ai[e] * v[e] * aux[e];
+                        dp += ai[e] * v[e] * aux2[e];
+                    }
+                    pbar[*leaf] += 4.0 * dl / (ell * ell * ell);
+                    pbar[leaf + 1] += 2.0 / (ell * ell) * PI / (period * period) * dp;
+                }
+                Node::Linear { v: vs, dims, leaf } => {
+                    for e in 0..m {
+                        let xr = b.x.row(b.start + e);
+                        let prods = coords(xr, *dims).zip(coords(yr, *dims));
+                        if vs.len() == 1 {
+                            pbar[*leaf] += ai[e] * prods.map(|(u, w)| u * w).sum::<f64>();
+                        } else {
+                            for (k, (u, w)) in prods.enumerate() {
+                                pbar[leaf + k] += ai[e] * u * w;
+                            }
+                        }
+                    }
+                }
+                Node::Polynomial { degree, leaf, .. } => {
+                    let integral = degree.fract() == 0.0 && degree.abs() < 64.0;
+                    for e in 0..m {
+                        if ai[e] == 0.0 {
+                            continue;
+                        }
+                        let base = aux[e];
+                        if !integral {
+                            pbar[*leaf] += ai[e] * v[e] * base.ln();
+                        }
+                        pbar[leaf + 1] += ai[e] * degree * base.powf(degree - 1.0);
+                    }
+                }
+                Node::Cosine { .. } | Node::White | Node::Constant => {}
+                Node::Sum(p, q) => {
+                    for e in 0..m {
+                        lo[p * BLOCK + e] += ai[e];
+                        lo[q * BLOCK + e] += ai[e];
+                    }
+                }
+                Node::Product(p, q) => {
+                    for e in 0..m {
+                        let (vp, vq) = (vals[p * BLOCK + e], vals[q * BLOCK + e]);
+                        lo[p * BLOCK + e] += ai[e] * vq;
+                        lo[q * BLOCK + e] += ai[e] * vp;
+                    }
+                }
+                Node::Scale { c, k, leaf } => {
+                    let mut acc = 0.0;
+                    for e in 0..m {
+                        acc += ai[e] * vals[k * BLOCK + e];
+                        lo[k * BLOCK + e] += c * ai[e];
+                    }
+                    pbar[*leaf] += acc;
+                }
+                Node::Compiled {
+                    program,
+                    prep,
+                    leaf,
+                    slots,
+                    ..
+                } => {
+                    let n = program.block_slots();
+                    let np = program.n_params();
+                    program.block_backward(
+                        prep,
+                        m,
+                        ai,
+                        &w.pv[*slots..*slots + n],
+                        &mut w.pa[*slots..*slots + n],
+                        &mut pbar[*leaf..leaf + np],
+                    );
+                }
+            }
+        }
+    }
+
+    /// The blocks of column j: rows `j..n` of X when `lower` (the lower
+    /// triangle of a Gram matrix), all rows otherwise.
+    fn blocks<'a>(
+        x: &'a Inputs,
+        y: &'a Inputs,
+        j: usize,
+        lower: bool,
+    ) -> impl Iterator<Item = Block<'a>> {
+        let first = if lower { j } else { 0 };
+        (first..x.len()).step_by(BLOCK).map(move |start| {
+            let m = BLOCK.min(x.len() - start);
+            let diag = (lower && start == j).then_some(0);
+            Block {
+                x,
+                y,
+                j,
+                start,
+                m,
+                diag,
+            }
+        })
+    }
+
+    /// K(X, X) [N, N] (the plan must be built with Y = X).
+    pub fn gram(&self, x: &Inputs) -> DMatrix<f64> {
+        let n = x.len();
+        let cols: Vec<Vec<f64>> = (0..n)
+            .into_par_iter()
+            .with_min_len(8)
+            .map_init(
+                || self.work(),
+                |w, j| {
+                    let mut col = Vec::with_capacity(n - j);
+                    for b in Self::blocks(x, x, j, true) {
+                        self.forward(b, false, w);
+                        let root = (self.nodes.len() - 1) * BLOCK;
+                        col.extend_from_slice(&w.vals[root..root + b.m]);
+                    }
+                    col
+                },
+            )
+            .collect();
+        let mut k = DMatrix::zeros(n, n);
+        for (j, col) in cols.into_iter().enumerate() {
+            for (off, v) in col.into_iter().enumerate() {
+                k[(j + off, j)] = v;
+                k[(j, j + off)] = v;
+            }
+        }
+        k
+    }
+
+    /// K(X, Y) [N, M] (no point of X is the same as a point of Y).
+    pub fn cross(&self, x: &Inputs, y: &Inputs) -> DMatrix<f64> {
+        let cols: Vec<Vec<f64>> = (0..y.len())
+            .into_par_iter()
+            .with_min_len(8)
+            .map_init(
+                || self.work(),
+                |w, j| {
+                    let mut col = Vec::with_capacity(x.len());
+                    for b in Self::blocks(x, y, j, false) {
+                        self.forward(b, false, w);
+                        let root = (self.nodes.len() - 1) * BLOCK;
+                        col.extend_from_slice(&w.vals[root..root + b.m]);
+                    }
+                    col
+                },
+            )
+            .collect();
+        DMatrix::from_fn(x.len(), y.len(), |i, j| cols[j][i])
+    }
+
+    /// p̄ⱼ = ½ Σᵢₖ Wᵢₖ ∂K(X, X)ᵢₖ/∂pⱼ for every leaf, for a symmetric W
+    /// [N, N] (the plan must be built with Y = X).
+    pub fn adjoints(&self, x: &Inputs, wt: &DMatrix<f64>) -> Vec<f64> {
+        let n = x.len();
+        let l = self.leaves;
+        let partial: Vec<Vec<f64>> = (0..n)
+            .into_par_iter()
+            .with_min_len(8)
+            .map_init(
+                || self.work(),
+                |w, j| {
+                    let mut acc = vec![0.0; l];
+                    for b in Self::blocks(x, x, j, true) {
+                        self.forward(b, true, w);
+                        let root = (self.nodes.len() - 1) * BLOCK;
+                        for e in 0..b.m {
+                            let i = b.start + e;
+                            w.adj[root + e] = if i == j { 0.5 * wt[(i, i)] } else { wt[(i, j)] };
+                        }
+                        self.backward(b, w, &mut acc);
+                    }
+                    acc
+                },
+            )
+            .collect();
+        let mut out = vec![0.0; l];
+        for p in &partial {
+            for (a, v) in out.iter_mut().zip(p) {
+                *a += v;
+            }
+        }
+        out
+    }
+}
+
+/// A stationary kernel's values from r² (0 when r² overflowed).
+fn stationary_values(kind: KernelKind, r2: &[f64], out: &mut [f64]) {
+    use super::kernels::stationary as st;
+    match kind {
+        KernelKind::Rbf => {
+            for (o, r) in out.iter_mut().zip(r2) {
+                *o = exp_or_zero(-0.5 * r);
+            }
+        }
+        KernelKind::Matern12 => out
+            .iter_mut()
+            .zip(r2)
+            .for_each(|(o, r)| *o = st::matern12(*r)),
+        KernelKind::Matern32 => out
+            .iter_mut()
+            .zip(r2)
+            .for_each(|(o, r)| *o = st::matern32(*r)),
+        KernelKind::Matern52 => out
+            .iter_mut()
+            .zip(r2)
+            .for_each(|(o, r)| *o = st::matern52(*r)),
+        _ => out.fill(f64::NAN),
+    }
+}
+
+/// eˣ, with 0 for arguments below −708 (where eˣ < 2.3e-308 is at most a
+/// subnormal number), without the slow underflow path of the library
+/// exponential, which far-apart inputs of a short-range kernel hit for
+/// most entries.
+#[inline]
+pub fn exp_or_zero(x: f64) -> f64 {
+    // The argument is clamped before the call (not only selected after
+    // it): the compiler may evaluate both sides of the choice.
+    let e = x.max(-708.0).exp();
+    if x < -708.0 { 0.0 } else { e }
+}
+
+/// dk/dr² from r² > 0 (finite) and the value k, without a second
+/// exponential.
+fn slope(kind: KernelKind, r2: f64, k: f64) -> f64 {
+    match kind {
+        KernelKind::Rbf => -0.5 * k,
+        KernelKind::Matern12 => -k / (2.0 * r2.sqrt()),
+        KernelKind::Matern32 => {
+            let s = (3.0 * r2).sqrt();
+            -1.5 * k / (1.0 + s)
+        }
+        KernelKind::Matern52 => {
+            let s = (5.0 * r2).sqrt();
+            -(5.0 / 6.0) * (1.0 + s) * k / (1.0 + s + s * s / 3.0)
+        }
+        _ => f64::NAN,
+    }
+}
+
+impl KernelValue<f64> {
+    /// K(X, X) [N, N]: by blocks when the kernel has a plan, else entry by
+    /// entry ([`KernelValue::gram`]).
+    pub fn gram_fast(&self, x: &Inputs) -> Result<DMatrix<f64>, crate::error::Error> {
+        self.validate(x.dim())?;
+        match Plan::new(self, x, x) {
+            Some(p) => Ok(p.gram(x)),
+            None => self.gram(x),
+        }
+    }
+
+    /// K(X, Y) [N, M]: by blocks when the kernel has a plan, else entry by
+    /// entry ([`KernelValue::cross`]).
+    pub fn cross_fast(&self, x: &Inputs, y: &Inputs) -> Result<DMatrix<f64>, crate::error::Error> {
+        self.validate(x.dim())?;
+        if x.dim() != y.dim() {
+            return self.cross(x, y);
+        }
+        match Plan::new(self, x, y) {
+            Some(p) => Ok(p.cross(x, y)),
+            None => self.cross(x, y),
+        }
+    }
+}
