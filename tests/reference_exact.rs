@@ -151,6 +151,26 @@ fn learning_hypers_reaches_a_stationary_point() {
     assert!(f.converged);
 }
 
+/// The log marginal likelihood and its gradient at θ, computed on a pool
+/// of `threads` threads, as bits.
+fn lml_grad_bits(
+    model: &tempest::infer::exact::model::ExactModel,
+    theta: &[f64],
+    threads: usize,
+) -> (u64, Vec<u64>) {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let (s, g) = model.lml_grad(theta).unwrap();
+        (
+            s.lml.to_bits(),
+            g.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+        )
+    })
+}
+
 #[test]
 fn results_are_identical_for_any_thread_count() {
     let m = model(MODEL);
@@ -160,19 +180,7 @@ fn results_are_identical_for_any_thread_count() {
         tempest::infer::exact::model::ExactModel::new(std::sync::Arc::new(bound.clone()), &cfg)
             .unwrap();
     let theta = vec![0.4, -0.1, -1.2];
-    let eval = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| {
-            let (s, g) = model.lml_grad(&theta).unwrap();
-            (
-                s.lml.to_bits(),
-                g.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-            )
-        })
-    };
+    let eval = |threads: usize| lml_grad_bits(&model, &theta, threads);
     let one = eval(1);
     assert_eq!(one, eval(2));
     assert_eq!(one, eval(3));
@@ -194,19 +202,7 @@ fn the_co2_gradient_is_identical_for_any_thread_count() {
         tempest::infer::exact::model::ExactModel::new(std::sync::Arc::new(bound.clone()), &cfg)
             .unwrap();
     let theta = model.layout.initial(&bound).unwrap();
-    let eval = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| {
-            let (s, g) = model.lml_grad(&theta).unwrap();
-            (
-                s.lml.to_bits(),
-                g.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-            )
-        })
-    };
+    let eval = |threads: usize| lml_grad_bits(&model, &theta, threads);
     let one = eval(1);
     assert!(f64::from_bits(one.0).is_finite());
     for threads in 2..=4 {
