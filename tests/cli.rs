@@ -233,3 +233,105 @@ fn temperature_can_be_set_for_tempered_likelihoods() {
     let half = lml("0.5");
     assert!(half.is_finite() && half != one);
 }
+
+/// `restarts = k` runs L-BFGS k more times from seeded perturbed starts and
+/// keeps the best run: the JSON lists every run's log marginal likelihood,
+/// the kept one is the highest, and the same seed gives the same result.
+#[test]
+fn restarts_keep_the_best_run_and_are_reproducible() {
+    let dir = out_dir("cli_restarts");
+    let run = |name: &str| {
+        let json = dir.join(name);
+        let o = tempest(&[
+            "run",
+            "examples/mcycle.tempest",
+            "--data",
+            "examples/data/mcycle.csv",
+            "--set",
+            "restarts=3",
+            "--seed",
+            "7",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        let out = assert_ok(&o);
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (out, j)
+    };
+    let (out, j) = run("a.json");
+    assert!(out.contains("restarts: 4 runs, the best from"), "{out}");
+    let starts: Vec<f64> = j["optimizer"]["starts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(starts.len(), 4);
+    let best = j["optimizer"]["best_start"].as_u64().unwrap() as usize;
+    let lml = j["log_marginal_likelihood"].as_f64().unwrap();
+    assert!(starts.iter().all(|s| *s <= starts[best]), "{starts:?}");
+    assert!(
+        (lml - starts[best]).abs() <= 1e-9 * lml.abs(),
+        "{lml} vs {starts:?}"
+    );
+    let (_, again) = run("b.json");
+    assert_eq!(
+        j["log_marginal_likelihood"],
+        again["log_marginal_likelihood"]
+    );
+    assert_eq!(j["optimizer"]["starts"], again["optimizer"]["starts"]);
+}
+
+/// A hyper the data do not hold (α of a rational-quadratic kernel fitted
+/// to a smooth function grows without bound, the kernel becoming an rbf)
+/// is named in a warning and in the JSON.
+#[test]
+fn a_run_away_hyper_is_named() {
+    let dir = out_dir("cli_run_away");
+    let data = dir.join("sine.csv");
+    let mut text = String::from("x,y\n");
+    let mut state: u64 = 3;
+    for i in 0..80 {
+        let x = i as f64 / 8.0;
+        // Noise: a sum of uniforms from a linear congruential sequence.
+        let mut noise = 0.0;
+        for _ in 0..12 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            noise += (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+        }
+        text.push_str(&format!("{x},{}\n", x.sin() + 0.1 * noise));
+    }
+    std::fs::write(&data, text).unwrap();
+    let model = dir.join("rq.tempest");
+    std::fs::write(
+        &model,
+        "kernel rq(ell : positive, alpha : positive)(x, x2) {\n  (1 + sqdist(x, x2) / (2 * alpha * ell^2)) ^ (-alpha)\n}\n\
+         data { n : int  x : vector[n]  y : vector[n] }\n\
+         hyper { ell : positive = 1.0  alpha : positive = 1.0  sf : positive = 1.0  sigma : positive = 1.0 }\n\
+         model {\n  f ~ gp(0, sf^2 * rq(ell, alpha))\n  y ~ normal(f(x), sigma)\n}\n\
+         infer exact { learn_hypers = true }\n",
+    )
+    .unwrap();
+    let json = dir.join("fit.json");
+    let o = tempest(&[
+        "run",
+        model.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let out = assert_ok(&o);
+    assert!(
+        out.contains("warning: `alpha` grew from 1.0000 to"),
+        "{out}"
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = j["optimizer"]["run_aways"].as_array().unwrap();
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(r[0].as_str().unwrap().starts_with("`alpha` grew"));
+}

@@ -109,6 +109,14 @@ pub struct ExactFit {
     /// Evaluations of the log marginal likelihood and its gradient by the
     /// optimiser (the start included).
     pub evaluations: usize,
+    /// With restarts: the final log marginal likelihood of every run, the
+    /// given start first (empty without restarts).
+    pub starts: Vec<f64>,
+    /// The run kept (an index into `starts`).
+    pub best_start: usize,
+    /// Learned hypers that ran away, in words
+    /// ([`crate::infer::exact::diagnose`]).
+    pub run_aways: Vec<String>,
     /// Trial points the line searches rejected (the log marginal
     /// likelihood could not be computed there or was not finite).
     pub rejected: usize,
@@ -145,6 +153,9 @@ impl ExactFit {
             converged,
             rejected: 0,
             evaluations: 0,
+            starts: Vec::new(),
+            best_start: 0,
+            run_aways: Vec::new(),
             predictions: None,
             test_inputs: None,
         }
@@ -182,9 +193,9 @@ impl ExactFit {
         }
         if self.rejected > 0 {
             out.push(format!(
-                "{} trial point{} of the line searches rejected: the log marginal likelihood could not be computed there or was not finite",
+                "the line searches rejected {} trial point{}: the log marginal likelihood could not be computed there or was not finite",
                 self.rejected,
-                if self.rejected == 1 { " was" } else { "s were" }
+                if self.rejected == 1 { "" } else { "s" }
             ));
         }
         out
@@ -216,6 +227,9 @@ impl ExactFit {
                 "reason": self.reason,
                 "gradient_norm": self.gradient_norm(),
                 "trace": self.trace,
+                "starts": self.starts,
+                "best_start": self.best_start,
+                "run_aways": self.run_aways,
             },
             "jitter": self.state.chol.as_ref().map(|c| c.jitter).unwrap_or(0.0),
             "n": self.model.inputs.len(),
@@ -262,11 +276,31 @@ impl ExactFit {
                 self.gradient_norm(),
                 self.reason
             );
+            if self.starts.len() > 1 {
+                let _ = writeln!(
+                    s,
+                    "restarts: {} runs, the best from {} (log marginal likelihoods: {})",
+                    self.starts.len(),
+                    if self.best_start == 0 {
+                        "the given start".to_string()
+                    } else {
+                        format!("restart {}", self.best_start)
+                    },
+                    self.starts
+                        .iter()
+                        .map(|v| format!("{v:.4}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
             if !self.converged {
                 let _ = writeln!(
                     s,
                     "warning: the optimizer stopped before the gradient norm fell below 1e-5"
                 );
+            }
+            for r in &self.run_aways {
+                let _ = writeln!(s, "warning: {r}");
             }
         }
         for n in self.notes() {

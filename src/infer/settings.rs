@@ -193,6 +193,13 @@ pub const ENGINES: &[EngineSchema] = &[
                 "stop when an iteration lowers −log p(y) by at most this times max(|log p(y)|, 1)",
             ),
             s(
+                "restarts",
+                SettingKind::Int(0, 1000),
+                Some("0"),
+                "further L-BFGS runs from perturbed starts (initial values · e^(±1) on the unconstrained scale); the best is kept",
+            ),
+            SEED,
+            s(
                 "jitter",
                 SettingKind::Real(0.0, f64::INFINITY),
                 Some("0"),
@@ -208,7 +215,7 @@ pub const ENGINES: &[EngineSchema] = &[
                 "gradient",
                 SettingKind::Choice(&["analytic", "autodiff"]),
                 Some("analytic"),
-                "analytic: matrix identities with autodiff kernel entries; autodiff: forward mode through every step (slower; a check)",
+                "analytic: matrix identities with one reverse pass over the kernel entries; autodiff: forward mode through every step (slower; a check)",
             ),
         ],
     },

@@ -148,8 +148,9 @@ impl Lbfgs {
     }
 
     /// One iteration: a direction, a line search along it, and the memory
-    /// update. A direction that finds no lower value is retried once as
-    /// steepest descent with the memory cleared.
+    /// update. A direction that finds no lower value (or only values
+    /// within rounding) is retried once as steepest descent with the memory
+    /// cleared.
     pub fn iterate(&mut self, obj: &mut Objective) -> Outcome {
         // The search runs along a unit vector u with step lengths in units
         // of x, so that slopes stay finite however large the gradient.
@@ -180,7 +181,6 @@ impl Lbfgs {
             let a0 = if first { dnorm.min(1.0) } else { dnorm };
             let dg0 = dot(&self.g, &u);
             match self.line_search(obj, &u, dg0, a0) {
-                Search::Flat => return Outcome::Flat,
                 Search::Step(a, f, g) => {
                     let s: Vec<f64> = u.iter().map(|v| a * v).collect();
                     let y: Vec<f64> = g.iter().zip(&self.g).map(|(a, b)| a - b).collect();
@@ -200,10 +200,11 @@ impl Lbfgs {
                     self.g = g;
                     return Outcome::Improved;
                 }
-                Search::Failed if !first => {
+                Search::Failed | Search::Flat if !first => {
                     self.clear();
                     (u, dnorm) = steepest(&self.g);
                 }
+                Search::Flat => return Outcome::Flat,
                 Search::Failed => {
                     return Outcome::NoProgress(format!(
                         "no step along the steepest-descent direction lowers the objective ({} evaluations in the last line search{})",

@@ -1,5 +1,8 @@
 //! The exact engine as a state machine: each step is one L-BFGS iteration
-//! on −log p(y | θ) over the learned hypers (none: a single step).
+//! on −log p(y | θ) over the learned hypers (none: a single step). With
+//! `restarts = k`, k further runs start from the initial values perturbed
+//! on the unconstrained scale (seeded), and the run with the highest log
+//! marginal likelihood is kept.
 //!
 //! The optimiser ([`crate::math::lbfgs`]) treats hypers where the log
 //! marginal likelihood cannot be computed (a kernel matrix that is not
@@ -14,7 +17,23 @@ use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::{ExactFit, Fit};
 use crate::infer::settings::EngineConfig;
 use crate::math::lbfgs::{Lbfgs, Outcome};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand_distr::{Distribution, StandardNormal};
 use std::sync::Arc;
+
+/// Perturbed starts tried for one restart before it is given up.
+const START_TRIES: usize = 20;
+
+/// One finished L-BFGS run.
+#[derive(Clone, Debug)]
+struct Run {
+    opt: Lbfgs,
+    iter: usize,
+    trace: Vec<f64>,
+    reason: String,
+    stalled_flat: bool,
+}
 
 /// Correction pairs kept by L-BFGS.
 const MEMORY: usize = 20;
@@ -36,6 +55,11 @@ pub struct ExactEngine {
     last_grad_norm: f64,
     /// The last error met at a rejected trial point.
     last_error: Option<String>,
+    /// Further runs still to start.
+    restarts_left: usize,
+    /// Finished runs, in order.
+    runs: Vec<Run>,
+    rng: StdRng,
 }
 
 impl ExactEngine {
@@ -57,7 +81,64 @@ impl ExactEngine {
             theta0,
             last_grad_norm: f64::NAN,
             last_error: None,
+            restarts_left: if learn {
+                cfg.int("restarts").max(0) as usize
+            } else {
+                0
+            },
+            runs: Vec::new(),
+            rng: StdRng::seed_from_u64(cfg.int("seed").max(0) as u64),
         })
+    }
+
+    /// A start for the next run: the initial values with a standard normal
+    /// step on the unconstrained scale, where −log p(y) and its gradient are
+    /// finite; `None` when [`START_TRIES`] perturbations all fail.
+    fn perturbed_start(&mut self) -> Option<(Vec<f64>, f64, Vec<f64>)> {
+        for _ in 0..START_TRIES {
+            let theta: Vec<f64> = self
+                .theta0
+                .iter()
+                .map(|u| {
+                    let z: f64 = StandardNormal.sample(&mut self.rng);
+                    u + z
+                })
+                .collect::<Vec<f64>>();
+            if let Ok((v, g)) = Self::evaluate(&self.model, self.autodiff, &theta)
+                && v.is_finite()
+                && g.iter().all(|x| x.is_finite())
+            {
+                return Some((theta, v, g));
+            }
+        }
+        None
+    }
+
+    /// Close the current run with `reason`; start the next one if any is
+    /// left, or say the engine is done.
+    fn end_run(&mut self, reason: String) -> Status {
+        if let Some(opt) = self.opt.take() {
+            self.runs.push(Run {
+                opt,
+                iter: self.iter,
+                trace: std::mem::take(&mut self.trace),
+                reason: reason.clone(),
+                stalled_flat: self.stalled_flat,
+            });
+        }
+        while self.restarts_left > 0 {
+            self.restarts_left -= 1;
+            if let Some((theta, v, g)) = self.perturbed_start() {
+                self.iter = 0;
+                self.stalled_flat = false;
+                self.last_error = None;
+                self.trace = vec![-v];
+                self.last_grad_norm = norm(&g);
+                self.opt = Some(Lbfgs::new(theta, v, g, MEMORY));
+                return Status::Running;
+            }
+        }
+        Status::Done(reason)
     }
 
     /// −lml and its gradient at θ.
@@ -187,7 +268,7 @@ impl Engine for ExactEngine {
         self.iter += 1;
         self.trace.push(-opt.f);
         self.last_grad_norm = opt.grad_norm();
-        Ok(match outcome {
+        let status = match outcome {
             Outcome::Flat => {
                 self.stalled_flat = true;
                 Status::Done(
@@ -216,6 +297,10 @@ impl Engine for ExactEngine {
                 Status::Done(format!("reached max_iters = {}", self.max_iters))
             }
             Outcome::Improved => Status::Running,
+        };
+        Ok(match status {
+            Status::Done(reason) => self.end_run(reason),
+            other => other,
         })
     }
 
@@ -231,7 +316,36 @@ impl Engine for ExactEngine {
     }
 
     fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
-        let this = *self;
+        let mut this = *self;
+        // A run cut short (cancelled) counts as a finished one.
+        if let Some(opt) = this.opt.take() {
+            this.runs.push(Run {
+                opt,
+                iter: this.iter,
+                trace: std::mem::take(&mut this.trace),
+                reason: reason.clone(),
+                stalled_flat: this.stalled_flat,
+            });
+        }
+        let starts: Vec<f64> = this.runs.iter().map(|r| -r.opt.f).collect();
+        // The best run: the lowest −log p(y) (the first among equals).
+        let best = (0..this.runs.len()).fold(None, |b: Option<usize>, i| match b {
+            Some(j) if this.runs[j].opt.f <= this.runs[i].opt.f => Some(j),
+            _ => Some(i),
+        });
+        let (reason, run) = match best {
+            Some(i) => {
+                let r = this.runs.swap_remove(i);
+                (r.reason.clone(), Some((i, r)))
+            }
+            None => (reason, None),
+        };
+        if let Some((_, r)) = &run {
+            this.iter = r.iter;
+            this.trace = r.trace.clone();
+            this.stalled_flat = r.stalled_flat;
+            this.opt = Some(r.opt.clone());
+        }
         let theta = match &this.opt {
             Some(opt) => opt.x.clone(),
             None => this.theta0.clone(),
@@ -252,6 +366,11 @@ impl Engine for ExactEngine {
         );
         fit.rejected = this.opt.as_ref().map_or(0, |o| o.rejected);
         fit.evaluations = this.opt.as_ref().map_or(0, |o| o.evals + 1);
+        if starts.len() > 1 {
+            fit.starts = starts;
+            fit.best_start = run.map_or(0, |(i, _)| i);
+        }
+        fit.run_aways = super::diagnose::run_aways(&fit.model, &this.theta0, &fit.theta);
         Ok(Fit::Exact(Box::new(fit)))
     }
 }

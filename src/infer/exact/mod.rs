@@ -1,6 +1,7 @@
 //! Exact GP regression: log marginal likelihood, its gradient, predictions,
 //! and type-II maximum likelihood of the hypers by L-BFGS.
 
+pub mod diagnose;
 pub mod engine;
 pub mod model;
 pub mod objective;
