@@ -114,18 +114,23 @@ impl ExactEngine {
         None
     }
 
-    /// Close the current run with `reason`; start the next one if any is
-    /// left, or say the engine is done.
-    fn end_run(&mut self, reason: String) -> Status {
+    /// Keep the current run, if one is under way, as finished with `reason`.
+    fn close_run(&mut self, reason: &str) {
         if let Some(opt) = self.opt.take() {
             self.runs.push(Run {
                 opt,
                 iter: self.iter,
                 trace: std::mem::take(&mut self.trace),
-                reason: reason.clone(),
+                reason: reason.to_string(),
                 stalled_flat: self.stalled_flat,
             });
         }
+    }
+
+    /// Close the current run with `reason`; start the next one if any is
+    /// left, or say the engine is done.
+    fn end_run(&mut self, reason: String) -> Status {
+        self.close_run(&reason);
         while self.restarts_left > 0 {
             self.restarts_left -= 1;
             if let Some((theta, v, g)) = self.perturbed_start() {
@@ -318,15 +323,7 @@ impl Engine for ExactEngine {
     fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
         let mut this = *self;
         // A run cut short (cancelled) counts as a finished one.
-        if let Some(opt) = this.opt.take() {
-            this.runs.push(Run {
-                opt,
-                iter: this.iter,
-                trace: std::mem::take(&mut this.trace),
-                reason: reason.clone(),
-                stalled_flat: this.stalled_flat,
-            });
-        }
+        this.close_run(&reason);
         let starts: Vec<f64> = this.runs.iter().map(|r| -r.opt.f).collect();
         // The best run: the lowest −log p(y) (the first among equals).
         let best = (0..this.runs.len()).fold(None, |b: Option<usize>, i| match b {
