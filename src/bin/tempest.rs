@@ -602,14 +602,25 @@ fn draw(fit: &Fit, path: &Path) -> Result<(), Failure> {
         .into());
     }
     let xs: Vec<f64> = (0..x.len()).map(|i| x.row(i)[0]).collect();
+    // The plotted inputs span the training and the test inputs (with or
+    // without outcomes), so a forecast is drawn; the grid is fine enough
+    // for a seasonal term over several decades.
+    let test_xs: Vec<f64> = f
+        .test_inputs
+        .as_ref()
+        .map(|tx| (0..tx.len()).map(|i| tx.row(i)[0]).collect())
+        .unwrap_or_default();
     let (lo, hi) = xs
         .iter()
+        .chain(&test_xs)
+        .filter(|v| v.is_finite())
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
             (a.min(v), b.max(v))
         });
     let pad = 0.05 * (hi - lo).max(1e-9);
-    let grid: Vec<f64> = (0..300)
-        .map(|i| lo - pad + (hi - lo + 2.0 * pad) * i as f64 / 299.0)
+    const GRID: usize = 1000;
+    let grid: Vec<f64> = (0..GRID)
+        .map(|i| lo - pad + (hi - lo + 2.0 * pad) * i as f64 / (GRID - 1) as f64)
         .collect();
     let gi = tempest::model::kernel::Inputs::from_rows(
         &grid.iter().map(|&g| vec![g]).collect::<Vec<_>>(),
