@@ -335,3 +335,51 @@ fn a_run_away_hyper_is_named() {
     assert_eq!(r.len(), 1, "{r:?}");
     assert!(r[0].as_str().unwrap().starts_with("`alpha` grew"));
 }
+
+/// The first command of the README: the CO2 model learns its 12 hypers to
+/// at least the log marginal likelihood scikit-learn reaches on the same
+/// kernel (−185.13; −184.79 is the optimum from these starting values),
+/// converges, and forecasts the ten years after the record with a band
+/// that widens with the horizon.
+#[test]
+fn the_co2_example_learns_and_forecasts() {
+    let dir = out_dir("cli_co2");
+    let (json, png) = (dir.join("co2.json"), dir.join("co2.png"));
+    let _ = std::fs::remove_file(&png);
+    let o = tempest(&[
+        "run",
+        "examples/co2.tempest",
+        "--data",
+        "examples/data/co2.csv",
+        "--test",
+        "examples/data/co2_forecast.csv",
+        "--plot",
+        png.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let out = assert_ok(&o);
+    assert!(!out.contains("warning"), "{out}");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let lml = j["log_marginal_likelihood"].as_f64().unwrap();
+    assert!(lml >= -184.83, "{lml}");
+    assert_eq!(j["optimizer"]["converged"], true);
+    assert_eq!(j["learned"].as_array().unwrap().len(), 12);
+    let num = |v: &serde_json::Value| -> Vec<f64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let mean = num(&j["predictions"]["mean"]);
+    let var = num(&j["predictions"]["var_y"]);
+    assert_eq!(mean.len(), 120);
+    // April 2020 was 416.18 ppm; the next months stay near it, and ten
+    // years on the trend has gone up.
+    assert!((mean[0] - 416.2).abs() < 3.0, "{}", mean[0]);
+    assert!(mean[119] > mean[0] + 10.0, "{} {}", mean[0], mean[119]);
+    assert!(var[119] > 4.0 * var[0], "{} {}", var[0], var[119]);
+    assert!(std::fs::metadata(&png).unwrap().len() > 10_000);
+}
