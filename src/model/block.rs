@@ -115,6 +115,24 @@ struct Block<'a> {
     diag: Option<usize>,
 }
 
+/// Calls `f(k, xₖ − yₖ)` for the selected coordinates k (0-based among
+/// them), with the selection decided once rather than per coordinate.
+#[inline(always)]
+fn for_diffs(x: &[f64], y: &[f64], dims: Option<&[usize]>, mut f: impl FnMut(usize, f64)) {
+    match dims {
+        None => {
+            for (k, (u, v)) in x.iter().zip(y).enumerate() {
+                f(k, u - v);
+            }
+        }
+        Some(d) => {
+            for (k, &j) in d.iter().enumerate() {
+                f(k, x[j] - y[j]);
+            }
+        }
+    }
+}
+
 /// The selected coordinates of a row.
 fn coords<'a>(r: &'a [f64], dims: Option<&'a [usize]>) -> impl Iterator<Item = f64> + 'a {
     let n = dims.map_or(r.len(), |d| d.len());
@@ -276,12 +294,19 @@ impl<'k> Plan<'k> {
         let yr = b.y.row(b.j);
         for (s, dims) in self.dists.iter().enumerate() {
             let d2 = &mut w.d2[s * BLOCK..s * BLOCK + m];
-            for (e, d) in d2.iter_mut().enumerate() {
-                let xr = b.x.row(b.start + e);
-                *d = coords(xr, *dims)
-                    .zip(coords(yr, *dims))
-                    .map(|(u, v)| (u - v) * (u - v))
-                    .sum();
+            if dims.is_none() && yr.len() == 1 {
+                // One input column: a contiguous run of X.
+                let y0 = yr[0];
+                for (e, d) in d2.iter_mut().enumerate() {
+                    let u = b.x.row(b.start + e)[0] - y0;
+                    *d = u * u;
+                }
+            } else {
+                for (e, d) in d2.iter_mut().enumerate() {
+                    let mut acc = 0.0;
+                    for_diffs(b.x.row(b.start + e), yr, *dims, |_, u| acc += u * u);
+                    *d = acc;
+                }
             }
         }
         for (i, node) in self.nodes.iter().enumerate() {
@@ -306,15 +331,12 @@ impl<'k> Plan<'k> {
                         }
                     } else {
                         for (e, a) in aux.iter_mut().enumerate() {
-                            let xr = b.x.row(b.start + e);
-                            *a = coords(xr, *dims)
-                                .zip(coords(yr, *dims))
-                                .zip(ell.iter())
-                                .map(|((u, v), l)| {
-                                    let s = (u - v) / l;
-                                    s * s
-                                })
-                                .sum();
+                            let mut acc = 0.0;
+                            for_diffs(b.x.row(b.start + e), yr, *dims, |k, u| {
+                                let s = u / ell[k];
+                                acc += s * s;
+                            });
+                            *a = acc;
                         }
                     }
                     stationary_values(*kind, aux, out);
@@ -326,8 +348,7 @@ impl<'k> Plan<'k> {
                     for e in 0..m {
                         let xr = b.x.row(b.start + e);
                         let (mut s, mut t) = (0.0, 0.0);
-                        for (u, v) in coords(xr, *dims).zip(coords(yr, *dims)) {
-                            let d = u - v;
+                        for_diffs(xr, yr, *dims, |_, d| {
                             let ang = PI * d / period;
                             if grad {
                                 let (sn, cs) = ang.sin_cos();
@@ -337,7 +358,7 @@ impl<'k> Plan<'k> {
                                 let sn = ang.sin();
                                 s += sn * sn;
                             }
-                        }
+                        });
                         aux[e] = s;
                         aux2[e] = t;
                         out[e] = c * s;
@@ -467,17 +488,12 @@ impl<'k> Plan<'k> {
                                 continue;
                             }
                             let sl = ai[e] * slope(*kind, r2, v[e]);
-                            let xr = b.x.row(b.start + e);
-                            for (k, ((u, y), l)) in coords(xr, *dims)
-                                .zip(coords(yr, *dims))
-                                .zip(ell.iter())
-                                .enumerate()
-                            {
-                                let d2 = (u - y) * (u - y);
+                            for_diffs(b.x.row(b.start + e), yr, *dims, |k, u| {
+                                let (d2, l) = (u * u, ell[k]);
                                 if d2 != 0.0 {
                                     pbar[leaf + k] += sl * (-2.0 * d2 / (l * l * l));
                                 }
-                            }
+                            });
                         }
                     }
                 }

@@ -171,9 +171,20 @@ impl KernelProgram {
                 }
                 Inst::Bin(op, a, b) => {
                     let (va, vb, vi) = (val(a), val(b), val(i));
-                    push2(lo, a * BLOCK, b * BLOCK, ai, |e| {
-                        bin_block_partials(op, va[e], vb[e], vi[e])
-                    });
+                    let (a, b) = (a * BLOCK, b * BLOCK);
+                    // The common operations with their partials written out
+                    // (one loop each); the rest through the scalar rules.
+                    match op {
+                        BinOp::Add => push2(lo, a, b, ai, |_| (1.0, 1.0)),
+                        BinOp::Sub => push2(lo, a, b, ai, |_| (1.0, -1.0)),
+                        BinOp::Mul | BinOp::EwMul => push2(lo, a, b, ai, |e| (vb[e], va[e])),
+                        BinOp::Div | BinOp::EwDiv => {
+                            push2(lo, a, b, ai, |e| (1.0 / vb[e], -vi[e] / vb[e]))
+                        }
+                        _ => push2(lo, a, b, ai, |e| {
+                            bin_block_partials(op, va[e], vb[e], vi[e])
+                        }),
+                    }
                 }
                 Inst::Const(_)
                 | Inst::Param(_)
