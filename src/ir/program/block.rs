@@ -266,10 +266,10 @@ fn unreachable_uniform(dst: &mut [f64]) {
 /// An element-wise built-in over a block.
 fn call_block(b: Builtin, a: &[f64], dst: &mut [f64]) {
     match b {
-        Builtin::Exp => dst
-            .iter_mut()
-            .zip(a)
-            .for_each(|(d, v)| *d = crate::model::block::exp_or_zero(*v)),
+        Builtin::Exp => {
+            dst.copy_from_slice(&a[..dst.len()]);
+            crate::model::block::exp_in_place(dst);
+        }
         Builtin::Log => dst.iter_mut().zip(a).for_each(|(d, v)| *d = v.ln()),
         Builtin::Sqrt => dst.iter_mut().zip(a).for_each(|(d, v)| *d = v.sqrt()),
         _ => dst
