@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const DIABETES: [&str; 9] = [
     "run",
@@ -316,24 +316,113 @@ fn a_run_away_hyper_is_named() {
     )
     .unwrap();
     let json = dir.join("fit.json");
-    let o = tempest(&[
-        "run",
-        model.to_str().unwrap(),
-        "--data",
-        data.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let out = assert_ok(&o);
+    let (out, j) = run_json(&model, &data, &[], &json);
     assert!(
         out.contains("warning: `alpha` grew from 1.0000 to"),
         "{out}"
     );
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let r = j["optimizer"]["run_aways"].as_array().unwrap();
     assert_eq!(r.len(), 1, "{r:?}");
     assert!(r[0].as_str().unwrap().starts_with("`alpha` grew"));
+    // An upper bound (`positive<upper=…>`) holds it, and the warning says
+    // it ended against the bound; a prior (MAP-II) keeps it finite, with no
+    // warning, and the log prior reported is the log-normal density at the
+    // value found.
+    let variant = |decl: &str, name: &str| {
+        let text = std::fs::read_to_string(&model)
+            .unwrap()
+            .replace("alpha : positive = 1.0", decl);
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        run_json(&path, &data, &[], &json)
+    };
+    let (out, j) = variant("alpha : positive<upper=1e3> = 1.0", "rq_bounded.tempest");
+    assert!(out.contains("`alpha` ended at"), "{out}");
+    assert!(out.contains("against its upper bound"), "{out}");
+    let alpha = j["hypers"]["alpha"].as_f64().unwrap();
+    assert!(alpha <= 1e3 && alpha > 900.0, "{alpha}");
+    let (out, j) = variant(
+        "alpha : positive = 1.0 ~ lognormal(0, 1)",
+        "rq_prior.tempest",
+    );
+    assert!(!out.contains("warning"), "{out}");
+    assert!(out.contains("log prior of the hypers:"), "{out}");
+    let alpha = j["hypers"]["alpha"].as_f64().unwrap();
+    assert!(alpha > 0.1 && alpha < 100.0, "{alpha}");
+    let want = -alpha.ln() - 0.5 * (2.0 * std::f64::consts::PI).ln() - 0.5 * alpha.ln().powi(2);
+    assert_rel(j["log_prior"].as_f64().unwrap(), want, 1e-9, "log prior");
+    assert!(j["optimizer"]["run_aways"].as_array().unwrap().is_empty());
+}
+
+/// Priors on hypers (MAP-II) on mcycle: the log prior is the closed-form
+/// density at the hypers found, on the constrained scale (a hyper that
+/// the likelihood ignores ends at its prior's mode, not the mode of its
+/// log-transform), and the MAP objective beats the ML hypers' value of it
+/// while the ML log marginal likelihood beats the MAP one.
+#[test]
+fn priors_on_hypers_give_map_ii() {
+    let dir = out_dir("cli_map_ii");
+    let text = std::fs::read_to_string("examples/mcycle.tempest")
+        .unwrap()
+        .replace(
+            "ell : positive = 5.0",
+            "ell : positive = 5.0 ~ lognormal(log(2), 0.3)",
+        )
+        .replace(
+            "sigma : positive = 20.0",
+            "sigma : positive = 20.0\n  u : positive = 0.3 ~ gamma(3, 2)",
+        );
+    assert!(text.contains("~ gamma"));
+    let model = dir.join("mcycle_map.tempest");
+    std::fs::write(&model, text).unwrap();
+    let data = Path::new("examples/data/mcycle.csv");
+    let (out, map) = run_json(&model, data, &[], &dir.join("map.json"));
+    let ml_model = Path::new("examples/mcycle.tempest");
+    let (_, ml) = run_json(ml_model, data, &[], &dir.join("ml.json"));
+    assert!(out.contains("MAP-II objective"), "{out}");
+    let ln2pi = (2.0 * std::f64::consts::PI).ln();
+    let lp_ell =
+        |x: f64| -x.ln() - 0.3f64.ln() - 0.5 * ln2pi - 0.5 * ((x.ln() - 2f64.ln()) / 0.3).powi(2);
+    // gamma(shape 3, rate 2) at x: 3 log 2 + 2 log x − 2x − log Γ(3).
+    let lp_u = |x: f64| 3.0 * 2f64.ln() + 2.0 * x.ln() - 2.0 * x - 2f64.ln();
+    let h = &map["hypers"];
+    let (ell, u) = (h["ell"].as_f64().unwrap(), h["u"].as_f64().unwrap());
+    // The mode of gamma(3, 2) is (3 − 1)/2 = 1; with the log-Jacobian it
+    // would be 3/2.
+    assert!((u - 1.0).abs() < 1e-3, "u = {u}");
+    let lp = map["log_prior"].as_f64().unwrap();
+    assert_rel(lp, lp_ell(ell) + lp_u(u), 1e-9, "log prior");
+    let lml_map = map["log_marginal_likelihood"].as_f64().unwrap();
+    assert_rel(
+        map["objective"].as_f64().unwrap(),
+        lml_map + lp,
+        1e-12,
+        "objective",
+    );
+    let lml_ml = ml["log_marginal_likelihood"].as_f64().unwrap();
+    let ell_ml = ml["hypers"]["ell"].as_f64().unwrap();
+    assert!(lml_ml > lml_map + 0.1, "{lml_ml} against {lml_map}");
+    assert!(
+        lml_map + lp > lml_ml + lp_ell(ell_ml) + lp_u(1.0) + 0.1,
+        "the MAP objective is not the larger"
+    );
+    // The prior pulls ell from its ML value toward the prior's mode
+    // exp(log 2 − 0.09) ≈ 1.83.
+    assert!(ell < ell_ml && ell > 1.83, "{ell} against {ell_ml}");
+    assert!(map["optimizer"]["converged"].as_bool().unwrap());
+    // Samplers refuse a prior on a hyper, and say where it is.
+    let o = tempest(&[
+        "run",
+        model.to_str().unwrap(),
+        "--data",
+        "examples/data/mcycle.csv",
+        "--engine",
+        "nuts",
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("declare it in `param`"), "{err}");
+    assert!(err.contains("mcycle_map.tempest:12:"), "{err}");
 }
 
 /// The first command of the README: the CO2 model learns its 12 hypers to
@@ -382,4 +471,34 @@ fn the_co2_example_learns_and_forecasts() {
     assert!(mean[119] > mean[0] + 10.0, "{} {}", mean[0], mean[119]);
     assert!(var[119] > 4.0 * var[0], "{} {}", var[0], var[119]);
     assert!(std::fs::metadata(&png).unwrap().len() > 10_000);
+}
+
+/// MAP-II in a variational engine: a tight prior on the negative-binomial
+/// dispersion of roaches pulls it from its ML-II value (about 0.4 on these
+/// rows) to near the prior's mode, and the log prior reported is the
+/// closed-form density there.
+#[test]
+fn a_prior_on_a_hyper_steers_mirror_descent() {
+    let dir = out_dir("cli_map_vi");
+    let text = std::fs::read_to_string("examples/roaches.tempest")
+        .unwrap()
+        .replace(
+            "r : positive = 1.0",
+            "r : positive = 1.0 ~ lognormal(log(2), 0.05)",
+        );
+    let model = dir.join("roaches_map.tempest");
+    std::fs::write(&model, text).unwrap();
+    let data = Path::new("examples/data/roaches.csv");
+    let extra = ["--rows", "0..59", "--set", "steps=400"];
+    let (out, map) = run_json(&model, data, &extra, &dir.join("map.json"));
+    let ml_model = Path::new("examples/roaches.tempest");
+    let (_, ml) = run_json(ml_model, data, &extra, &dir.join("ml.json"));
+    assert!(out.contains("log prior of the hypers:"), "{out}");
+    let r = map["hypers"]["r"].as_f64().unwrap();
+    let r_ml = ml["hypers"]["r"].as_f64().unwrap();
+    assert!(r_ml < 1.0 && r > 1.5 && r < 2.0, "r = {r}, ML r = {r_ml}");
+    assert!(ml.get("log_prior").is_none());
+    let z = (r.ln() - 2f64.ln()) / 0.05;
+    let want = -r.ln() - 0.05f64.ln() - 0.5 * (2.0 * std::f64::consts::PI).ln() - 0.5 * z * z;
+    assert_rel(map["log_prior"].as_f64().unwrap(), want, 1e-9, "log prior");
 }

@@ -96,11 +96,15 @@ pub struct ExactFit {
     pub hypers: Vec<Value<f64>>,
     /// The log marginal likelihood at θ.
     pub log_marginal_likelihood: f64,
-    /// ∂ lml / ∂θ at θ (unconstrained scale).
+    /// The log prior of the learned hypers at θ (MAP-II), when any of them
+    /// has a prior ([`crate::infer::hyper_prior`]).
+    pub log_prior: Option<f64>,
+    /// ∂(lml + log prior)/∂θ at θ (unconstrained scale).
     pub gradient: Vec<f64>,
     /// L-BFGS iterations taken.
     pub iterations: usize,
-    /// The log marginal likelihood after each iteration.
+    /// The objective (log marginal likelihood, plus the log prior with
+    /// priors on hypers) after each iteration.
     pub trace: Vec<f64>,
     /// Why the optimiser stopped.
     pub reason: String,
@@ -109,8 +113,8 @@ pub struct ExactFit {
     /// Evaluations of the log marginal likelihood and its gradient by the
     /// optimiser (the start included).
     pub evaluations: usize,
-    /// With restarts: the final log marginal likelihood of every run, the
-    /// given start first (empty without restarts).
+    /// With restarts: the final objective of every run, the given start
+    /// first (empty without restarts).
     pub starts: Vec<f64>,
     /// The run kept (an index into `starts`).
     pub best_start: usize,
@@ -125,6 +129,10 @@ pub struct ExactFit {
     /// The test inputs X* [M, D] of those predictions.
     pub test_inputs: Option<Inputs>,
 }
+
+/// The note for priors on hypers that a run does not learn.
+pub const UNUSED_HYPER_PRIORS: &str =
+    "the priors on hypers are not used: this run does not learn hypers (`learn_hypers = false`)";
 
 impl ExactFit {
     /// Collect the result.
@@ -151,6 +159,7 @@ impl ExactFit {
             trace,
             reason,
             converged,
+            log_prior: None,
             rejected: 0,
             evaluations: 0,
             starts: Vec::new(),
@@ -190,6 +199,9 @@ impl ExactFit {
         }
         if !g.guides.is_empty() {
             out.push("the `guide` block is not used by the exact engine (the posterior is computed exactly)".to_string());
+        }
+        if crate::infer::hyper_prior::unused_priors(&self.model.bound, &self.model.layout) {
+            out.push(UNUSED_HYPER_PRIORS.to_string());
         }
         if self.rejected > 0 {
             out.push(format!(
@@ -234,6 +246,10 @@ impl ExactFit {
             "jitter": self.state.chol.as_ref().map(|c| c.jitter).unwrap_or(0.0),
             "n": self.model.inputs.len(),
         });
+        if let Some(lp) = self.log_prior {
+            out["log_prior"] = json!(lp);
+            out["objective"] = json!(self.log_marginal_likelihood + lp);
+        }
         let notes = self.notes();
         if !notes.is_empty() {
             out["notes"] = serde_json::json!(notes);
@@ -263,6 +279,14 @@ impl ExactFit {
             "log marginal likelihood: {}",
             crate::error::fixed(self.log_marginal_likelihood, 10)
         );
+        if let Some(lp) = self.log_prior {
+            let _ = writeln!(
+                s,
+                "log prior of the hypers: {} (MAP-II objective {})",
+                crate::error::fixed(lp, 10),
+                crate::error::fixed(self.log_marginal_likelihood + lp, 10)
+            );
+        }
         let learned = !self.model.layout.slots.is_empty();
         let _ = writeln!(s, "hypers:");
         s.push_str(&hypers_table(b, &self.hypers, &self.model.layout));
@@ -279,12 +303,17 @@ impl ExactFit {
             if self.starts.len() > 1 {
                 let _ = writeln!(
                     s,
-                    "restarts: {} runs, the best from {} (log marginal likelihoods: {})",
+                    "restarts: {} runs, the best from {} ({}: {})",
                     self.starts.len(),
                     if self.best_start == 0 {
                         "the given start".to_string()
                     } else {
                         format!("restart {}", self.best_start)
+                    },
+                    if self.log_prior.is_some() {
+                        "objectives"
+                    } else {
+                        "log marginal likelihoods"
                     },
                     self.starts
                         .iter()

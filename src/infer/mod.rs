@@ -6,6 +6,7 @@ pub mod evidence;
 pub mod exact;
 pub mod fit;
 pub mod gradients;
+pub mod hyper_prior;
 pub mod hypers;
 pub mod mcmc;
 pub mod settings;

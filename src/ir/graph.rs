@@ -63,6 +63,10 @@ pub struct HyperNode {
     pub init: Option<TExpr>,
     /// `fixed`: never learned.
     pub fixed: bool,
+    /// Its prior (`~ dist(...)`, MAP-II): a log density added to the
+    /// objective of the engines that learn hypers; the arguments use data,
+    /// literals and hypers only.
+    pub prior: Option<DistCall>,
     /// The declaration.
     pub span: Span,
 }

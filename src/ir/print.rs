@@ -43,11 +43,15 @@ pub fn graph(g: &Graph) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             o,
-            "  hyper    %h{i} {} : {}{}{init}{}",
+            "  hyper    %h{i} {} : {}{}{init}{}{}",
             h.name,
             h.ty,
             bounds(&h.bounds, g),
-            if h.fixed { " (fixed)" } else { "" }
+            if h.fixed { " (fixed)" } else { "" },
+            h.prior
+                .as_ref()
+                .map(|p| format!(" ~ {}", dist(p, g)))
+                .unwrap_or_default()
         );
     }
     for (i, p) in g.params.iter().enumerate() {

@@ -4,7 +4,9 @@ use super::Checker;
 use super::scope::{Context, Symbol};
 use crate::error::{Error, ErrorKind};
 use crate::ir::expr::{Ref, TExpr, TKind};
-use crate::ir::graph::{BoundExprs, DataNode, DataSource, HyperNode, ParamNode, PriorNode};
+use crate::ir::graph::{
+    BoundExprs, DataNode, DataSource, DistRef, HyperNode, ParamNode, PriorNode,
+};
 use crate::ir::types::{Size, Ty};
 use crate::syntax::ast::{BaseType, BoundKind, Decl, Expr, ExprKind, Ident, TypeExpr};
 
@@ -80,12 +82,17 @@ impl Checker<'_> {
             BaseType::Unit => Some((Some(0.0), Some(1.0), "unit")),
             _ => None,
         };
+        // `positive<upper=b>` adds an upper bound; any other bound on a
+        // sugared type repeats one it already has.
+        let extra_ok = |b: &crate::syntax::ast::Bound| {
+            t.base == BaseType::Positive && b.kind == BoundKind::Upper
+        };
         if let Some((lo, hi, name)) = sugar {
-            if !t.bounds.is_empty() {
+            if let Some(bad) = t.bounds.iter().find(|b| !extra_ok(b)) {
                 self.error(
                     Error::at(
                         ErrorKind::Constraint,
-                        t.bounds[0].span,
+                        bad.span,
                         format!("`{name}` already has bounds"),
                     )
                     .with_label("extra bound")
@@ -99,10 +106,10 @@ impl Checker<'_> {
             bounds.lower = lo.map(lit);
             bounds.upper = hi.map(lit);
         }
-        let explicit = if sugar.is_some() {
-            &t.bounds[..0]
+        let explicit: Vec<&crate::syntax::ast::Bound> = if sugar.is_some() {
+            t.bounds.iter().filter(|b| extra_ok(b)).collect()
         } else {
-            &t.bounds[..]
+            t.bounds.iter().collect()
         };
         for b in explicit {
             let e = self.expr(&b.value, ctx);
@@ -317,16 +324,16 @@ impl Checker<'_> {
                     .with_note("put fixed integers in `data`"),
                 );
             }
-            if let Some(p) = &d.prior {
+            if let (Some(p), true) = (&d.prior, d.fixed) {
                 self.error(
                     Error::at(
                         ErrorKind::Syntax,
                         p.span,
-                        "a hyper is a point estimate and takes no prior",
+                        "a `fixed` hyper is never learned, so a prior on it has no effect",
                     )
-                    .with_label("prior on a hyper")
+                    .with_label("prior on a fixed hyper")
                     .with_note(format!(
-                        "declare `{}` in `param` to give it a prior",
+                        "remove `fixed` to learn `{}` with this prior (MAP-II), or remove the prior",
                         d.name.name
                     )),
                 );
@@ -358,6 +365,7 @@ impl Checker<'_> {
                 bounds,
                 init,
                 fixed: d.fixed,
+                prior: None,
                 span: d.span,
             });
             self.declare(
@@ -368,6 +376,55 @@ impl Checker<'_> {
                     span: d.span,
                 },
             );
+        }
+        self.hyper_priors(decls);
+    }
+
+    /// Priors on hypers (MAP-II), after every hyper is declared: their
+    /// arguments may use data, literals and hypers only.
+    fn hyper_priors(&mut self, decls: &[Decl]) {
+        let first = self.graph.hypers.len() - decls.len();
+        for (k, d) in decls.iter().enumerate() {
+            let Some(prior) = &d.prior else { continue };
+            if d.fixed {
+                continue;
+            }
+            let index = first + k;
+            let ty = self.graph.hypers[index].ty.clone();
+            let Some(dist) = self.dist_call(prior, &ty) else {
+                continue;
+            };
+            if matches!(dist.dist, DistRef::Rust(_)) {
+                self.error(
+                    Error::at(
+                        ErrorKind::Unsupported,
+                        prior.name.span,
+                        "a likelihood registered from Rust takes its outcome as a number without derivatives, so it cannot be the prior of a hyper",
+                    )
+                    .with_label("registered from Rust")
+                    .with_note("write the density in the model file (`likelihood name(...) { ... }`)"),
+                );
+                continue;
+            }
+            let bad = dist.args.iter().find_map(|a| {
+                self.graph
+                    .dependencies(a)
+                    .into_iter()
+                    .any(|r| !matches!(r, Ref::Data(_) | Ref::Hyper(_)))
+                    .then_some(a.span)
+            });
+            if let Some(span) = bad {
+                self.error(
+                    Error::at(
+                        ErrorKind::Name,
+                        span,
+                        "the prior of a hyper may use data, literals and other hypers only",
+                    )
+                    .with_label("not allowed here"),
+                );
+                continue;
+            }
+            self.graph.hypers[index].prior = Some(dist);
         }
     }
 

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tempest::{Bound, Data, Model, Overrides, Registry};
 
 /// The shared folder beside the repository (data and reference numbers).
@@ -96,3 +96,26 @@ data { n : int  X : matrix[n, 30] = columns("x0".."x29")  y : int<lower=0, upper
 param { alpha : real ~ normal(0, 1)  beta : vector[30] ~ normal(0, 1) }
 model { y ~ bernoulli_logit(alpha + X * beta) }
 "#;
+
+/// `tempest run MODEL --data DATA [extra...] --json JSON` that must succeed:
+/// its standard output and the JSON it wrote.
+#[allow(dead_code)]
+pub fn run_json(
+    model: &Path,
+    data: &Path,
+    extra: &[&str],
+    json: &Path,
+) -> (String, serde_json::Value) {
+    let mut args = vec![
+        "run",
+        model.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["--json", json.to_str().unwrap()]);
+    let out = assert_ok(&tempest(&args));
+    let j = serde_json::from_str(&std::fs::read_to_string(json).expect("JSON written"))
+        .expect("valid JSON");
+    (out, j)
+}

@@ -1,5 +1,7 @@
 //! The exact engine as a state machine: each step is one L-BFGS iteration
-//! on −log p(y | θ) over the learned hypers (none: a single step). With
+//! on −log p(y | θ) over the learned hypers (none: a single step), or on
+//! −log p(y | θ) − log p(θ) when learned hypers carry priors (MAP-II,
+//! [`crate::infer::hyper_prior`]). With
 //! `restarts = k`, k further runs start from the initial values perturbed
 //! on the unconstrained scale (seeded), and the run with the highest log
 //! marginal likelihood is kept.
@@ -15,6 +17,7 @@ use super::objective::LmlState;
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::{ExactFit, Fit};
+use crate::infer::hyper_prior::{has_priors, log_prior};
 use crate::infer::settings::EngineConfig;
 use crate::math::lbfgs::{Lbfgs, Outcome};
 use rand::SeedableRng;
@@ -60,6 +63,8 @@ pub struct ExactEngine {
     /// Finished runs, in order.
     runs: Vec<Run>,
     rng: StdRng,
+    /// What is maximised, in words.
+    what: &'static str,
 }
 
 impl ExactEngine {
@@ -67,7 +72,13 @@ impl ExactEngine {
     pub fn new(model: ExactModel, cfg: &EngineConfig) -> Result<ExactEngine, Error> {
         let theta0 = model.layout.initial(&model.bound)?;
         let learn = model.layout.len > 0;
+        let what = if has_priors(&model.bound, &model.layout) {
+            "log marginal likelihood + log prior"
+        } else {
+            "log marginal likelihood"
+        };
         Ok(ExactEngine {
+            what,
             model: Arc::new(model),
             autodiff: cfg.name_of("gradient") == Some("autodiff"),
             opt: None,
@@ -146,7 +157,7 @@ impl ExactEngine {
         Status::Done(reason)
     }
 
-    /// −lml and its gradient at θ.
+    /// −(lml + log prior) and its gradient at θ.
     fn evaluate(
         model: &ExactModel,
         autodiff: bool,
@@ -158,7 +169,11 @@ impl ExactEngine {
             let (s, g) = model.lml_grad(theta)?;
             (s.lml, g)
         };
-        Ok((-v, g.iter().map(|x| -x).collect()))
+        let (lp, gp) = log_prior(&model.bound, &model.layout, theta)?;
+        Ok((
+            -(v + lp),
+            g.iter().zip(&gp).map(|(x, y)| -(x + y)).collect(),
+        ))
     }
 }
 
@@ -244,7 +259,10 @@ impl Engine for ExactEngine {
             if g.iter().any(|x| !x.is_finite()) {
                 return Err(Error::new(
                     ErrorKind::Numerical,
-                    "the gradient of the log marginal likelihood is not finite at the initial hypers",
+                    format!(
+                        "the gradient of the {} is not finite at the initial hypers",
+                        self.what
+                    ),
                 )
                 .with_note("give the hypers less extreme initial values"));
             }
@@ -276,10 +294,10 @@ impl Engine for ExactEngine {
         let status = match outcome {
             Outcome::Flat => {
                 self.stalled_flat = true;
-                Status::Done(
-                    "the log marginal likelihood is flat to rounding along the search direction"
-                        .into(),
-                )
+                Status::Done(format!(
+                    "the {} is flat to rounding along the search direction",
+                    self.what
+                ))
             }
             Outcome::NoProgress(why) => Status::Done(match &self.last_error {
                 Some(e) => format!("stopped: {why}; the last rejected point failed with: {e}"),
@@ -294,8 +312,8 @@ impl Engine for ExactEngine {
             {
                 self.stalled_flat = true;
                 Status::Done(format!(
-                    "relative change of the log marginal likelihood below f_tol = {:.0e}",
-                    self.f_tol
+                    "relative change of the {} below f_tol = {:.0e}",
+                    self.what, self.f_tol
                 ))
             }
             Outcome::Improved if self.iter >= self.max_iters => {
@@ -314,7 +332,7 @@ impl Engine for ExactEngine {
             step: self.iter,
             total: Some(self.max_iters),
             objective: self.trace.last().copied(),
-            objective_name: "log marginal likelihood",
+            objective_name: self.what,
             message: format!("|grad| = {:.3e}", self.last_grad_norm),
             lanes: vec![],
         }
@@ -325,7 +343,7 @@ impl Engine for ExactEngine {
         // A run cut short (cancelled) counts as a finished one.
         this.close_run(&reason);
         let starts: Vec<f64> = this.runs.iter().map(|r| -r.opt.f).collect();
-        // The best run: the lowest −log p(y) (the first among equals).
+        // The best run: the lowest objective (the first among equals).
         let best = (0..this.runs.len()).fold(None, |b: Option<usize>, i| match b {
             Some(j) if this.runs[j].opt.f <= this.runs[i].opt.f => Some(j),
             _ => Some(i),
@@ -348,7 +366,7 @@ impl Engine for ExactEngine {
             None => this.theta0.clone(),
         };
         let model = Arc::try_unwrap(this.model).unwrap_or_else(|m| (*m).clone());
-        let (state, grad): (LmlState, Vec<f64>) = model.lml_grad(&theta)?;
+        let (state, mut grad): (LmlState, Vec<f64>) = model.lml_grad(&theta)?;
         if !state.lml.is_finite() {
             return Err(non_finite_lml(
                 &model,
@@ -357,10 +375,17 @@ impl Engine for ExactEngine {
                 "the final hypers",
             ));
         }
+        let prior = has_priors(&model.bound, &model.layout)
+            .then(|| log_prior(&model.bound, &model.layout, &theta))
+            .transpose()?;
+        if let Some((_, gp)) = &prior {
+            grad.iter_mut().zip(gp).for_each(|(g, p)| *g += p);
+        }
         let converged = !this.learn || this.stalled_flat || norm(&grad) < this.grad_tol.max(1e-5);
         let mut fit = ExactFit::new(
             model, theta, state, grad, this.iter, this.trace, reason, converged,
         );
+        fit.log_prior = prior.map(|p| p.0);
         fit.rejected = this.opt.as_ref().map_or(0, |o| o.rejected);
         fit.evaluations = this.opt.as_ref().map_or(0, |o| o.evals + 1);
         if starts.len() > 1 {

@@ -188,6 +188,25 @@ impl Density {
             slots.push(slot);
         }
         improper_params(&bound)?;
+        if let Some((h, p)) = g
+            .hypers
+            .iter()
+            .find_map(|h| h.prior.as_ref().map(|p| (h, p)))
+        {
+            return Err(Error::at(
+                ErrorKind::Unsupported,
+                p.span,
+                format!(
+                    "`{}` is a hyper with a prior: a point estimate learned by the exact and variational engines (MAP-II); samplers hold hypers at their values and sample only params",
+                    h.name
+                ),
+            )
+            .with_label("prior on a hyper")
+            .with_note(format!(
+                "to sample `{}` with this prior, declare it in `param`",
+                h.name
+            )));
+        }
         for p in &g.priors {
             if matches!(p.dist.dist, DistRef::Rust(_)) {
                 return Err(unsupported(

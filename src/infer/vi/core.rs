@@ -14,6 +14,7 @@ use super::posterior::{Prior, Whitened};
 use crate::error::Error;
 use crate::infer::engine::{Progress, Status};
 use crate::infer::gradients::{half_trace_w_dk_via, leaf_adjoints, seed_chunk};
+use crate::infer::hyper_prior::log_prior;
 use crate::infer::settings::EngineConfig;
 use crate::math::optim::{Ascent, Rule as OptRule};
 use crate::math::scalar::{CHUNK, Dual8};
@@ -135,7 +136,8 @@ impl Core {
         Ok((e, elbo))
     }
 
-    /// ∂ELBO/∂θ at fixed (m, S) of each posterior.
+    /// ∂(ELBO + log p(θ))/∂θ at fixed (m, S) of each posterior; log p(θ)
+    /// is the log prior of the learned hypers (MAP-II, zero without priors).
     pub fn hyper_gradient(&self, qs: &[Whitened]) -> Result<Vec<f64>, Error> {
         let p = self.theta.len();
         let mut grad = vec![0.0; p];
@@ -162,6 +164,8 @@ impl Core {
             let k = CHUNK.min(p - start);
             grad[start..start + k].copy_from_slice(&g[..k]);
         }
+        let (_, gp) = log_prior(&self.model.bound, &self.model.layout, &self.theta)?;
+        grad.iter_mut().zip(&gp).for_each(|(g, p)| *g += p);
         Ok(grad)
     }
 
@@ -185,7 +189,10 @@ impl Core {
         for _ in 0..MAX_REJECTED {
             let mut trial = opt_now.clone();
             trial.step(&mut self.theta, &g);
-            if self.theta.iter().all(|v| v.is_finite()) && self.refresh().is_ok() {
+            if self.theta.iter().all(|v| v.is_finite())
+                && log_prior(&self.model.bound, &self.model.layout, &self.theta).is_ok()
+                && self.refresh().is_ok()
+            {
                 self.hyper_opt = Some(trial);
                 return Ok(());
             }

@@ -5,6 +5,8 @@ use super::core::Core;
 use super::posterior::Whitened;
 use super::predict::{Predictions, TestMetrics, predict};
 use crate::error::{Error, ErrorKind};
+use crate::infer::fit::UNUSED_HYPER_PRIORS;
+use crate::infer::hyper_prior::{self, has_priors};
 use crate::infer::hypers::{hypers_json, hypers_table};
 use crate::ir::bind::Bound;
 use crate::ir::value::Value;
@@ -31,6 +33,9 @@ pub struct VariationalFit {
     pub reason: String,
     /// Every hyper's value.
     pub hypers: Vec<Value<f64>>,
+    /// The log prior of the learned hypers (MAP-II), when any has a prior;
+    /// the hypers maximise ELBO + log prior.
+    pub log_prior: Option<f64>,
     /// Predictions at the test data, when given.
     pub predictions: Option<Predictions>,
     /// Test metrics, when the test data has outcomes.
@@ -51,7 +56,11 @@ impl VariationalFit {
             .model
             .layout
             .values::<f64>(&core.model.bound, &core.theta);
+        let (b, layout) = (&core.model.bound, &core.model.layout);
+        let log_prior = has_priors(b, layout)
+            .then(|| hyper_prior::log_prior(b, layout, &core.theta).map_or(f64::NAN, |p| p.0));
         VariationalFit {
+            log_prior,
             engine,
             elbo: *trace.last().unwrap_or(&f64::NAN),
             core,
@@ -97,6 +106,9 @@ impl VariationalFit {
         if !g.estimates.is_empty() {
             out.push(format!("the `estimate` block is not used by the {} engine (expectations come from sampling engines)", self.engine));
         }
+        if hyper_prior::unused_priors(&self.core.model.bound, &self.core.model.layout) {
+            out.push(UNUSED_HYPER_PRIORS.to_string());
+        }
         if self.core.rejected > 0 {
             out.push(format!(
                 "{} step{} rejected (a non-finite ELBO or a prior that could not be factorised) and tried again with half the learning rate",
@@ -127,6 +139,9 @@ impl VariationalFit {
             "n": self.core.prior.len(),
             "latent_gps": self.core.model.classes,
         });
+        if let Some(lp) = self.log_prior {
+            out["log_prior"] = json!(lp);
+        }
         let notes = self.notes();
         if !notes.is_empty() {
             out["notes"] = json!(notes);
@@ -166,6 +181,14 @@ impl VariationalFit {
             if self.steps == 1 { "" } else { "s" },
             self.reason
         );
+        if let Some(lp) = self.log_prior {
+            let _ = writeln!(
+                s,
+                "log prior of the hypers: {} (MAP-II objective ELBO + log prior {})",
+                crate::error::fixed(lp, 10),
+                crate::error::fixed(self.elbo + lp, 10)
+            );
+        }
         if !b.graph.hypers.is_empty() {
             let _ = writeln!(s, "hypers:");
             s.push_str(&hypers_table(b, &self.hypers, &self.core.model.layout));
