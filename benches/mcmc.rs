@@ -2,8 +2,10 @@
 //! rows, intercept + 30 coefficients): one log density, one log density with
 //! its gradient, and a whole NUTS run (4 chains × 1000 warm-up × 1000
 //! draws) whose min bulk ESS per second and per 1000 gradients are printed;
-//! and the marginal log density of a GP regression over its hypers (mcycle).
-//! See benches/README.md.
+//! the marginal log density of a GP regression over its hypers (mcycle); and
+//! one gradient of a negative-binomial (and a Poisson) regression on roaches
+//! with the likelihood written in the model file against the built-in one it
+//! copies. See benches/README.md.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -74,5 +76,70 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// The roaches count regression (n = 262, 5 params) with likelihood `LIK`.
+fn roaches(lik: &str) -> String {
+    format!(
+        r#"
+likelihood my_neg_binomial_2_log(y : int, f : real, phi : positive) {{
+  let l = log(exp(f) + phi)
+  lgamma(y + phi) - lgamma(phi) - lgamma(y + 1) + phi * (log(phi) - l) + y * (f - l)
+}}
+likelihood my_poisson_log(y : int, f : real) {{
+  y * f - exp(f) - lgamma(y + 1)
+}}
+data {{
+  n : int
+  X : matrix[n, 3] = columns("roach1", "treatment", "senior")
+  y : int<lower=0>[n]
+  exposure2 : vector[n]
+}}
+param {{
+  a : real ~ normal(0, 5)
+  b : vector[3] ~ normal(0, 2.5)
+  phi : positive ~ exponential(1)
+}}
+model {{ y ~ {lik} }}
+"#
+    )
+}
+
+/// One log density + gradient of the roaches regression, model-file
+/// likelihoods against the built-ins they copy.
+fn bench_likelihoods(c: &mut Criterion) {
+    let data =
+        Data::read(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data/roaches.csv"))
+            .expect("data");
+    let eta = "a + X * b + log(exposure2)";
+    let mut g = c.benchmark_group("roaches_262_gradient");
+    for (name, lik) in [
+        (
+            "neg_binomial_2_log_builtin",
+            format!("neg_binomial_2_log({eta}, phi)"),
+        ),
+        (
+            "neg_binomial_2_log_model_file",
+            format!("my_neg_binomial_2_log({eta}, phi)"),
+        ),
+        ("poisson_log_builtin", format!("poisson_log({eta})")),
+        ("poisson_log_model_file", format!("my_poisson_log({eta})")),
+    ] {
+        let m = Model::from_str("roaches.tempest", &roaches(&lik), &Registry::default())
+            .expect("model");
+        let b = m.bind(&data, &Overrides::default()).expect("bind");
+        let d = Density::new(Arc::new(b)).expect("density");
+        let x = [2.8, 0.012, -0.7, -0.3, -1.2];
+        let mut grad = vec![0.0; d.dim];
+        g.bench_function(name, |bench| {
+            bench.iter(|| {
+                black_box(
+                    d.log_density_grad(black_box(&x[..d.dim]), &mut grad)
+                        .expect("lp"),
+                )
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_likelihoods);
 criterion_main!(benches);

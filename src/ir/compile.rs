@@ -20,6 +20,12 @@ enum Op {
     Store(usize),
     Neg,
     Not,
+    /// The arithmetic operators, dispatched on directly (the hot ones).
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// Other binary operators (comparisons, logic).
     Bin(BinOp),
     PowI(i32),
     Call1(Builtin),
@@ -34,6 +40,36 @@ enum Op {
 pub struct ScalarProgram {
     ops: Vec<Op>,
     n_locals: usize,
+    /// An upper bound on the operand stack's depth.
+    max_stack: usize,
+}
+
+/// Locals and stack up to these sizes live in arrays on the machine stack,
+/// so a call allocates nothing (and zeroes little).
+const TINY: usize = 8;
+const SMALL: usize = 24;
+
+/// An upper bound on the operand stack's depth: the depth along the
+/// instructions in order, which counts the value of a taken `then` branch
+/// into its `else` branch (one too many per `if`, never too few).
+fn stack_bound(ops: &[Op]) -> usize {
+    let (mut depth, mut max) = (0usize, 1usize);
+    for op in ops {
+        match op {
+            Op::Const(_) | Op::Local(_) => depth += 1,
+            Op::Store(_)
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Bin(_)
+            | Op::Pow
+            | Op::JumpIfFalse(_) => depth = depth.saturating_sub(1),
+            Op::Neg | Op::Not | Op::PowI(_) | Op::Call1(_) | Op::Jump(_) => {}
+        }
+        max = max.max(depth);
+    }
+    max
 }
 
 fn scalar_ty(t: &Ty) -> bool {
@@ -70,7 +106,13 @@ fn emit_inner(e: &TExpr, ops: &mut Vec<Op>) -> Option<()> {
         TKind::Binary(op, a, b) => {
             emit(a, ops)?;
             emit(b, ops)?;
-            ops.push(Op::Bin(*op));
+            ops.push(match op {
+                BinOp::Add => Op::Add,
+                BinOp::Sub => Op::Sub,
+                BinOp::Mul | BinOp::EwMul => Op::Mul,
+                BinOp::Div | BinOp::EwDiv => Op::Div,
+                _ => Op::Bin(*op),
+            });
         }
         TKind::Builtin(Builtin::Pi, _) => ops.push(Op::Const(std::f64::consts::PI)),
         TKind::Builtin(Builtin::E, _) => ops.push(Op::Const(std::f64::consts::E)),
@@ -111,57 +153,120 @@ impl ScalarProgram {
             ops.push(Op::Store(*slot));
         }
         emit(&f.body, &mut ops)?;
+        let max_stack = stack_bound(&ops);
         Some(ScalarProgram {
             ops,
             n_locals: f.n_locals,
+            max_stack,
         })
     }
 
     /// Run with the parameters' values (the remaining locals are the lets).
     pub fn run<T: Scalar>(&self, params: &[T]) -> T {
-        let mut locals: Vec<T> = Vec::with_capacity(self.n_locals);
-        locals.extend_from_slice(params);
-        locals.resize(self.n_locals.max(params.len()), T::zero());
-        let mut stack: Vec<T> = Vec::with_capacity(16);
+        self.run_outcome(None, params)
+    }
+
+    /// Run a likelihood with its outcome `y` (when given, the first
+    /// parameter) and the other parameters `args`, without allocating when
+    /// the program is small.
+    pub fn run_outcome<T: Scalar>(&self, y: Option<T>, args: &[T]) -> T {
+        let n = self.n_locals.max(args.len() + usize::from(y.is_some()));
+        if n <= TINY && self.max_stack <= TINY {
+            self.run_fixed::<T, TINY>(y, args)
+        } else if n <= SMALL && self.max_stack <= SMALL {
+            self.run_fixed::<T, SMALL>(y, args)
+        } else {
+            let mut locals = vec![T::zero(); n];
+            let mut stack = vec![T::zero(); self.max_stack];
+            fill(&mut locals, y, args);
+            self.exec(&mut locals, &mut stack)
+        }
+    }
+
+    /// [`ScalarProgram::run_outcome`] with locals and stack in arrays of K.
+    fn run_fixed<T: Scalar, const K: usize>(&self, y: Option<T>, args: &[T]) -> T {
+        let mut locals = [T::zero(); K];
+        let mut stack = [T::zero(); K];
+        fill(&mut locals, y, args);
+        self.exec(&mut locals, &mut stack)
+    }
+
+    /// The stack machine over given locals and an operand stack of at
+    /// least `max_stack` entries.
+    fn exec<T: Scalar>(&self, locals: &mut [T], stack: &mut [T]) -> T {
         let truth = |x: bool| if x { T::one() } else { T::zero() };
+        let mut sp = 0;
         let mut pc = 0;
+        macro_rules! push {
+            ($v:expr) => {{
+                let v = $v;
+                stack[sp] = v;
+                sp += 1;
+            }};
+        }
+        macro_rules! pop {
+            () => {{
+                sp -= 1;
+                stack[sp]
+            }};
+        }
         while pc < self.ops.len() {
             match &self.ops[pc] {
-                Op::Const(c) => stack.push(T::constant(*c)),
-                Op::Local(i) => stack.push(locals[*i]),
+                Op::Const(c) => push!(T::constant(*c)),
+                Op::Local(i) => push!(locals[*i]),
                 Op::Store(i) => {
-                    let v = stack.pop().unwrap_or_else(T::zero);
+                    let v = pop!();
                     locals[*i] = v;
                 }
                 Op::Neg => {
-                    let a = stack.pop().unwrap_or_else(T::zero);
-                    stack.push(-a);
+                    let a = pop!();
+                    push!(-a);
                 }
                 Op::Not => {
-                    let a = stack.pop().unwrap_or_else(T::zero);
-                    stack.push(truth(a.to_constant() == 0.0));
+                    let a = pop!();
+                    push!(truth(a.to_constant() == 0.0));
                 }
                 Op::PowI(k) => {
-                    let a = stack.pop().unwrap_or_else(T::zero);
-                    stack.push(a.powi(*k));
+                    let a = pop!();
+                    push!(a.powi(*k));
                 }
                 Op::Pow => {
-                    let b = stack.pop().unwrap_or_else(T::zero);
-                    let a = stack.pop().unwrap_or_else(T::zero);
+                    let b = pop!();
+                    let a = pop!();
                     let (av, bv) = (a.to_constant(), b.to_constant());
-                    stack.push(
+                    push!(
                         if av <= 0.0 && bv.fract() == 0.0 && bv.abs() <= i32::MAX as f64 {
                             a.powi(bv as i32)
                         } else {
                             a.powf(b)
-                        },
+                        }
                     );
                 }
+                Op::Add => {
+                    let b = pop!();
+                    let a = pop!();
+                    push!(a + b);
+                }
+                Op::Sub => {
+                    let b = pop!();
+                    let a = pop!();
+                    push!(a - b);
+                }
+                Op::Mul => {
+                    let b = pop!();
+                    let a = pop!();
+                    push!(a * b);
+                }
+                Op::Div => {
+                    let b = pop!();
+                    let a = pop!();
+                    push!(a / b);
+                }
                 Op::Bin(op) => {
-                    let b = stack.pop().unwrap_or_else(T::zero);
-                    let a = stack.pop().unwrap_or_else(T::zero);
+                    let b = pop!();
+                    let a = pop!();
                     let (av, bv) = (a.to_constant(), b.to_constant());
-                    stack.push(match op {
+                    push!(match op {
                         BinOp::Add => a + b,
                         BinOp::Sub => a - b,
                         BinOp::Mul | BinOp::EwMul => a * b,
@@ -178,11 +283,17 @@ impl ScalarProgram {
                     });
                 }
                 Op::Call1(b) => {
-                    let x = stack.pop().unwrap_or_else(T::zero);
-                    stack.push(call1(*b, x));
+                    let x = pop!();
+                    // A constant argument (a function of the outcome or of
+                    // data) needs no derivative.
+                    push!(if x.is_constant() {
+                        T::constant(call1(*b, x.to_constant()))
+                    } else {
+                        call1(*b, x)
+                    });
                 }
                 Op::JumpIfFalse(to) => {
-                    let c = stack.pop().unwrap_or_else(T::zero);
+                    let c = pop!();
                     if c.to_constant() == 0.0 {
                         pc = *to;
                         continue;
@@ -195,8 +306,17 @@ impl ScalarProgram {
             }
             pc += 1;
         }
-        stack.pop().unwrap_or_else(T::zero)
+        if sp == 0 { T::zero() } else { pop!() }
     }
+}
+
+/// The parameters as the first locals: the outcome (when given), then `args`.
+fn fill<T: Scalar>(locals: &mut [T], y: Option<T>, args: &[T]) {
+    let first = usize::from(y.is_some());
+    if let Some(y) = y {
+        locals[0] = y;
+    }
+    locals[first..first + args.len()].copy_from_slice(args);
 }
 
 /// An element-wise built-in on one scalar (the same definitions as

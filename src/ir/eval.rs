@@ -252,10 +252,7 @@ pub fn call_likelihood<T: Scalar>(
 ) -> Result<T, Error> {
     let f = &graph.functions[func];
     if let Some(p) = &f.compiled {
-        let mut params = Vec::with_capacity(args.len() + 1);
-        params.push(y);
-        params.extend_from_slice(args);
-        return Ok(p.run(&params));
+        return Ok(p.run_outcome(Some(y), args));
     }
     call_likelihood_interpreted(graph, func, y, args)
 }

@@ -31,6 +31,17 @@ pub fn lift<T: Real>(x: T, f: f64, df: f64) -> T {
     (x - T::constant(x.to_constant())) * T::constant(df) + T::constant(f)
 }
 
+/// [`lift`] with the derivative computed only when a derivative is carried
+/// (not for `f64`), for functions whose derivative costs as much as their
+/// value.
+#[inline]
+pub fn lift_with<T: Real>(x: T, f: f64, df: impl FnOnce() -> f64) -> T {
+    if T::ad_num_mode() == ADNumMode::Float {
+        return T::constant(f);
+    }
+    lift(x, f, df())
+}
+
 /// Log of the standard normal CDF, accurate far into the lower tail.
 pub fn log_phi_f64(x: f64) -> f64 {
     if x > -30.0 {
@@ -80,16 +91,16 @@ pub trait RealExt: Real {
     /// log Γ(x).
     fn lgamma(self) -> Self {
         let v = self.to_constant();
-        lift(
-            self,
-            statrs::function::gamma::ln_gamma(v),
-            statrs::function::gamma::digamma(v),
-        )
+        lift_with(self, statrs::function::gamma::ln_gamma(v), || {
+            statrs::function::gamma::digamma(v)
+        })
     }
     /// ψ(x) = d/dx log Γ(x).
     fn digamma(self) -> Self {
         let v = self.to_constant();
-        lift(self, statrs::function::gamma::digamma(v), trigamma_f64(v))
+        lift_with(self, statrs::function::gamma::digamma(v), || {
+            trigamma_f64(v)
+        })
     }
     /// The error function.
     fn erf(self) -> Self {
@@ -107,7 +118,7 @@ pub trait RealExt: Real {
     /// log Φ(x), accurate in the lower tail.
     fn log_phi(self) -> Self {
         let v = self.to_constant();
-        lift(self, log_phi_f64(v), mills_f64(v))
+        lift_with(self, log_phi_f64(v), || mills_f64(v))
     }
     /// log(1 + x), accurate near 0.
     fn log1p(self) -> Self {

@@ -136,6 +136,10 @@ impl<K: UserKernel> DynKernel for K {
 /// The scalar types tempest evaluates models with: `f64`, [`Dual1`],
 /// [`Dual4`] and [`Dual8`]. Registered Rust functions are dispatched to the matching method.
 pub trait Scalar: Real {
+    /// Whether this value carries no derivative (an `f64`, or a dual whose
+    /// tangents are all zero): a function of it may then be computed in
+    /// `f64` alone.
+    fn is_constant(&self) -> bool;
     /// Call a registered likelihood.
     fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self;
     /// Call a registered kernel.
@@ -154,6 +158,10 @@ pub trait Scalar: Real {
 }
 
 impl Scalar for f64 {
+    #[inline]
+    fn is_constant(&self) -> bool {
+        true
+    }
     fn data_matvec(x: &DMatrix<f64>, v: &DVector<Self>) -> DVector<Self> {
         x * v
     }
@@ -166,6 +174,10 @@ impl Scalar for f64 {
 }
 
 impl Scalar for Dual1 {
+    #[inline]
+    fn is_constant(&self) -> bool {
+        self.tangent().iter().all(|t| *t == 0.0)
+    }
     fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self {
         l.log_density_d1(y, f, p)
     }
@@ -175,6 +187,10 @@ impl Scalar for Dual1 {
 }
 
 impl Scalar for Dual4 {
+    #[inline]
+    fn is_constant(&self) -> bool {
+        self.tangent().iter().all(|t| *t == 0.0)
+    }
     fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self {
         l.log_density_d4(y, f, p)
     }
@@ -184,6 +200,10 @@ impl Scalar for Dual4 {
 }
 
 impl Scalar for Dual8 {
+    #[inline]
+    fn is_constant(&self) -> bool {
+        self.tangent().iter().all(|t| *t == 0.0)
+    }
     fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self {
         l.log_density_d8(y, f, p)
     }

@@ -875,7 +875,12 @@ impl Density {
                     push_adjoints(&seeds, &d, i, t, &mut arg_adj, &mut y_adj);
                     v
                 }
-                2..=8 => {
+                2..=4 => {
+                    let (v, d) = point_dual::<4>(graph, dist, yi, &a, &opts, &seeds)?;
+                    push_adjoints(&seeds, &d, i, t, &mut arg_adj, &mut y_adj);
+                    v
+                }
+                5..=8 => {
                     let (v, d) = point_dual::<8>(graph, dist, yi, &a, &opts, &seeds)?;
                     push_adjoints(&seeds, &d, i, t, &mut arg_adj, &mut y_adj);
                     v
@@ -1021,12 +1026,14 @@ fn class_scores(scores: &Value<f64>, i: usize) -> Vec<f64> {
     }
 }
 
+use statrs::function::gamma::{digamma, ln_gamma};
+
 /// Whether [`closed_form`] covers `d` (with the derivative in the outcome
 /// when `outcome` is set: a param's prior).
 fn has_closed_form(d: Dist, outcome: bool) -> bool {
     match d {
         Dist::Normal => true,
-        Dist::BernoulliLogit => !outcome,
+        Dist::BernoulliLogit | Dist::PoissonLog | Dist::NegBinomial2Log => !outcome,
         _ => false,
     }
 }
@@ -1061,6 +1068,26 @@ fn closed_form(d: Dist, y: f64, a: &[f64]) -> (f64, [f64; 2], f64) {
                 -(f.max(0.0) + l)
             };
             (v, [y - sig, 0.0], 0.0)
+        }
+        Dist::PoissonLog => {
+            let e = a[0].exp();
+            (y * a[0] - e - ln_gamma(y + 1.0), [y - e, 0.0], 0.0)
+        }
+        Dist::NegBinomial2Log => {
+            // With μ = e^f and L = log(μ + φ): the value
+            // lgamma(y + φ) − lgamma(φ) − lgamma(y + 1) + φ(log φ − L) + y(f − L);
+            // d/df = y − (y + φ)p with p = μ/(μ + φ) = σ(f − log φ);
+            // d/dφ = ψ(y + φ) − ψ(φ) + log φ + 1 − L − (y + φ)/(μ + φ).
+            let (f, phi) = (a[0], a[1]);
+            let lphi = phi.ln();
+            let (big, small) = if f >= lphi { (f, lphi) } else { (lphi, f) };
+            let l = big + (small - big).exp().ln_1p();
+            let p = (f - l).exp();
+            let v = ln_gamma(y + phi) - ln_gamma(phi) - ln_gamma(y + 1.0)
+                + phi * (lphi - l)
+                + y * (f - l);
+            let dphi = digamma(y + phi) - digamma(phi) + lphi + 1.0 - l - (y + phi) * (-l).exp();
+            (v, [y - (y + phi) * p, dphi], 0.0)
         }
         _ => (f64::NAN, [0.0; 2], 0.0),
     }
@@ -1151,12 +1178,18 @@ mod tests {
     /// derivatives equal forward-mode autodiff of the generic densities.
     #[test]
     fn closed_forms_match_the_generic_densities() {
-        let cases: [(Dist, &[f64], &[f64]); 2] = [
+        let cases: [(Dist, &[f64], &[f64]); 4] = [
             (Dist::Normal, &[-1.3, 0.0, 2.5], &[-0.7, 0.4, 1.9]),
             (
                 Dist::BernoulliLogit,
                 &[0.0, 1.0],
                 &[-40.0, -2.5, 0.0, 0.3, 3.0, 40.0],
+            ),
+            (Dist::PoissonLog, &[0.0, 1.0, 7.0], &[-3.0, 0.2, 2.5]),
+            (
+                Dist::NegBinomial2Log,
+                &[0.0, 1.0, 7.0, 120.0],
+                &[-30.0, -2.5, 0.2, 2.5, 30.0],
             ),
         ];
         for (d, ys, points) in cases {
@@ -1164,6 +1197,8 @@ mod tests {
                 for &p in points {
                     let a: Vec<f64> = match d {
                         Dist::Normal => vec![p, 0.5 + p.abs()],
+                        // φ from 0.05 to 20: both sides of e^f.
+                        Dist::NegBinomial2Log => vec![p, 0.05 + 0.75 * p.abs()],
                         _ => vec![p],
                     };
                     let (v, da, dy) = closed_form(d, y, &a);

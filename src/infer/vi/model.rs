@@ -211,6 +211,7 @@ pub fn log_concave(d: Dist) -> bool {
             | Dist::BernoulliLogit
             | Dist::BernoulliProbit
             | Dist::PoissonLog
+            | Dist::NegBinomial2Log
             | Dist::CategoricalLogit
     )
 }
