@@ -357,6 +357,7 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
                 },
             )
             .ok()
+            .filter(|c| c.has("bins"))
             .map(|c| c.int("bins"))
             .filter(|&b| b > 0)
             .map(|b| b as usize);

@@ -507,13 +507,30 @@ impl EngineConfig {
         }
     }
 
+    /// The value of setting `key`. Engines read only settings of their own
+    /// schema: a key the schema lacks (a misspelling in the engine's code,
+    /// which would read as absent) fails in debug builds and tests.
+    fn get(&self, key: &str) -> Option<&SettingVal> {
+        debug_assert!(
+            schema(&self.name).is_none() || self.has(key),
+            "the `{}` engine reads `{key}`, which is not one of its settings",
+            self.name
+        );
+        self.values.get(key)
+    }
+
+    /// Whether this engine has a setting `key` (given or defaulted).
+    pub fn has(&self, key: &str) -> bool {
+        schema(&self.name).is_some_and(|s| s.settings.iter().any(|x| x.name == key))
+    }
+
     /// A boolean setting.
     pub fn bool(&self, key: &str) -> bool {
-        matches!(self.values.get(key), Some(SettingVal::Bool(true)))
+        matches!(self.get(key), Some(SettingVal::Bool(true)))
     }
     /// An integer setting (0 when absent).
     pub fn int(&self, key: &str) -> i64 {
-        match self.values.get(key) {
+        match self.get(key) {
             Some(SettingVal::Int(i)) => *i,
             Some(SettingVal::Real(r)) => *r as i64,
             _ => 0,
@@ -521,7 +538,7 @@ impl EngineConfig {
     }
     /// A real setting, if set.
     pub fn real_opt(&self, key: &str) -> Option<f64> {
-        match self.values.get(key) {
+        match self.get(key) {
             Some(SettingVal::Int(i)) => Some(*i as f64),
             Some(SettingVal::Real(r)) => Some(*r),
             _ => None,
@@ -533,7 +550,7 @@ impl EngineConfig {
     }
     /// A name setting.
     pub fn name_of(&self, key: &str) -> Option<&str> {
-        match self.values.get(key) {
+        match self.get(key) {
             Some(SettingVal::Name(n)) => Some(n),
             _ => None,
         }
