@@ -315,7 +315,7 @@ impl Dist {
             Dist::PoissonLog => y * args[0] - args[0].exp() - (y + F64(1.0)).lgamma(),
             Dist::NegBinomial2Log => {
                 let (f, phi) = (args[0], args[1]);
-                let lse = log_add_exp(f, phi.ln());
+                let lse = logsumexp(&[f, phi.ln()]);
                 (y + phi).lgamma() - phi.lgamma() - (y + F64(1.0)).lgamma()
                     + phi * (phi.ln() - lse)
                     + y * (f - lse)
@@ -361,15 +361,6 @@ impl Dist {
                 -(b - a).ln()
             }
         }
-    }
-}
-
-/// log(e^a + e^b), stable for any magnitudes.
-pub fn log_add_exp<T: Real>(a: T, b: T) -> T {
-    if a.to_constant() >= b.to_constant() {
-        a + (b - a).exp().log1p()
-    } else {
-        b + (a - b).exp().log1p()
     }
 }
 

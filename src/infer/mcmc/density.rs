@@ -23,12 +23,13 @@ use crate::ir::expr::TExpr;
 use crate::ir::graph::{DistCall, DistRef};
 use crate::ir::value::Value;
 use crate::limits::{self, Request};
-use crate::math::scalar::{CHUNK, Dual1};
+use crate::math::scalar::{CHUNK, Dual1, logsumexp};
 use crate::model::constraint::Bounds;
 use crate::model::dist::{Dist, categorical_logit};
 use crate::output::stan_csv::stan_names;
 use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::{DMatrix, DVector};
+use statrs::function::gamma::{digamma, ln_gamma};
 use std::sync::Arc;
 
 /// Where one param lives in x.
@@ -868,23 +869,19 @@ impl Density {
             }
             // One forward-mode pass gives the value and the derivatives in
             // every varying coordinate (the args that vary, then y).
+            // One pass with the narrowest dual that holds every seed.
+            macro_rules! pass {
+                ($n:literal) => {{
+                    let (v, d) = point_dual::<$n>(graph, dist, yi, &a, &opts, &seeds)?;
+                    push_adjoints(&seeds, &d, i, t, &mut arg_adj, &mut y_adj);
+                    v
+                }};
+            }
             let lp = match seeds.len() {
                 0 => point_log_density(graph, dist, yi, &a, &opts)?,
-                1 => {
-                    let (v, d) = point_dual::<1>(graph, dist, yi, &a, &opts, &seeds)?;
-                    push_adjoints(&seeds, &d, i, t, &mut arg_adj, &mut y_adj);
-                    v
-                }
-                2..=4 => {
-                    let (v, d) = point_dual::<4>(graph, dist, yi, &a, &opts, &seeds)?;
-                    push_adjoints(&seeds, &d, i, t, &mut arg_adj, &mut y_adj);
-                    v
-                }
-                5..=8 => {
-                    let (v, d) = point_dual::<8>(graph, dist, yi, &a, &opts, &seeds)?;
-                    push_adjoints(&seeds, &d, i, t, &mut arg_adj, &mut y_adj);
-                    v
-                }
+                1 => pass!(1),
+                2..=4 => pass!(4),
+                5..=8 => pass!(8),
                 _ => {
                     let mut d = Vec::with_capacity(seeds.len());
                     let mut v = 0.0;
@@ -1026,8 +1023,6 @@ fn class_scores(scores: &Value<f64>, i: usize) -> Vec<f64> {
     }
 }
 
-use statrs::function::gamma::{digamma, ln_gamma};
-
 /// Whether [`closed_form`] covers `d` (with the derivative in the outcome
 /// when `outcome` is set: a param's prior).
 fn has_closed_form(d: Dist, outcome: bool) -> bool {
@@ -1080,8 +1075,7 @@ fn closed_form(d: Dist, y: f64, a: &[f64]) -> (f64, [f64; 2], f64) {
             // d/dφ = ψ(y + φ) − ψ(φ) + log φ + 1 − L − (y + φ)/(μ + φ).
             let (f, phi) = (a[0], a[1]);
             let lphi = phi.ln();
-            let (big, small) = if f >= lphi { (f, lphi) } else { (lphi, f) };
-            let l = big + (small - big).exp().ln_1p();
+            let l = logsumexp(&[f, lphi]);
             let p = (f - l).exp();
             let v = ln_gamma(y + phi) - ln_gamma(phi) - ln_gamma(y + 1.0)
                 + phi * (lphi - l)
