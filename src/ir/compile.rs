@@ -25,14 +25,42 @@ enum Op {
     Sub,
     Mul,
     Div,
-    /// Other binary operators (comparisons, logic).
-    Bin(BinOp),
+    /// Comparisons and logic, on values (1 for true, 0 for false).
+    Test(Test),
     PowI(i32),
     Call1(Builtin),
     Pow,
     /// Jump to the address when the top (popped) is false.
     JumpIfFalse(usize),
     Jump(usize),
+}
+
+/// The comparison and logical operators.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Test {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+}
+
+impl Test {
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Test::Eq => a == b,
+            Test::Ne => a != b,
+            Test::Lt => a < b,
+            Test::Le => a <= b,
+            Test::Gt => a > b,
+            Test::Ge => a >= b,
+            Test::And => a != 0.0 && b != 0.0,
+            Test::Or => a != 0.0 || b != 0.0,
+        }
+    }
 }
 
 /// A compiled scalar function: lets, then the value.
@@ -62,7 +90,7 @@ fn stack_bound(ops: &[Op]) -> usize {
             | Op::Sub
             | Op::Mul
             | Op::Div
-            | Op::Bin(_)
+            | Op::Test(_)
             | Op::Pow
             | Op::JumpIfFalse(_) => depth = depth.saturating_sub(1),
             Op::Neg | Op::Not | Op::PowI(_) | Op::Call1(_) | Op::Jump(_) => {}
@@ -111,7 +139,15 @@ fn emit_inner(e: &TExpr, ops: &mut Vec<Op>) -> Option<()> {
                 BinOp::Sub => Op::Sub,
                 BinOp::Mul | BinOp::EwMul => Op::Mul,
                 BinOp::Div | BinOp::EwDiv => Op::Div,
-                _ => Op::Bin(*op),
+                BinOp::Pow => Op::Pow,
+                BinOp::Eq => Op::Test(Test::Eq),
+                BinOp::Ne => Op::Test(Test::Ne),
+                BinOp::Lt => Op::Test(Test::Lt),
+                BinOp::Le => Op::Test(Test::Le),
+                BinOp::Gt => Op::Test(Test::Gt),
+                BinOp::Ge => Op::Test(Test::Ge),
+                BinOp::And => Op::Test(Test::And),
+                BinOp::Or => Op::Test(Test::Or),
             });
         }
         TKind::Builtin(Builtin::Pi, _) => ops.push(Op::Const(std::f64::consts::PI)),
@@ -262,25 +298,10 @@ impl ScalarProgram {
                     let a = pop!();
                     push!(a / b);
                 }
-                Op::Bin(op) => {
+                Op::Test(op) => {
                     let b = pop!();
                     let a = pop!();
-                    let (av, bv) = (a.to_constant(), b.to_constant());
-                    push!(match op {
-                        BinOp::Add => a + b,
-                        BinOp::Sub => a - b,
-                        BinOp::Mul | BinOp::EwMul => a * b,
-                        BinOp::Div | BinOp::EwDiv => a / b,
-                        BinOp::Pow => a.powf(b),
-                        BinOp::Eq => truth(av == bv),
-                        BinOp::Ne => truth(av != bv),
-                        BinOp::Lt => truth(av < bv),
-                        BinOp::Le => truth(av <= bv),
-                        BinOp::Gt => truth(av > bv),
-                        BinOp::Ge => truth(av >= bv),
-                        BinOp::And => truth(av != 0.0 && bv != 0.0),
-                        BinOp::Or => truth(av != 0.0 || bv != 0.0),
-                    });
+                    push!(truth(op.holds(a.to_constant(), b.to_constant())));
                 }
                 Op::Call1(b) => {
                     let x = pop!();
