@@ -534,3 +534,46 @@ fn builtin_and_model_file_negative_binomials_agree() {
         "r",
     );
 }
+
+/// A hyper's prior is checked at binding (`tempest check --data` finds a
+/// shape error in it), and a hyper outside its prior's support at the start
+/// is an error at the prior, not a non-finite objective.
+#[test]
+fn hyper_priors_are_checked_before_running() {
+    let dir = out_dir("cli_hyper_prior_checks");
+    let data = dir.join("d.csv");
+    std::fs::write(&data, "x,y\n1,2\n2,3\n3,1\n").unwrap();
+    let model = dir.join("shape.tempest");
+    std::fs::write(
+        &model,
+        "data { n : int  x : vector[n]  y : vector[n] }\n\
+         hyper {\n  v : vector[2] = 0.3 ~ normal(x, 1)\n  s : positive = 1.0\n}\n\
+         model {\n  f ~ gp(0, rbf(1.0))\n  y ~ normal(f(x), s)\n}\n",
+    )
+    .unwrap();
+    let o = tempest(&[
+        "check",
+        model.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+    ]);
+    let err = assert_clean_failure(&o);
+    assert!(
+        err.contains("E-shape") && err.contains("shape.tempest:3:32"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string("examples/roaches.tempest")
+        .unwrap()
+        .replace("r : positive = 1.0", "r : positive = 1.0 ~ uniform(2, 3)");
+    let roaches = dir.join("roaches_support.tempest");
+    std::fs::write(&roaches, text).unwrap();
+    let o = tempest(&[
+        "run",
+        roaches.to_str().unwrap(),
+        "--data",
+        "examples/data/roaches.csv",
+    ]);
+    let err = assert_clean_failure(&o);
+    assert!(err.contains("the log prior of `r` is -inf"), "{err}");
+    assert!(err.contains("roaches_support.tempest:"), "{err}");
+}

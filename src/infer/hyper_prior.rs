@@ -65,6 +65,15 @@ fn total<T: Scalar>(bound: &Bound, layout: &HyperLayout, hypers: &[Value<T>]) ->
     Ok(sum)
 }
 
+/// log p(θ) alone (zero when no learned hyper has a prior); an error names
+/// a prior whose density is not finite at θ.
+pub fn log_prior_value(bound: &Bound, layout: &HyperLayout, theta: &[f64]) -> Result<f64, Error> {
+    if !has_priors(bound, layout) {
+        return Ok(0.0);
+    }
+    total(bound, layout, &layout.values::<f64>(bound, theta))
+}
+
 /// log p(θ) and its gradient with respect to θ (both zero when no learned
 /// hyper has a prior).
 pub fn log_prior(
@@ -76,8 +85,7 @@ pub fn log_prior(
     if !has_priors(bound, layout) {
         return Ok((0.0, grad));
     }
-    let hypers = layout.values::<f64>(bound, theta);
-    let value = total(bound, layout, &hypers)?;
+    let value = log_prior_value(bound, layout, theta)?;
     for start in (0..theta.len()).step_by(CHUNK) {
         let td = seed_chunk(theta, start);
         let hd = layout.values::<Dual8>(bound, &td);

@@ -1216,6 +1216,11 @@ fn dry_run(bound: &Bound) -> Result<()> {
         let y = &params[p.param];
         super::eval::dist_terms(&env, &p.dist, y, p.span)?;
     }
+    for (h, value) in g.hypers.iter().zip(&hypers) {
+        if let Some(p) = &h.prior {
+            super::eval::dist_terms(&env, p, value, p.span)?;
+        }
+    }
     for e in &g.estimates {
         env.eval(&e.expr)?;
     }

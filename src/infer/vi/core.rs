@@ -14,7 +14,7 @@ use super::posterior::{Prior, Whitened};
 use crate::error::Error;
 use crate::infer::engine::{Progress, Status};
 use crate::infer::gradients::{half_trace_w_dk_via, leaf_adjoints, seed_chunk};
-use crate::infer::hyper_prior::log_prior;
+use crate::infer::hyper_prior::{log_prior, log_prior_value};
 use crate::infer::settings::EngineConfig;
 use crate::math::optim::{Ascent, Rule as OptRule};
 use crate::math::scalar::{CHUNK, Dual8};
@@ -54,6 +54,9 @@ impl Core {
             seed,
         );
         let theta = model.layout.initial(&model.bound)?;
+        // A prior on a hyper that is not finite at the start is the
+        // model's error, reported where the prior is written.
+        log_prior_value(&model.bound, &model.layout, &theta)?;
         let hyper_opt = (model.layout.len > 0).then(|| {
             Ascent::new(
                 OptRule::Adam,
@@ -190,7 +193,7 @@ impl Core {
             let mut trial = opt_now.clone();
             trial.step(&mut self.theta, &g);
             if self.theta.iter().all(|v| v.is_finite())
-                && log_prior(&self.model.bound, &self.model.layout, &self.theta).is_ok()
+                && log_prior_value(&self.model.bound, &self.model.layout, &self.theta).is_ok()
                 && self.refresh().is_ok()
             {
                 self.hyper_opt = Some(trial);

@@ -6,7 +6,7 @@ use super::posterior::Whitened;
 use super::predict::{Predictions, TestMetrics, predict};
 use crate::error::{Error, ErrorKind};
 use crate::infer::fit::UNUSED_HYPER_PRIORS;
-use crate::infer::hyper_prior::{self, has_priors};
+use crate::infer::hyper_prior::{self, has_priors, log_prior_value};
 use crate::infer::hypers::{hypers_json, hypers_table};
 use crate::ir::bind::Bound;
 use crate::ir::value::Value;
@@ -43,7 +43,8 @@ pub struct VariationalFit {
 }
 
 impl VariationalFit {
-    /// Collect the result.
+    /// Collect the result (an error only if the hypers' log prior is not
+    /// finite, which the engines' steps never allow).
     pub fn new(
         engine: &'static str,
         core: Core,
@@ -51,15 +52,16 @@ impl VariationalFit {
         trace: Vec<f64>,
         steps: usize,
         reason: String,
-    ) -> VariationalFit {
+    ) -> Result<VariationalFit, Error> {
         let hypers = core
             .model
             .layout
             .values::<f64>(&core.model.bound, &core.theta);
         let (b, layout) = (&core.model.bound, &core.model.layout);
         let log_prior = has_priors(b, layout)
-            .then(|| hyper_prior::log_prior(b, layout, &core.theta).map_or(f64::NAN, |p| p.0));
-        VariationalFit {
+            .then(|| log_prior_value(b, layout, &core.theta))
+            .transpose()?;
+        Ok(VariationalFit {
             log_prior,
             engine,
             elbo: *trace.last().unwrap_or(&f64::NAN),
@@ -72,7 +74,7 @@ impl VariationalFit {
             hypers,
             predictions: None,
             test: None,
-        }
+        })
     }
 
     /// Predict at test data and keep the predictions and metrics.

@@ -317,6 +317,6 @@ impl Engine for GradientDescent {
             this.trace,
             this.step,
             reason,
-        ))))
+        )?)))
     }
 }

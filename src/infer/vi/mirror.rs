@@ -149,7 +149,7 @@ impl Engine for MirrorDescent {
             this.trace,
             this.step,
             reason,
-        );
+        )?;
         fit.rho_trace = this.rho_trace;
         Ok(Fit::Variational(Box::new(fit)))
     }
