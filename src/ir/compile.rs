@@ -26,41 +26,13 @@ enum Op {
     Mul,
     Div,
     /// Comparisons and logic, on values (1 for true, 0 for false).
-    Test(Test),
+    Test(BinOp),
     PowI(i32),
     Call1(Builtin),
     Pow,
     /// Jump to the address when the top (popped) is false.
     JumpIfFalse(usize),
     Jump(usize),
-}
-
-/// The comparison and logical operators.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Test {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    And,
-    Or,
-}
-
-impl Test {
-    fn holds(self, a: f64, b: f64) -> bool {
-        match self {
-            Test::Eq => a == b,
-            Test::Ne => a != b,
-            Test::Lt => a < b,
-            Test::Le => a <= b,
-            Test::Gt => a > b,
-            Test::Ge => a >= b,
-            Test::And => a != 0.0 && b != 0.0,
-            Test::Or => a != 0.0 || b != 0.0,
-        }
-    }
 }
 
 /// A compiled scalar function: lets, then the value.
@@ -140,14 +112,7 @@ fn emit_inner(e: &TExpr, ops: &mut Vec<Op>) -> Option<()> {
                 BinOp::Mul | BinOp::EwMul => Op::Mul,
                 BinOp::Div | BinOp::EwDiv => Op::Div,
                 BinOp::Pow => Op::Pow,
-                BinOp::Eq => Op::Test(Test::Eq),
-                BinOp::Ne => Op::Test(Test::Ne),
-                BinOp::Lt => Op::Test(Test::Lt),
-                BinOp::Le => Op::Test(Test::Le),
-                BinOp::Gt => Op::Test(Test::Gt),
-                BinOp::Ge => Op::Test(Test::Ge),
-                BinOp::And => Op::Test(Test::And),
-                BinOp::Or => Op::Test(Test::Or),
+                _ => Op::Test(*op),
             });
         }
         TKind::Builtin(Builtin::Pi, _) => ops.push(Op::Const(std::f64::consts::PI)),
@@ -301,7 +266,9 @@ impl ScalarProgram {
                 Op::Test(op) => {
                     let b = pop!();
                     let a = pop!();
-                    push!(truth(op.holds(a.to_constant(), b.to_constant())));
+                    push!(truth(
+                        op.holds(a.to_constant(), b.to_constant()) == Some(true)
+                    ));
                 }
                 Op::Call1(b) => {
                     let x = pop!();

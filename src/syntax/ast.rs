@@ -368,18 +368,32 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// The truth of a comparison or logical operator on numbers (non-zero
+    /// is true); `None` for the arithmetic operators. The one definition
+    /// every evaluator uses.
+    pub fn holds(self, a: f64, b: f64) -> Option<bool> {
+        Some(match self {
+            BinOp::Eq => a == b,
+            BinOp::Ne => a != b,
+            BinOp::Lt => a < b,
+            BinOp::Le => a <= b,
+            BinOp::Gt => a > b,
+            BinOp::Ge => a >= b,
+            BinOp::And => a != 0.0 && b != 0.0,
+            BinOp::Or => a != 0.0 || b != 0.0,
+            BinOp::Add
+            | BinOp::Sub
+            | BinOp::Mul
+            | BinOp::Div
+            | BinOp::EwMul
+            | BinOp::EwDiv
+            | BinOp::Pow => return None,
+        })
+    }
+
     /// Whether this is a comparison or a logical operator (`==`, `<`, `&&`, ...).
     pub fn is_comparison_or_logic(self) -> bool {
-        !matches!(
-            self,
-            BinOp::Add
-                | BinOp::Sub
-                | BinOp::Mul
-                | BinOp::Div
-                | BinOp::EwMul
-                | BinOp::EwDiv
-                | BinOp::Pow
-        )
+        self.holds(0.0, 0.0).is_some()
     }
 
     /// The operator as written.

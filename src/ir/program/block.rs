@@ -307,14 +307,7 @@ fn bin_block(op: BinOp, a: &[f64], b: &[f64], dst: &mut [f64]) {
                 u.powf(w)
             }
         }),
-        BinOp::Eq => (0..m).for_each(|e| dst[e] = truth(a[e] == b[e])),
-        BinOp::Ne => (0..m).for_each(|e| dst[e] = truth(a[e] != b[e])),
-        BinOp::Lt => (0..m).for_each(|e| dst[e] = truth(a[e] < b[e])),
-        BinOp::Le => (0..m).for_each(|e| dst[e] = truth(a[e] <= b[e])),
-        BinOp::Gt => (0..m).for_each(|e| dst[e] = truth(a[e] > b[e])),
-        BinOp::Ge => (0..m).for_each(|e| dst[e] = truth(a[e] >= b[e])),
-        BinOp::And => (0..m).for_each(|e| dst[e] = truth(a[e] != 0.0 && b[e] != 0.0)),
-        BinOp::Or => (0..m).for_each(|e| dst[e] = truth(a[e] != 0.0 || b[e] != 0.0)),
+        test => (0..m).for_each(|e| dst[e] = truth(test.holds(a[e], b[e]) == Some(true))),
     }
 }
 

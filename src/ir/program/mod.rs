@@ -287,14 +287,7 @@ impl KernelProgram {
                                 u.powf(w)
                             }
                         }
-                        BinOp::Eq => T::constant(truth(uv == wv)),
-                        BinOp::Ne => T::constant(truth(uv != wv)),
-                        BinOp::Lt => T::constant(truth(uv < wv)),
-                        BinOp::Le => T::constant(truth(uv <= wv)),
-                        BinOp::Gt => T::constant(truth(uv > wv)),
-                        BinOp::Ge => T::constant(truth(uv >= wv)),
-                        BinOp::And => T::constant(truth(uv != 0.0 && wv != 0.0)),
-                        BinOp::Or => T::constant(truth(uv != 0.0 || wv != 0.0)),
+                        test => T::constant(truth(test.holds(uv, wv) == Some(true))),
                     }
                 }
             };
