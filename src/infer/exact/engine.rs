@@ -63,8 +63,6 @@ pub struct ExactEngine {
     /// Finished runs, in order.
     runs: Vec<Run>,
     rng: StdRng,
-    /// What is maximised, in words.
-    what: &'static str,
 }
 
 impl ExactEngine {
@@ -72,13 +70,7 @@ impl ExactEngine {
     pub fn new(model: ExactModel, cfg: &EngineConfig) -> Result<ExactEngine, Error> {
         let theta0 = model.layout.initial(&model.bound)?;
         let learn = model.layout.len > 0;
-        let what = if has_priors(&model.bound, &model.layout) {
-            "log marginal likelihood + log prior"
-        } else {
-            "log marginal likelihood"
-        };
         Ok(ExactEngine {
-            what,
             model: Arc::new(model),
             autodiff: cfg.name_of("gradient") == Some("autodiff"),
             opt: None,
@@ -100,6 +92,15 @@ impl ExactEngine {
             runs: Vec::new(),
             rng: StdRng::seed_from_u64(cfg.int("seed").max(0) as u64),
         })
+    }
+
+    /// What is maximised, in words.
+    fn what(&self) -> &'static str {
+        if has_priors(&self.model.bound, &self.model.layout) {
+            "log marginal likelihood + log prior"
+        } else {
+            "log marginal likelihood"
+        }
     }
 
     /// A start for the next run: the initial values with a standard normal
@@ -261,7 +262,7 @@ impl Engine for ExactEngine {
                     ErrorKind::Numerical,
                     format!(
                         "the gradient of the {} is not finite at the initial hypers",
-                        self.what
+                        self.what()
                     ),
                 )
                 .with_note("give the hypers less extreme initial values"));
@@ -296,7 +297,7 @@ impl Engine for ExactEngine {
                 self.stalled_flat = true;
                 Status::Done(format!(
                     "the {} is flat to rounding along the search direction",
-                    self.what
+                    self.what()
                 ))
             }
             Outcome::NoProgress(why) => Status::Done(match &self.last_error {
@@ -313,7 +314,8 @@ impl Engine for ExactEngine {
                 self.stalled_flat = true;
                 Status::Done(format!(
                     "relative change of the {} below f_tol = {:.0e}",
-                    self.what, self.f_tol
+                    self.what(),
+                    self.f_tol
                 ))
             }
             Outcome::Improved if self.iter >= self.max_iters => {
@@ -332,7 +334,7 @@ impl Engine for ExactEngine {
             step: self.iter,
             total: Some(self.max_iters),
             objective: self.trace.last().copied(),
-            objective_name: self.what,
+            objective_name: self.what(),
             message: format!("|grad| = {:.3e}", self.last_grad_norm),
             lanes: vec![],
         }
