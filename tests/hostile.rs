@@ -355,7 +355,18 @@ fn ctrl_c_keeps_what_was_written_and_exits_130() {
         }
         let wait_draws = Instant::now();
         if !in_warmup {
-            while std::fs::read_to_string(&first).map_or(0, |t| t.lines().count()) < 60 {
+            // Every chain must be past warm-up (a stop while any chain is
+            // still warming up keeps no draws): wait for draw rows, not
+            // comment lines, in both chains' files.
+            let draw_rows = |chain: usize| {
+                let path = format!("{}_{chain}.csv", prefix.display());
+                std::fs::read_to_string(path).map_or(0, |t| {
+                    t.lines()
+                        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit() || c == '-'))
+                        .count()
+                })
+            };
+            while draw_rows(1) < 20 || draw_rows(2) < 20 {
                 assert!(wait_draws.elapsed() < LIMIT, "no draws were written");
                 std::thread::sleep(Duration::from_millis(20));
             }
