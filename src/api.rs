@@ -15,14 +15,12 @@
 use crate::data::Data;
 use crate::error::{Error, ErrorKind, Errors, Result};
 use crate::infer::engine::{Executor, Observer};
-use crate::infer::exact::{engine::ExactEngine, model::ExactModel};
 use crate::infer::fit::Fit;
-use crate::infer::mcmc::{density::Density, engine::McmcEngine};
-use crate::infer::settings::{self, ENGINES, EngineConfig};
-use crate::infer::vi::{gd::GradientDescent, gd::Param, mirror::MirrorDescent, model::ViModel};
+use crate::infer::registry::{self, BuildCx, TestData};
+use crate::infer::settings::EngineConfig;
+use crate::infer::sink::{DrawSinks, StanCsvSinks};
 use crate::ir::bind::{self, Bound, Overrides};
 use crate::ir::graph::Graph;
-use crate::ir::graph::{Family, GuideTarget};
 use crate::model::custom::Registry;
 use crate::semantic::Checked;
 use crate::syntax::ast::Program;
@@ -67,6 +65,9 @@ pub struct RunOptions {
     pub cancel: Option<Arc<AtomicBool>>,
     /// Samplers: stream each chain's draws to `PREFIX_<chain>.csv` (Stan CSV).
     pub csv: Option<std::path::PathBuf>,
+    /// Samplers: further sinks each chain's draws stream to, one opened per
+    /// chain ([`crate::infer::sink`]).
+    pub sinks: Vec<Arc<dyn DrawSinks>>,
     /// The model's name, recorded in output headers (the file's stem).
     pub model_name: Option<String>,
 }
@@ -76,8 +77,8 @@ pub struct RunOptions {
 pub fn engine_config(graph: &Graph, options: &RunOptions) -> Result<EngineConfig, Error> {
     let mut cfg = match (&options.engine, &graph.engine) {
         (Some(name), existing) => {
-            let schema = settings::schema(name).ok_or_else(|| {
-                let names: Vec<&str> = ENGINES.iter().map(|e| e.name).collect();
+            let schema = registry::schema(name).ok_or_else(|| {
+                let names = registry::names(false);
                 Error::new(
                     ErrorKind::Settings,
                     format!(
@@ -117,96 +118,56 @@ pub fn engine_config(graph: &Graph, options: &RunOptions) -> Result<EngineConfig
 }
 
 /// Run the engine on a bound model, then predict at the test data if given.
-pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Fit> {
+///
+/// The engine is found in [`crate::infer::registry::ENGINES`]; what it does
+/// not accept (test data, draw sinks) is refused before anything runs.
+pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Box<dyn Fit>> {
     let cfg = engine_config(&bound.graph, &options)?;
-    let schema =
-        settings::schema(&cfg.name).ok_or_else(|| Error::internal("engine without schema"))?;
-    if !schema.implemented {
-        let have: Vec<&str> = ENGINES
-            .iter()
-            .filter(|e| e.implemented)
-            .map(|e| e.name)
-            .collect();
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            format!(
-                "the `{}` engine ({}) is not available in this version of tempest",
-                cfg.name, schema.doc
-            ),
-        )
-        .with_span(cfg.span)
-        .with_label("engine not available")
-        .with_note(format!("available engines: {}", have.join(", ")))
-        .into());
-    }
-    let sampler = matches!(cfg.name.as_str(), "nuts" | "hmc" | "mala");
-    if options.test.is_some() && cfg.name == "evidence" {
-        return Err(Error::new(
+    let def =
+        registry::find(&cfg.name).ok_or_else(|| Error::internal("engine without definition"))?;
+    let accepts = def.accepts();
+    if options.test.is_some()
+        && let TestData::Refused(why, note) = accepts.test
+    {
+        let mut e = Error::new(
             ErrorKind::Settings,
-            "--test: the `evidence` engine estimates the model evidence and makes no predictions",
-        )
-        .into());
+            format!("--test: {}", why.replace("{engine}", &cfg.name)),
+        );
+        if let Some(n) = note {
+            e = e.with_note(n);
+        }
+        return Err(e.into());
     }
-    if options.csv.is_some() && !sampler {
-        return Err(Error::new(
-            ErrorKind::Settings,
-            format!(
-                "--csv: the `{}` engine has no draws to write; it is for `nuts`, `hmc` and `mala`",
-                cfg.name
-            ),
-        )
-        .into());
+    let mut cx = BuildCx {
+        sinks: std::mem::take(&mut options.sinks),
+        model_name: options.model_name.clone().unwrap_or_else(|| "model".into()),
+    };
+    if let Some(prefix) = &options.csv {
+        cx.sinks.push(Arc::new(StanCsvSinks {
+            prefix: prefix.clone(),
+        }));
     }
-    if options.test.is_some() && sampler {
+    if !cx.sinks.is_empty() && !accepts.draw_sinks {
+        let what = if options.csv.is_some() {
+            "--csv"
+        } else {
+            "draw sinks"
+        };
         return Err(Error::new(
             ErrorKind::Settings,
             format!(
-                "--test: predictions from the `{}` engine's draws are not available in this version",
-                cfg.name
+                "{what}: the `{}` engine has no draws to write; it is for {}",
+                cfg.name,
+                registry::draw_engines()
             ),
         )
-        .with_note("use the `estimate` block for posterior expectations")
         .into());
     }
     let test = match &options.test {
         Some(d) => Some(bind::bind_test(bound, d)?),
         None => None,
     };
-    let shared = Arc::new(bound.clone());
-    let engine: Box<dyn crate::infer::engine::Engine> = match cfg.name.as_str() {
-        "exact" => Box::new(ExactEngine::new(ExactModel::new(shared, &cfg)?, &cfg)?),
-        "mirror_descent" => {
-            check_family(bound, &cfg.name)?;
-            Box::new(MirrorDescent::new(
-                ViModel::new(shared, &cfg, "mirror_descent")?,
-                &cfg,
-            )?)
-        }
-        "gradient_descent" => {
-            let param = check_family(bound, &cfg.name)?;
-            Box::new(GradientDescent::new(
-                ViModel::new(shared, &cfg, "gradient_descent")?,
-                &cfg,
-                param,
-            )?)
-        }
-        "evidence" => Box::new(crate::infer::evidence::engine::EvidenceEngine::new(
-            Density::new(shared)?,
-            &cfg,
-        )?),
-        "nuts" | "hmc" | "mala" => Box::new(McmcEngine::new(
-            Density::new(shared)?,
-            &cfg,
-            options.csv.clone(),
-            options.model_name.as_deref().unwrap_or("model"),
-        )?),
-        other => {
-            return Err(Error::internal(format!(
-                "engine `{other}` is marked available but has no runner"
-            ))
-            .into());
-        }
-    };
+    let engine = def.build(Arc::new(bound.clone()), &cfg, &cx)?;
     let mut exec = Executor::new();
     for o in std::mem::take(&mut options.observers) {
         exec = exec.observe(o);
@@ -216,47 +177,9 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Fit> {
     }
     let mut fit = exec.run(engine)?;
     if let Some(t) = &test {
-        match &mut fit {
-            Fit::Exact(f) => f.attach_test(t)?,
-            Fit::Variational(f) => f.attach_test(t, cfg.int("bins").max(1) as usize)?,
-            Fit::Mcmc(_) | Fit::Evidence(_) => {
-                return Err(Error::internal("test data reached a sampler").into());
-            }
-        }
+        fit.attach_test(t, &cfg)?;
     }
     Ok(fit)
-}
-
-/// The variational family the model's guide asks for, checked against the
-/// engine: mirror descent updates `sites`; gradient descent takes
-/// `full_rank` (the default) or `mean_field`. When the engine replaces the
-/// model's own (`--engine`), the guide is ignored and the default is used.
-fn check_family(bound: &Bound, engine: &str) -> Result<Param, Error> {
-    let g = &bound.graph;
-    // An engine chosen with `--engine` over the model's own ignores a guide
-    // written for the model's engine and uses its default family.
-    if g.engine.as_ref().is_some_and(|e| e.name != engine) {
-        return Ok(Param::FullRank);
-    }
-    let latent = crate::infer::structure::latent_observation(bound, engine)?;
-    for guide in &g.guides {
-        if guide.target != GuideTarget::Gp(latent.gp) {
-            continue;
-        }
-        let ok = match (engine, &guide.family) {
-            ("mirror_descent", Family::Sites) => Some(Param::FullRank),
-            ("gradient_descent", Family::FullRank) => Some(Param::FullRank),
-            ("gradient_descent", Family::MeanField) => Some(Param::MeanField),
-            _ => None,
-        };
-        return ok.ok_or_else(|| {
-            let want = if engine == "mirror_descent" { "`sites`" } else { "`full_rank` or `mean_field`" };
-            Error::at(ErrorKind::Unsupported, guide.span, format!("the `{engine}` engine works with the family {want}"))
-                .with_label("this family")
-                .with_note("mirror_descent updates `sites`; gradient_descent fits `full_rank` or `mean_field`; `inducing` is for `svi`")
-        });
-    }
-    Ok(Param::FullRank)
 }
 
 /// A model's source and graph together, so errors can be rendered against

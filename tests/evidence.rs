@@ -9,7 +9,6 @@ use common::*;
 use nalgebra::{DMatrix, DVector};
 use tempest::infer::evidence::engine::ladder;
 use tempest::infer::evidence::fit::{EvidenceFit, integrate};
-use tempest::infer::fit::Fit;
 use tempest::{Bound, RunOptions};
 
 const MODEL: &str = r#"
@@ -61,10 +60,10 @@ fn run(b: &Bound, seed: u64, cv: &str, draws: usize) -> Box<EvidenceFit> {
         seed: Some(seed),
         ..Default::default()
     };
-    match tempest::run(b, options).unwrap_or_else(|e| panic!("{e:?}")) {
-        Fit::Evidence(f) => f,
-        _ => panic!("not an evidence fit"),
-    }
+    tempest::run(b, options)
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .downcast::<EvidenceFit>()
+        .expect("not an evidence fit")
 }
 
 #[test]

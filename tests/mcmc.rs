@@ -24,10 +24,10 @@ fn sample(b: &Bound, engine: &str, settings: &[(&str, &str)]) -> Box<McmcFit> {
             .collect(),
         ..Default::default()
     };
-    match tempest::run(b, options).unwrap_or_else(|e| panic!("{e:?}")) {
-        Fit::Mcmc(f) => f,
-        _ => panic!("not a sampler fit"),
-    }
+    tempest::run(b, options)
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .downcast::<McmcFit>()
+        .expect("not a sampler fit")
 }
 
 fn column(f: &McmcFit, name: &str) -> usize {
@@ -244,7 +244,7 @@ param {
         "{:?}",
         f.warnings
     );
-    let fit = Fit::Mcmc(f);
+    let fit: Box<dyn Fit> = f;
     assert!(fit.summary().contains("divergences"));
     let j = fit.to_json();
     assert!(j["divergences"].as_u64().unwrap() > 0);
@@ -426,9 +426,10 @@ model { y ~ bernoulli_logit(alpha + X * beta * s) }
         model_name: Some("roundtrip".into()),
         ..Default::default()
     };
-    let Fit::Mcmc(f) = tempest::run(&b, options).unwrap() else {
-        panic!("not a sampler fit")
-    };
+    let f = tempest::run(&b, options)
+        .unwrap()
+        .downcast::<McmcFit>()
+        .expect("not a sampler fit");
     let mut want: Vec<String> = SAMPLER_COLUMNS.iter().map(|s| s.to_string()).collect();
     want.extend(["alpha", "beta.1", "beta.2", "s"].map(String::from));
     assert_eq!(
@@ -484,4 +485,104 @@ model { y ~ bernoulli_logit(alpha + X * beta * s) }
         std::fs::write(&cut, &text[..end]).unwrap();
         assert_eq!(read_stan_csv(&cut).unwrap().draws.len(), 149);
     }
+}
+
+/// What a [`Collect`] sink was sent for one chain: calls of `adapted`, the
+/// draws' values, whether it finished, the column names.
+type Received = (usize, Vec<Vec<f64>>, bool, Vec<String>);
+
+/// A sink that keeps what it is sent, per chain.
+#[derive(Clone, Default)]
+struct Collect {
+    chains: Arc<std::sync::Mutex<Vec<Received>>>,
+}
+
+struct CollectChain {
+    owner: Collect,
+    chain: usize,
+}
+
+impl tempest::infer::sink::DrawSinks for Collect {
+    fn open(
+        &self,
+        run: &tempest::infer::sink::ChainRun,
+    ) -> Result<Box<dyn tempest::infer::sink::DrawSink>, tempest::Error> {
+        let id = run.header.chain_id;
+        let mut chains = self.chains.lock().unwrap();
+        if chains.len() < id {
+            chains.resize_with(id, Default::default);
+        }
+        chains[id - 1].3 = run.columns.clone();
+        Ok(Box::new(CollectChain {
+            owner: self.clone(),
+            chain: id - 1,
+        }))
+    }
+}
+
+impl tempest::infer::sink::DrawSink for CollectChain {
+    fn adapted(&mut self, _step: f64, _metric: &[f64]) -> Result<(), tempest::Error> {
+        self.owner.chains.lock().unwrap()[self.chain].0 += 1;
+        Ok(())
+    }
+    fn draw(
+        &mut self,
+        _stats: &tempest::output::stan_csv::SamplerStats,
+        values: &[f64],
+    ) -> Result<(), tempest::Error> {
+        self.owner.chains.lock().unwrap()[self.chain]
+            .1
+            .push(values.to_vec());
+        Ok(())
+    }
+    fn finish(self: Box<Self>, _warmup: f64, _sampling: f64) -> Result<(), tempest::Error> {
+        self.owner.chains.lock().unwrap()[self.chain].2 = true;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_program_s_own_draw_sink_sees_every_kept_draw() {
+    let m = model(
+        r#"
+data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=1>[n] }
+param { alpha : real ~ normal(0, 1)  beta : vector[2] ~ normal(0, 1) }
+model { y ~ bernoulli_logit(alpha + X * beta) }
+"#,
+    );
+    let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 49))));
+    let sink = Collect::default();
+    let options = RunOptions {
+        engine: Some("mala".into()),
+        settings: vec![
+            ("chains".into(), "2".into()),
+            ("draws".into(), "40".into()),
+            ("warmup".into(), "30".into()),
+        ],
+        sinks: vec![Arc::new(sink.clone())],
+        ..Default::default()
+    };
+    let f = tempest::run(&b, options)
+        .unwrap()
+        .downcast::<McmcFit>()
+        .expect("not a sampler fit");
+    let chains = sink.chains.lock().unwrap();
+    assert_eq!(chains.len(), 2);
+    for (c, (adapted, values, finished, columns)) in chains.iter().enumerate() {
+        assert_eq!(*adapted, 1, "chain {c}");
+        assert!(*finished, "chain {c}");
+        assert_eq!(columns, &f.names);
+        assert_eq!(values, &f.values[c], "chain {c}");
+    }
+    // An engine without draws refuses a sink before it runs.
+    let options = RunOptions {
+        engine: Some("exact".into()),
+        sinks: vec![Arc::new(sink.clone())],
+        ..Default::default()
+    };
+    let err = tempest::run(&b, options)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("has no draws to write"), "{err}");
 }

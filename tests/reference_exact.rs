@@ -3,7 +3,8 @@
 
 mod common;
 use common::*;
-use tempest::{Fit, RunOptions};
+use tempest::RunOptions;
+use tempest::infer::exact::fit::ExactFit;
 
 const MODEL: &str = r#"
 data {
@@ -44,9 +45,7 @@ fn check_case(case: &serde_json::Value, lengthscale: f64) {
         },
     )
     .unwrap();
-    let Fit::Exact(f) = fit else {
-        panic!("not an exact fit")
-    };
+    let f = fit.downcast::<ExactFit>().expect("not an exact fit");
     let model = &f.model;
     let theta0 = model.layout.initial(&bound).unwrap();
     let (state, grad) = model.lml_grad(&theta0).unwrap();
@@ -127,9 +126,7 @@ fn learning_hypers_reaches_a_stationary_point() {
         },
     )
     .unwrap();
-    let Fit::Exact(f) = fit else {
-        panic!("not an exact fit")
-    };
+    let f = fit.downcast::<ExactFit>().expect("not an exact fit");
     let start = f.trace[0];
     assert_rel(start, -548.0784357421873, 1e-9, "starting lml");
     assert!(

@@ -7,9 +7,10 @@ mod common;
 use common::*;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
+use tempest::infer::vi::fit::VariationalFit;
 use tempest::infer::vi::{core::Core, expect, model::ViModel};
 use tempest::model::family::Gaussian;
-use tempest::{Bound, Fit, Overrides, RunOptions};
+use tempest::{Bound, Overrides, RunOptions};
 
 const BREAST: &str = r#"
 data {
@@ -43,10 +44,10 @@ fn run(
             .collect(),
         ..Default::default()
     };
-    match tempest::run(b, options).unwrap_or_else(|e| panic!("{e}")) {
-        Fit::Variational(f) => f,
-        _ => panic!("not a variational fit"),
-    }
+    tempest::run(b, options)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .downcast::<VariationalFit>()
+        .expect("not a variational fit")
 }
 
 fn steps_to(trace: &[f64], opt: f64, rel: f64) -> Option<usize> {
@@ -142,10 +143,10 @@ fn fit_with_test(b: &Bound, test: &tempest::Data) -> Box<tempest::infer::vi::fit
         test: Some(test.clone()),
         ..Default::default()
     };
-    match tempest::run(b, options).unwrap() {
-        Fit::Variational(f) => f,
-        _ => panic!("not variational"),
-    }
+    tempest::run(b, options)
+        .unwrap()
+        .downcast::<VariationalFit>()
+        .expect("not variational")
 }
 
 #[test]

@@ -7,13 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tempest::command::{self, Failure};
 use tempest::error::{Error, ErrorKind, Errors};
-use tempest::infer::mcmc::fit::McmcFit;
-use tempest::infer::vi::fit::VariationalFit;
-use tempest::output::plot::{RegressionPlot, regression_1d, reliability_diagram, traces};
-use tempest::output::plot_mcmc::{ChainSeries, trace_density};
+use tempest::output::plot::traces;
 use tempest::output::progress::BarProgress;
 use tempest::syntax::diagnostics::{SourceFile, render};
-use tempest::{Fit, Registry, RunOptions};
+use tempest::{Registry, RunOptions};
 
 /// tempest: Gaussian-process models from model files.
 #[derive(Parser)]
@@ -347,20 +344,6 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             };
             let (overrides, settings) = command::split_sets(&graph, &set)?;
             let bound = tempest::bind(graph, &train, &overrides).map_err(sourced)?;
-            // The number of confidence bins, for the reliability diagram.
-            let n_bins = tempest::engine_config(
-                &bound.graph,
-                &RunOptions {
-                    engine: engine.clone(),
-                    settings: settings.clone(),
-                    ..Default::default()
-                },
-            )
-            .ok()
-            .filter(|c| c.has("bins"))
-            .map(|c| c.int("bins"))
-            .filter(|&b| b > 0)
-            .map(|b| b as usize);
             // Ctrl-C stops the run at the end of the current step and keeps
             // the result so far (every draw already streamed stays on disk).
             let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -409,19 +392,7 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
                 write_json(path, &j)?;
             }
             if let Some(path) = &plot {
-                match (fit.as_variational(), fit.as_mcmc(), fit.as_evidence()) {
-                    (Some(v), _, _) => draw_variational(v, n_bins, path)?,
-                    (_, Some(m), _) => draw_mcmc(m, path)?,
-                    (_, _, Some(ev)) => tempest::output::plot_evidence::rung_means(
-                        path,
-                        ev,
-                        &format!(
-                            "thermodynamic integration: log evidence {:.4} ± {:.4}",
-                            ev.log_evidence, ev.mcse
-                        ),
-                    )?,
-                    _ => draw(&fit, path)?,
-                }
+                fit.plot(path)?;
                 out(&format!("plot written to {}\n", path.display()))?;
             }
             if was_cancelled() {
@@ -429,83 +400,6 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             }
             Ok(())
         }
-    }
-}
-
-/// A variational fit's plot: the reliability diagram when there are
-/// classification test metrics, else the ELBO trace.
-fn draw_variational(f: &VariationalFit, n_bins: Option<usize>, path: &Path) -> Result<(), Failure> {
-    let what = engine_words(f.engine);
-    if let Some(t) = &f.test
-        && let (Some(ece), Some(mce)) = (t.ece, t.mce)
-        && !t.bins.is_empty()
-    {
-        let n: usize = t.bins.iter().map(|b| b.count).sum();
-        let title = format!("{what}: reliability diagram on the test data ({n} points)");
-        reliability_diagram(path, &t.bins, n_bins, ece, mce, &title)?;
-    } else {
-        let title = format!(
-            "{what}: ELBO by step (final {:.4}, {} step{})",
-            f.elbo,
-            f.steps,
-            if f.steps == 1 { "" } else { "s" }
-        );
-        traces(
-            path,
-            &[(f.engine.to_string(), f.trace.clone())],
-            &title,
-            "ELBO",
-            false,
-        )?;
-    }
-    Ok(())
-}
-
-/// The most variables a sampler's plot shows.
-const PLOT_VARS: usize = 8;
-
-/// A sampler's plot: trace and density of the first params (at most
-/// [`PLOT_VARS`]) per chain.
-fn draw_mcmc(f: &McmcFit, path: &Path) -> Result<(), Failure> {
-    let shown = f
-        .density
-        .param_columns()
-        .clamp(1, PLOT_VARS)
-        .min(f.names.len());
-    if shown == 0 {
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            "--plot: the model has nothing sampled to plot",
-        )
-        .into());
-    }
-    let vars: Vec<ChainSeries> = (0..shown)
-        .map(|k| ChainSeries {
-            name: f.names[k].clone(),
-            chains: f.column(k),
-        })
-        .collect();
-    let total = f.density.param_columns();
-    let more = if total > shown {
-        format!(" (first {shown} of {total} params)")
-    } else {
-        String::new()
-    };
-    let title = format!(
-        "{}: {} chains × {} draws{more}",
-        f.engine,
-        f.draws.len(),
-        f.draws.first().map_or(0, Vec::len)
-    );
-    trace_density(path, &vars, &title)?;
-    Ok(())
-}
-
-fn engine_words(engine: &str) -> &str {
-    match engine {
-        "mirror_descent" => "mirror-descent VI",
-        "gradient_descent" => "gradient-descent VI",
-        other => other,
     }
 }
 
@@ -580,92 +474,5 @@ fn write_json(path: &Path, j: &serde_json::Value) -> Result<(), Failure> {
             format!("cannot write `{}`: {e}", path.display()),
         )
     })?;
-    Ok(())
-}
-
-fn draw(fit: &Fit, path: &Path) -> Result<(), Failure> {
-    let Some(f) = fit.as_exact() else {
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            format!("--plot is not available for the `{}` engine", fit.engine()),
-        )
-        .into());
-    };
-    let x = &f.model.inputs;
-    if x.dim() != 1 {
-        return Err(Error::new(
-            ErrorKind::Settings,
-            format!(
-                "--plot draws fits with 1-D inputs; this model's inputs have {} columns",
-                x.dim()
-            ),
-        )
-        .into());
-    }
-    let xs: Vec<f64> = (0..x.len()).map(|i| x.row(i)[0]).collect();
-    // The plotted inputs span the training and the test inputs (with or
-    // without outcomes), so a forecast is drawn; the grid is fine enough
-    // for a seasonal term over several decades.
-    let test_xs: Vec<f64> = f
-        .test_inputs
-        .as_ref()
-        .map(|tx| (0..tx.len()).map(|i| tx.row(i)[0]).collect())
-        .unwrap_or_default();
-    let (lo, hi) = xs
-        .iter()
-        .chain(&test_xs)
-        .filter(|v| v.is_finite())
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
-    let pad = 0.05 * (hi - lo).max(1e-9);
-    const GRID: usize = 1000;
-    let grid: Vec<f64> = (0..GRID)
-        .map(|i| lo - pad + (hi - lo + 2.0 * pad) * i as f64 / (GRID - 1) as f64)
-        .collect();
-    let gi = tempest::model::kernel::Inputs::from_rows(
-        &grid.iter().map(|&g| vec![g]).collect::<Vec<_>>(),
-    );
-    let p = f.predict_inputs(&gi).map_err(|e| {
-        Error::new(
-            ErrorKind::Unsupported,
-            format!(
-                "--plot needs the offset and noise to be the same at every point: {}",
-                e.message
-            ),
-        )
-    })?;
-    let ys: Vec<f64> = f.model.y.iter().copied().collect();
-    let test_pts: Option<(Vec<f64>, Vec<f64>)> = f
-        .predictions
-        .as_ref()
-        .and_then(|pr| pr.y.clone())
-        .and_then(|ty| {
-            let tx = f.test_inputs.as_ref()?;
-            Some(((0..tx.len()).map(|i| tx.row(i)[0]).collect(), ty))
-        });
-    let obs = &f.model.bound.graph.observations[f.model.obs];
-    let yname = f.model.bound.graph.data[obs.data].name.clone();
-    let xname = tempest::ir::print::expr_in(
-        &f.model.bound.graph.sites[f.model.site].input,
-        &f.model.bound.graph,
-    )
-    .replace("data:", "");
-    let title = format!(
-        "exact GP regression: log marginal likelihood {:.3}",
-        f.log_marginal_likelihood
-    );
-    regression_1d(
-        path,
-        &RegressionPlot {
-            title: &title,
-            train: (&xs, &ys),
-            test: test_pts.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice())),
-            grid: &grid,
-            mean: &p.mean,
-            var: &p.var_y,
-            labels: (&xname, &yname),
-        },
-    )?;
     Ok(())
 }

@@ -53,7 +53,7 @@ pub trait Engine {
     /// The progress so far.
     fn progress(&self) -> Progress;
     /// The result (after `Done`, or early when cancelled).
-    fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error>;
+    fn finish(self: Box<Self>, reason: String) -> Result<Box<dyn Fit>, Error>;
 }
 
 /// Watches an engine run.
@@ -94,7 +94,7 @@ impl Executor {
     }
 
     /// Run the engine until it is done, cancelled or out of steps.
-    pub fn run(mut self, mut engine: Box<dyn Engine>) -> Result<Fit, Error> {
+    pub fn run(mut self, mut engine: Box<dyn Engine>) -> Result<Box<dyn Fit>, Error> {
         let mut steps = 0usize;
         let reason = loop {
             if self

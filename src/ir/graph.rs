@@ -202,6 +202,19 @@ pub enum Family {
     },
 }
 
+impl Family {
+    /// The family's name in the language (`sites`, `full_rank`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Family::Sites => "sites",
+            Family::MeanField => "mean_field",
+            Family::FullRank => "full_rank",
+            Family::Inducing { .. } => "inducing",
+            Family::Gaussian { .. } => "gaussian",
+        }
+    }
+}
+
 /// A guide entry.
 #[derive(Clone)]
 pub struct GuideNode {

@@ -121,14 +121,16 @@ impl EvidenceEngine {
         let mut cfg = self.sampler.clone();
         // Rung i's chains are seeded from seed + i.
         cfg.set("seed", &(self.seed + self.rung as u64).to_string())?;
-        Ok(McmcEngine::with_init(
+        // The sampler comes from the registry (the setting's schema admits
+        // only samplers).
+        let sampler = crate::infer::registry::find(&cfg.name)
+            .and_then(|d| d.as_sampler())
+            .ok_or_else(|| Error::internal(format!("evidence: `{}` is not a sampler", cfg.name)))?;
+        sampler.build_sampler(
             self.density.clone().with_power(t),
             &cfg,
-            None,
-            "evidence",
             self.positions.as_deref(),
-        )?
-        .without_values())
+        )
     }
 }
 
@@ -193,7 +195,7 @@ impl Engine for EvidenceEngine {
         }
     }
 
-    fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
+    fn finish(self: Box<Self>, reason: String) -> Result<Box<dyn Fit>, Error> {
         if self.done.len() < self.ladder.len() {
             let kind = if reason == "cancelled" {
                 ErrorKind::Interrupted
@@ -217,6 +219,6 @@ impl Engine for EvidenceEngine {
                     .into(),
             );
         }
-        Ok(Fit::Evidence(Box::new(fit)))
+        Ok(Box::new(fit))
     }
 }

@@ -247,9 +247,19 @@ impl EvidenceFit {
             notes: Vec::new(),
         })
     }
+}
+
+impl crate::infer::fit::Fit for EvidenceFit {
+    fn engine(&self) -> &'static str {
+        "evidence"
+    }
+
+    fn plot(&self, path: &std::path::Path) -> Result<(), crate::error::Error> {
+        crate::output::figures::evidence(self, path)
+    }
 
     /// Machine-readable results.
-    pub fn to_json(&self) -> serde_json::Value {
+    fn to_json(&self) -> serde_json::Value {
         json!({
             "engine": "evidence",
             "log_evidence": self.log_evidence,
@@ -268,7 +278,7 @@ impl EvidenceFit {
     }
 
     /// The summary: the log evidence and the per-rung table.
-    pub fn summary(&self) -> String {
+    fn summary(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(
             s,

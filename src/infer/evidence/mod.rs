@@ -2,5 +2,6 @@
 //! optional control variates for each rung's mean and variance of the log
 //! likelihood.
 
+pub mod def;
 pub mod engine;
 pub mod fit;

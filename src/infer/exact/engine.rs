@@ -12,11 +12,12 @@
 //! trial points, and every line search is bounded, so a run always ends
 //! with a reason.
 
+use super::fit::ExactFit;
 use super::model::ExactModel;
 use super::objective::LmlState;
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
-use crate::infer::fit::{ExactFit, Fit};
+use crate::infer::fit::Fit;
 use crate::infer::hyper_prior::{has_priors, log_prior};
 use crate::infer::settings::EngineConfig;
 use crate::math::lbfgs::{Lbfgs, Outcome};
@@ -340,7 +341,7 @@ impl Engine for ExactEngine {
         }
     }
 
-    fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
+    fn finish(self: Box<Self>, reason: String) -> Result<Box<dyn Fit>, Error> {
         let mut this = *self;
         // A run cut short (cancelled) counts as a finished one.
         this.close_run(&reason);
@@ -395,6 +396,6 @@ impl Engine for ExactEngine {
             fit.best_start = run.map_or(0, |(i, _)| i);
         }
         fit.run_aways = super::diagnose::run_aways(&fit.model, &this.theta0, &fit.theta);
-        Ok(Fit::Exact(Box::new(fit)))
+        Ok(Box::new(fit))
     }
 }

@@ -1,8 +1,10 @@
 //! Exact GP regression: log marginal likelihood, its gradient, predictions,
 //! and type-II maximum likelihood of the hypers by L-BFGS.
 
+pub mod def;
 pub mod diagnose;
 pub mod engine;
+pub mod fit;
 pub mod model;
 pub mod objective;
 pub mod predict;

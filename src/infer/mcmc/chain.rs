@@ -28,6 +28,17 @@ pub enum Method {
     Mala,
 }
 
+impl Method {
+    /// The engine's name: `nuts`, `hmc` or `mala`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Method::Nuts { .. } => "nuts",
+            Method::Hmc { .. } => "hmc",
+            Method::Mala => "mala",
+        }
+    }
+}
+
 /// How a chain runs.
 #[derive(Clone, Copy, Debug)]
 pub struct ChainConfig {

@@ -1,6 +1,7 @@
 //! The sampling engines (`nuts`, `hmc`, `mala`) under the executor: each
 //! step advances every chain by one iteration, chains in parallel (rayon),
-//! and streams kept draws to a Stan CSV file per chain when asked.
+//! and streams kept draws to the run's draw sinks (e.g. a Stan CSV file per
+//! chain) as they are made.
 
 use super::chain::{Chain, ChainConfig, Draw, Method};
 use super::density::Density;
@@ -10,9 +11,9 @@ use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Lane, Progress, Status};
 use crate::infer::fit::Fit;
 use crate::infer::settings::EngineConfig;
-use crate::output::stan_csv::{SamplerStats, StanCsvHeader, StanCsvWriter};
+use crate::infer::sink::{ChainRun, DrawSink, DrawSinks};
+use crate::output::stan_csv::{SamplerStats, StanCsvHeader};
 use rayon::prelude::*;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -38,7 +39,8 @@ pub struct McmcEngine {
     /// Whether to keep `values` (off for runs whose draws only feed
     /// another engine).
     keep_values: bool,
-    writers: Vec<Option<StanCsvWriter>>,
+    /// Each chain's draw sinks [chains][sinks].
+    writers: Vec<Vec<Box<dyn DrawSink>>>,
     cfg: ChainConfig,
     started: Instant,
     sampling_started: Option<Instant>,
@@ -51,15 +53,16 @@ pub struct McmcEngine {
 const SLICE: std::time::Duration = std::time::Duration::from_millis(25);
 
 impl McmcEngine {
-    /// Start `chains` chains; with `csv`, stream each chain's draws to
-    /// `PREFIX_<chain>.csv`.
+    /// Start `chains` chains of `method`; each chain's draws stream to a
+    /// sink opened from every one of `sinks`.
     pub fn new(
         density: Density,
+        method: Method,
         cfg: &EngineConfig,
-        csv: Option<PathBuf>,
+        sinks: &[Arc<dyn DrawSinks>],
         model_name: &str,
     ) -> Result<McmcEngine, Error> {
-        let engine = Self::with_init(density, cfg, csv, model_name, None)?;
+        let engine = Self::with_init(density, method, cfg, sinks, model_name, None)?;
         engine.check_estimates()?;
         Ok(engine)
     }
@@ -95,20 +98,12 @@ impl McmcEngine {
     /// start) when given.
     pub fn with_init(
         density: Density,
+        method: Method,
         cfg: &EngineConfig,
-        csv: Option<PathBuf>,
+        sinks: &[Arc<dyn DrawSinks>],
         model_name: &str,
         init: Option<&[Vec<f64>]>,
     ) -> Result<McmcEngine, Error> {
-        let method = match cfg.name.as_str() {
-            "nuts" => Method::Nuts {
-                max_depth: cfg.int("max_depth").max(1) as usize,
-            },
-            "hmc" => Method::Hmc {
-                steps: cfg.int("leapfrog_steps").max(1) as usize,
-            },
-            _ => Method::Mala,
-        };
         let chain_cfg = ChainConfig {
             method,
             warmup: cfg.int("warmup").max(0) as usize,
@@ -138,33 +133,42 @@ impl McmcEngine {
                 Chain::new_at(&*density, i, seed, chain_cfg, at)
             })
             .collect::<Result<_, _>>()?;
-        let names = density.stan_names();
         let mut writers = Vec::with_capacity(n);
-        for c in 0..n {
-            writers.push(match &csv {
-                Some(prefix) => {
-                    let path = PathBuf::from(format!("{}_{}.csv", prefix.display(), c + 1));
-                    let header = StanCsvHeader {
-                        model: model_name.to_string(),
-                        chain_id: c + 1,
-                        seed,
-                        warmup: chain_cfg.warmup,
-                        draws: chain_cfg.draws,
-                        algorithm: cfg.name.clone(),
-                        adapt_delta: chain_cfg.target_accept,
-                        max_depth: cfg.int("max_depth").max(1) as usize,
-                        data_file: density.bound.data_file.clone(),
-                        tempest_version: env!("CARGO_PKG_VERSION").to_string(),
-                    };
-                    Some(StanCsvWriter::create(&path, &header, &names)?)
-                }
-                None => None,
-            });
+        if !sinks.is_empty() {
+            let mut run = ChainRun {
+                header: StanCsvHeader {
+                    model: model_name.to_string(),
+                    chain_id: 0,
+                    seed,
+                    warmup: chain_cfg.warmup,
+                    draws: chain_cfg.draws,
+                    algorithm: method.name().to_string(),
+                    adapt_delta: chain_cfg.target_accept,
+                    max_depth: match method {
+                        Method::Nuts { max_depth } => max_depth,
+                        _ => cfg.int("max_depth").max(1) as usize,
+                    },
+                    data_file: density.bound.data_file.clone(),
+                    tempest_version: env!("CARGO_PKG_VERSION").to_string(),
+                },
+                columns: density.stan_names(),
+            };
+            for c in 0..n {
+                run.header.chain_id = c + 1;
+                writers.push(
+                    sinks
+                        .iter()
+                        .map(|s| s.open(&run))
+                        .collect::<Result<Vec<_>, _>>()?,
+                );
+            }
+        } else {
+            writers.resize_with(n, Vec::new);
         }
         let sampling_started = if chain_cfg.warmup == 0 {
-            for (w, c) in writers.iter_mut().zip(&chains) {
-                if let Some(w) = w {
-                    w.write_adaptation(c.eps, &c.inv_metric)?;
+            for (ws, c) in writers.iter_mut().zip(&chains) {
+                for w in ws {
+                    w.adapted(c.eps, &c.inv_metric)?;
                 }
             }
             Some(Instant::now())
@@ -173,11 +177,7 @@ impl McmcEngine {
         };
         Ok(McmcEngine {
             density,
-            name: match method {
-                Method::Nuts { .. } => "nuts",
-                Method::Hmc { .. } => "hmc",
-                Method::Mala => "mala",
-            },
+            name: method.name(),
             draws: vec![Vec::with_capacity(chain_cfg.draws); n],
             values: vec![Vec::with_capacity(chain_cfg.draws); n],
             keep_values: true,
@@ -231,14 +231,16 @@ impl Engine for McmcEngine {
                     let draw = chain.step(density);
                     let adapted_now = was_warming && !chain.warming_up();
                     adapted |= adapted_now;
-                    if adapted_now && let Some(w) = writer {
-                        w.write_adaptation(chain.eps, &chain.inv_metric)?;
+                    if adapted_now {
+                        for w in writer.iter_mut() {
+                            w.adapted(chain.eps, &chain.inv_metric)?;
+                        }
                     }
                     if let Some(d) = &draw
-                        && (keep || writer.is_some())
+                        && (keep || !writer.is_empty())
                     {
                         let v = density.stan_values(&d.q)?;
-                        if let Some(w) = writer {
+                        if !writer.is_empty() {
                             let s = d.stats;
                             let stats = SamplerStats {
                                 lp: d.lp,
@@ -249,7 +251,9 @@ impl Engine for McmcEngine {
                                 divergent: s.divergent,
                                 energy: s.energy,
                             };
-                            w.write_draw(&stats, &v)?;
+                            for w in writer.iter_mut() {
+                                w.draw(&stats, &v)?;
+                            }
                         }
                         if keep {
                             values.push(v);
@@ -312,7 +316,7 @@ impl Engine for McmcEngine {
         }
     }
 
-    fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
+    fn finish(self: Box<Self>, reason: String) -> Result<Box<dyn Fit>, Error> {
         let mut this = *self;
         // A run stopped early keeps the same number of draws in every
         // chain (the fewest any chain has), so the diagnostics compare
@@ -357,6 +361,6 @@ impl Engine for McmcEngine {
             this.gradients,
             reason,
         )?;
-        Ok(Fit::Mcmc(Box::new(fit)))
+        Ok(Box::new(fit))
     }
 }

@@ -228,9 +228,19 @@ impl McmcFit {
     pub fn kept(&self) -> usize {
         self.draws.iter().map(Vec::len).min().unwrap_or(0)
     }
+}
+
+impl crate::infer::fit::Fit for McmcFit {
+    fn engine(&self) -> &'static str {
+        self.engine
+    }
+
+    fn plot(&self, path: &std::path::Path) -> Result<(), crate::error::Error> {
+        crate::output::figures::mcmc(self, path)
+    }
 
     /// Machine-readable results.
-    pub fn to_json(&self) -> serde_json::Value {
+    fn to_json(&self) -> serde_json::Value {
         let mut summary = Map::new();
         for (n, s) in self.names.iter().zip(&self.summaries) {
             summary.insert(n.clone(), summary_json(s));
@@ -270,7 +280,7 @@ impl McmcFit {
     }
 
     /// The summary table and warnings.
-    pub fn summary(&self) -> String {
+    fn summary(&self) -> String {
         let mut s = String::new();
         let total: usize = self.draws.iter().map(|c| c.len()).sum();
         let chains = self.draws.len();

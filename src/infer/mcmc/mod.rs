@@ -4,6 +4,7 @@
 
 pub mod adapt;
 pub mod chain;
+pub mod def;
 pub mod density;
 pub mod diagnostics;
 pub mod engine;

@@ -40,6 +40,8 @@ pub struct VariationalFit {
     pub predictions: Option<Predictions>,
     /// Test metrics, when the test data has outcomes.
     pub test: Option<TestMetrics>,
+    /// The `bins` setting behind the test metrics' calibration bins.
+    pub n_bins: Option<usize>,
 }
 
 impl VariationalFit {
@@ -74,11 +76,13 @@ impl VariationalFit {
             hypers,
             predictions: None,
             test: None,
+            n_bins: None,
         })
     }
 
-    /// Predict at test data and keep the predictions and metrics.
-    pub fn attach_test(&mut self, test: &Bound, bins: usize) -> Result<(), Error> {
+    /// Predict at test data and keep the predictions and metrics, with
+    /// `bins` confidence bins for the calibration errors.
+    pub fn attach_test_binned(&mut self, test: &Bound, bins: usize) -> Result<(), Error> {
         let (p, m) = predict(&self.core, &self.qs, test, bins)?;
         let finite =
             |rows: &Vec<Vec<f64>>| rows.iter().position(|r| r.iter().any(|v| !v.is_finite()));
@@ -98,6 +102,7 @@ impl VariationalFit {
         }
         self.predictions = Some(p);
         self.test = m;
+        self.n_bins = Some(bins);
         Ok(())
     }
 
@@ -126,9 +131,29 @@ impl VariationalFit {
         }
         out
     }
+}
+
+impl crate::infer::fit::Fit for VariationalFit {
+    fn engine(&self) -> &'static str {
+        self.engine
+    }
+
+    /// Predict at test data with the run's `bins` for the calibration
+    /// errors.
+    fn attach_test(
+        &mut self,
+        test: &Bound,
+        cfg: &crate::infer::settings::EngineConfig,
+    ) -> Result<(), Error> {
+        self.attach_test_binned(test, cfg.int("bins").max(1) as usize)
+    }
+
+    fn plot(&self, path: &std::path::Path) -> Result<(), Error> {
+        crate::output::figures::variational(self, path)
+    }
 
     /// Machine-readable results.
-    pub fn to_json(&self) -> serde_json::Value {
+    fn to_json(&self) -> serde_json::Value {
         let b = &self.core.model.bound;
         let mut out = json!({
             "engine": self.engine,
@@ -161,7 +186,7 @@ impl VariationalFit {
     }
 
     /// A readable summary.
-    pub fn summary(&self) -> String {
+    fn summary(&self) -> String {
         let b = &self.core.model.bound;
         let mut s = String::new();
         let what = if self.engine == "mirror_descent" {

@@ -308,15 +308,15 @@ impl Engine for GradientDescent {
         elbo_progress(self.step, self.steps, &self.trace)
     }
 
-    fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
+    fn finish(self: Box<Self>, reason: String) -> Result<Box<dyn Fit>, Error> {
         let this = *self;
-        Ok(Fit::Variational(Box::new(VariationalFit::new(
+        Ok(Box::new(VariationalFit::new(
             "gradient_descent",
             this.core,
             this.qs,
             this.trace,
             this.step,
             reason,
-        )?)))
+        )?))
     }
 }

@@ -140,7 +140,7 @@ impl Engine for MirrorDescent {
         elbo_progress(self.step, self.steps, &self.trace)
     }
 
-    fn finish(self: Box<Self>, reason: String) -> Result<Fit, Error> {
+    fn finish(self: Box<Self>, reason: String) -> Result<Box<dyn Fit>, Error> {
         let this = *self;
         let mut fit = VariationalFit::new(
             "mirror_descent",
@@ -151,6 +151,6 @@ impl Engine for MirrorDescent {
             reason,
         )?;
         fit.rho_trace = this.rho_trace;
-        Ok(Fit::Variational(Box::new(fit)))
+        Ok(Box::new(fit))
     }
 }

@@ -3,6 +3,7 @@
 //! gradient-descent baseline on the same ELBO.
 
 pub mod core;
+pub mod def;
 pub mod expect;
 pub mod fit;
 pub mod gd;

@@ -1,0 +1,160 @@
+//! The samplers' definitions (`mala`, `hmc`, `nuts`): their settings, the
+//! draw sinks they stream to, and how they are built, on their own or inside
+//! another engine ([`SamplerDef`]).
+
+use super::chain::Method;
+use super::density::Density;
+use super::engine::McmcEngine;
+use crate::error::Error;
+use crate::infer::engine::Engine;
+use crate::infer::registry::{Accepts, BuildCx, EngineDef, TestData};
+use crate::infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, SettingSpec, s};
+use crate::ir::bind::Bound;
+use std::sync::Arc;
+
+/// The samplers' settings.
+const MCMC: &[SettingSpec] = &[
+    s(
+        "chains",
+        SettingKind::Int(1, 1024),
+        Some("4"),
+        "number of chains",
+    ),
+    s(
+        "warmup",
+        SettingKind::Int(0, 10_000_000),
+        Some("1000"),
+        "warm-up iterations per chain",
+    ),
+    s(
+        "draws",
+        SettingKind::Int(1, 10_000_000),
+        Some("1000"),
+        "kept draws per chain",
+    ),
+    SEED,
+    s(
+        "target_accept",
+        SettingKind::Above(0.0, 1.0),
+        Some("0.8"),
+        "target acceptance rate",
+    ),
+    s(
+        "max_depth",
+        SettingKind::Int(1, 20),
+        Some("10"),
+        "maximum tree depth (nuts)",
+    ),
+    s(
+        "step_size",
+        SettingKind::Above(0.0, f64::INFINITY),
+        None,
+        "initial step size",
+    ),
+    s(
+        "leapfrog_steps",
+        SettingKind::Int(1, 100_000),
+        Some("16"),
+        "mean leapfrog steps per iteration (hmc): each iteration draws its number uniformly from 1..=2L-1",
+    ),
+];
+
+/// A sampler, as another engine builds it: over a given density (e.g. a
+/// power posterior), warm-started, with no sinks.
+pub trait SamplerDef: Sync {
+    /// The sampler's transition, from its settings.
+    fn method(&self, cfg: &EngineConfig) -> Method;
+    /// Chains over `density`, chain k starting at `init[k]` when given; the
+    /// draws' output values are not kept (the caller reads the draws with
+    /// [`McmcEngine::into_draws`]).
+    fn build_sampler(
+        &self,
+        density: Density,
+        cfg: &EngineConfig,
+        init: Option<&[Vec<f64>]>,
+    ) -> Result<McmcEngine, Error> {
+        Ok(McmcEngine::with_init(density, self.method(cfg), cfg, &[], "", init)?.without_values())
+    }
+}
+
+/// One of the three samplers: its settings and its transition.
+pub struct Sampler {
+    schema: EngineSchema,
+    method: fn(&EngineConfig) -> Method,
+}
+
+/// The registered `mala` engine.
+pub const MALA: Sampler = Sampler {
+    schema: EngineSchema {
+        name: "mala",
+        implemented: true,
+        doc: "Metropolis-adjusted Langevin algorithm",
+        settings: MCMC,
+    },
+    method: |_| Method::Mala,
+};
+
+/// The registered `hmc` engine.
+pub const HMC: Sampler = Sampler {
+    schema: EngineSchema {
+        name: "hmc",
+        implemented: true,
+        doc: "Hamiltonian Monte Carlo",
+        settings: MCMC,
+    },
+    method: |cfg| Method::Hmc {
+        steps: cfg.int("leapfrog_steps").max(1) as usize,
+    },
+};
+
+/// The registered `nuts` engine.
+pub const NUTS: Sampler = Sampler {
+    schema: EngineSchema {
+        name: "nuts",
+        implemented: true,
+        doc: "the No-U-Turn sampler",
+        settings: MCMC,
+    },
+    method: |cfg| Method::Nuts {
+        max_depth: cfg.int("max_depth").max(1) as usize,
+    },
+};
+
+impl SamplerDef for Sampler {
+    fn method(&self, cfg: &EngineConfig) -> Method {
+        (self.method)(cfg)
+    }
+}
+
+impl EngineDef for Sampler {
+    fn schema(&self) -> &EngineSchema {
+        &self.schema
+    }
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            test: TestData::Refused(
+                "predictions from the `{engine}` engine's draws are not available in this version",
+                Some("use the `estimate` block for posterior expectations"),
+            ),
+            draw_sinks: true,
+            families: &[],
+        }
+    }
+    fn build(
+        &self,
+        bound: Arc<Bound>,
+        cfg: &EngineConfig,
+        cx: &BuildCx,
+    ) -> Result<Box<dyn Engine>, Error> {
+        Ok(Box::new(McmcEngine::new(
+            Density::new(bound)?,
+            self.method(cfg),
+            cfg,
+            &cx.sinks,
+            &cx.model_name,
+        )?))
+    }
+    fn as_sampler(&self) -> Option<&dyn SamplerDef> {
+        Some(self)
+    }
+}

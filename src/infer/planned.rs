@@ -1,0 +1,129 @@
+//! Engines the language knows but this version does not run (`svi`,
+//! `meta`): their settings are checked like any other's, so a model file
+//! written for them is validated now; running one is a located error.
+
+use super::engine::Engine;
+use super::registry::{Accepts, BuildCx, Def};
+use super::settings::{EngineConfig, EngineSchema, SEED, SettingKind, s};
+use crate::error::{Error, ErrorKind};
+use crate::ir::bind::Bound;
+use std::sync::Arc;
+
+/// The `svi` engine's settings.
+pub const SVI_SCHEMA: EngineSchema = EngineSchema {
+    name: "svi",
+    implemented: false,
+    doc: "stochastic variational inference with inducing points and minibatches",
+    settings: &[
+        s(
+            "steps",
+            SettingKind::Int(1, 1_000_000),
+            Some("2000"),
+            "optimiser steps",
+        ),
+        s(
+            "lr",
+            SettingKind::Above(0.0, f64::INFINITY),
+            Some("0.01"),
+            "learning rate",
+        ),
+        s(
+            "batch",
+            SettingKind::Int(1, 1_000_000),
+            Some("256"),
+            "minibatch size",
+        ),
+        s(
+            "samples",
+            SettingKind::Int(1, 10_000),
+            Some("1"),
+            "Monte Carlo samples per step",
+        ),
+        s(
+            "learn_hypers",
+            SettingKind::Bool,
+            Some("true"),
+            "learn the hypers too",
+        ),
+        SEED,
+    ],
+};
+
+/// The `meta` engine's settings.
+pub const META_SCHEMA: EngineSchema = EngineSchema {
+    name: "meta",
+    implemented: false,
+    doc: "meta-learning over many small tasks",
+    settings: &[
+        s(
+            "episodes",
+            SettingKind::Int(1, 10_000_000),
+            Some("1000"),
+            "training episodes",
+        ),
+        s(
+            "ways",
+            SettingKind::Int(1, 1000),
+            Some("5"),
+            "classes per task",
+        ),
+        s(
+            "shots",
+            SettingKind::Int(1, 10_000),
+            Some("1"),
+            "examples per class",
+        ),
+        s(
+            "queries",
+            SettingKind::Int(1, 10_000),
+            Some("15"),
+            "query examples per class",
+        ),
+        s(
+            "inner",
+            SettingKind::Engine(&["mirror_descent", "gradient_descent", "svi"]),
+            Some("mirror_descent { steps = 3, rho = 1 }"),
+            "the per-task inference",
+        ),
+        s(
+            "lr",
+            SettingKind::Above(0.0, f64::INFINITY),
+            Some("0.001"),
+            "outer learning rate",
+        ),
+        SEED,
+    ],
+};
+
+/// The registered (not yet available) `svi` engine.
+pub const SVI: Def = Def {
+    schema: &SVI_SCHEMA,
+    accepts: Accepts::NOTHING,
+    build: unavailable,
+};
+
+/// The registered (not yet available) `meta` engine.
+pub const META: Def = Def {
+    schema: &META_SCHEMA,
+    accepts: Accepts::NOTHING,
+    build: unavailable,
+};
+
+/// Running an engine this version does not have: an error at the `infer`
+/// block, naming the engines that are available.
+fn unavailable(_: Arc<Bound>, cfg: &EngineConfig, _: &BuildCx) -> Result<Box<dyn Engine>, Error> {
+    let doc = super::registry::schema(&cfg.name).map_or("", |s| s.doc);
+    Err(Error::new(
+        ErrorKind::Unsupported,
+        format!(
+            "the `{}` engine ({doc}) is not available in this version of tempest",
+            cfg.name
+        ),
+    )
+    .with_span(cfg.span)
+    .with_label("engine not available")
+    .with_note(format!(
+        "available engines: {}",
+        super::registry::names(true).join(", ")
+    )))
+}

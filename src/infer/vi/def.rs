@@ -1,0 +1,206 @@
+//! The variational engines' definitions (`mirror_descent`,
+//! `gradient_descent`): their settings, the guide families they accept, and
+//! how they are built.
+
+use super::gd::{GradientDescent, Param};
+use super::mirror::MirrorDescent;
+use super::model::ViModel;
+use crate::error::{Error, ErrorKind};
+use crate::infer::registry::{Accepts, Def, TestData};
+use crate::infer::settings::{EngineSchema, SEED, SettingKind, SettingSpec, s};
+use crate::ir::bind::Bound;
+use crate::ir::graph::{Family, GuideTarget};
+
+/// The variational engines' jitter.
+const VI_JITTER: SettingSpec = s(
+    "jitter",
+    SettingKind::Real(0.0, f64::INFINITY),
+    Some("1e-6"),
+    "added to the diagonal of the prior covariance K (as GPflow does)",
+);
+/// The calibration bins of classification test metrics.
+const BINS: SettingSpec = s(
+    "bins",
+    SettingKind::Int(1, 1000),
+    Some("10"),
+    "confidence bins for the calibration errors ECE and MCE",
+);
+
+/// Gauss–Hermite points for the expected log likelihood.
+const QUADRATURE: SettingSpec = s(
+    "quadrature",
+    SettingKind::Int(1, 1000),
+    Some("20"),
+    "Gauss–Hermite points",
+);
+/// The hypers' Adam learning rate.
+const HYPER_LR: SettingSpec = s(
+    "hyper_lr",
+    SettingKind::Above(0.0, f64::INFINITY),
+    Some("0.01"),
+    "Adam learning rate for the hypers",
+);
+/// Monte Carlo samples for multi-class expectations.
+const MC_SAMPLES: SettingSpec = s(
+    "mc_samples",
+    SettingKind::Int(2, 1_000_000),
+    Some("64"),
+    "Monte Carlo samples for multi-class expectations",
+);
+
+/// The `mirror_descent` engine's settings.
+pub const MIRROR_SCHEMA: EngineSchema = EngineSchema {
+    name: "mirror_descent",
+    implemented: true,
+    doc: "mirror-descent (conjugate-computation) variational inference",
+    settings: &[
+        s(
+            "steps",
+            SettingKind::Int(1, 1_000_000),
+            Some("50"),
+            "mirror-descent steps",
+        ),
+        s(
+            "rho",
+            SettingKind::Above(0.0, 1.0),
+            Some("1.0"),
+            "step size in natural parameters",
+        ),
+        s(
+            "learn_hypers",
+            SettingKind::Bool,
+            Some("false"),
+            "learn the hypers by maximising the ELBO",
+        ),
+        HYPER_LR,
+        QUADRATURE,
+        MC_SAMPLES,
+        s(
+            "tol",
+            SettingKind::Real(0.0, f64::INFINITY),
+            Some("1e-10"),
+            "stop when the relative ELBO change falls below this",
+        ),
+        s(
+            "backtrack",
+            SettingKind::Bool,
+            Some("true"),
+            "halve rho for a step whose ELBO would fall (then grow it back)",
+        ),
+        SEED,
+        VI_JITTER,
+        BINS,
+    ],
+};
+
+/// The `gradient_descent` engine's settings.
+pub const GD_SCHEMA: EngineSchema = EngineSchema {
+    name: "gradient_descent",
+    implemented: true,
+    doc: "gradient-descent variational inference in the (mean, Cholesky) parameterisation",
+    settings: &[
+        s(
+            "steps",
+            SettingKind::Int(1, 1_000_000),
+            Some("500"),
+            "optimiser steps",
+        ),
+        s(
+            "lr",
+            SettingKind::Above(0.0, f64::INFINITY),
+            Some("0.01"),
+            "learning rate",
+        ),
+        s(
+            "optimizer",
+            SettingKind::Choice(&["adam", "sgd"]),
+            Some("adam"),
+            "the optimiser",
+        ),
+        s(
+            "learn_hypers",
+            SettingKind::Bool,
+            Some("false"),
+            "learn the hypers too",
+        ),
+        QUADRATURE,
+        HYPER_LR,
+        MC_SAMPLES,
+        s(
+            "tol",
+            SettingKind::Real(0.0, f64::INFINITY),
+            Some("0"),
+            "stop when the relative ELBO change falls below this (0: run every step)",
+        ),
+        SEED,
+        VI_JITTER,
+        BINS,
+    ],
+};
+
+/// What both variational engines accept: test data, and a guide of one of
+/// `families`.
+const fn accepts(families: &'static [Family]) -> Accepts {
+    Accepts {
+        test: TestData::Predicts,
+        draw_sinks: false,
+        families,
+    }
+}
+
+/// Mirror-descent (conjugate-computation) variational inference.
+pub const MIRROR_DESCENT: Def = Def {
+    schema: &MIRROR_SCHEMA,
+    accepts: accepts(&[Family::Sites]),
+    build: |bound, cfg, _| {
+        guide_family(&bound, &MIRROR_DESCENT)?;
+        let model = ViModel::new(bound, cfg, "mirror_descent")?;
+        Ok(Box::new(MirrorDescent::new(model, cfg)?))
+    },
+};
+
+/// Gradient-descent variational inference.
+pub const GRADIENT_DESCENT: Def = Def {
+    schema: &GD_SCHEMA,
+    accepts: accepts(&[Family::FullRank, Family::MeanField]),
+    build: |bound, cfg, _| {
+        let param = match guide_family(&bound, &GRADIENT_DESCENT)? {
+            Some(Family::MeanField) => Param::MeanField,
+            _ => Param::FullRank,
+        };
+        let model = ViModel::new(bound, cfg, "gradient_descent")?;
+        Ok(Box::new(GradientDescent::new(model, cfg, param)?))
+    },
+};
+
+/// The family the model's guide names for the latent GP, checked against
+/// the engine's [`Accepts::families`] (`None`: no guide, or the engine
+/// replaces the model's own with `--engine`, which ignores a guide written
+/// for another engine and uses the default family).
+fn guide_family(bound: &Bound, def: &Def) -> Result<Option<Family>, Error> {
+    let g = &bound.graph;
+    let engine = def.schema.name;
+    if g.engine.as_ref().is_some_and(|e| e.name != engine) {
+        return Ok(None);
+    }
+    let latent = crate::infer::structure::latent_observation(bound, engine)?;
+    let Some(guide) = g
+        .guides
+        .iter()
+        .find(|guide| guide.target == GuideTarget::Gp(latent.gp))
+    else {
+        return Ok(None);
+    };
+    let families = def.accepts.families;
+    if families.contains(&guide.family) {
+        return Ok(Some(guide.family.clone()));
+    }
+    let want: Vec<String> = families.iter().map(|f| format!("`{}`", f.name())).collect();
+    Err(Error::at(
+        ErrorKind::Unsupported,
+        guide.span,
+        format!("the `{engine}` engine works with the family {}", want.join(" or ")),
+    )
+    .with_label("this family")
+    .with_note("mirror_descent updates `sites`; gradient_descent fits `full_rank` or `mean_field`; `inducing` is for `svi`"))
+}
