@@ -7,7 +7,8 @@ use faer::linalg::solvers::DenseSolveCore;
 use faer::{Mat, Par};
 use nalgebra::{DMatrix, DVector};
 
-/// Rows from which [`outer_minus_inverse`] works in parallel column blocks.
+/// Rows from which [`crate::math::adjoint::lml_weight`] works in parallel
+/// column blocks.
 pub const PAR_INVERSE_MIN: usize = 256;
 
 /// Columns per block of the parallel inverse.
