@@ -1,6 +1,13 @@
 //! Gradient building blocks shared by the GP engines: seeding a chunk of
-//! hyper directions, and contracting a weight matrix with the derivative of
-//! a Gram matrix entry by entry (no dual matrix is stored).
+//! hyper directions, and the Gram node's backward pass in its kernel
+//! parameters, contracting a weight matrix with the derivative of a Gram
+//! matrix entry by entry (no dual matrix is stored).
+//!
+//! The weight W [N, N] is twice the adjoint K̄ of the Gram matrix, as given
+//! by the matrix-level rules of [`crate::math::adjoint`]
+//! ([`crate::math::adjoint::lml_weight`] for a log marginal likelihood,
+//! 2 [`crate::math::adjoint::cholesky_vjp`] behind a Cholesky factor), so
+//! ½ Σᵢₖ Wᵢₖ ∂Kᵢₖ/∂θ = ⟨K̄, ∂K/∂θ⟩.
 
 use crate::error::Error;
 use crate::math::scalar::{CHUNK, Dual8};

@@ -1,5 +1,7 @@
-//! Scalars, special functions and dense linear algebra.
+//! Scalars, special functions, dense linear algebra and its adjoint rules
+//! (the matrix-level reverse mode).
 
+pub mod adjoint;
 pub mod lbfgs;
 pub mod linalg;
 pub mod optim;

@@ -6,5 +6,6 @@ pub mod constraint;
 pub mod custom;
 pub mod dist;
 pub mod family;
+pub mod gram_vjp;
 pub mod kernel;
 pub mod kernels;

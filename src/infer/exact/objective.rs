@@ -18,6 +18,7 @@
 use super::model::{ExactModel, Pieces};
 use crate::error::Error;
 use crate::infer::gradients::{half_trace_w_dk_via, leaf_adjoints, seed_chunk};
+use crate::math::adjoint::lml_weight;
 use crate::math::linalg::{
     JitteredCholesky, cholesky_generic, cholesky_jitter, solve_lower_generic,
 };
@@ -83,11 +84,12 @@ impl ExactModel {
         })
     }
 
-    /// W = ααᵀ − A⁻¹ [N, N], the weight of ∂A in the gradient; `None` when
-    /// t = 0.
+    /// W = ααᵀ − A⁻¹ [N, N], the weight of ∂A in the gradient (twice the
+    /// adjoint Ā of the log marginal likelihood, [`lml_weight`]); `None`
+    /// when t = 0.
     pub fn weight(state: &LmlState) -> Option<DMatrix<f64>> {
         let chol = state.chol.as_ref()?;
-        Some(chol.outer_minus_inverse(&state.alpha))
+        Some(lml_weight(chol, &state.alpha))
     }
 
     /// The derivative of the log marginal likelihood in the (up to eight)

@@ -23,6 +23,7 @@ use crate::ir::expr::TExpr;
 use crate::ir::graph::{DistCall, DistRef};
 use crate::ir::value::Value;
 use crate::limits::{self, Request};
+use crate::math::adjoint;
 use crate::math::scalar::{CHUNK, Dual1, logsumexp};
 use crate::model::constraint::Bounds;
 use crate::model::dist::{Dist, categorical_logit};
@@ -593,16 +594,13 @@ impl Density {
                     _ => DVector::zeros(lt.n),
                 };
                 total += af.sum();
-                let gv = l.tr_mul(&af);
+                // f_c = μ + L v_c: v̄_c = Lᵀ f̄_c, L̄ += tril(f̄_c v_cᵀ).
+                let gv = adjoint::matvec_vjp_v(l, &af);
                 for i in 0..lt.n {
                     grad[lt.offset + c * lt.n + i] = gv[i] - v[i];
                 }
                 if let Some(lb) = &mut l_bar {
-                    for j in 0..lt.n {
-                        for i in j..lt.n {
-                            lb[(i, j)] += af[i] * v[j];
-                        }
-                    }
+                    adjoint::lower_matvec_vjp_l_add(lb, af.as_slice(), v);
                 }
             }
             if let Some(lb) = &l_bar {
@@ -625,11 +623,10 @@ impl Density {
     }
 
     /// Push L̄ (the adjoint of the Cholesky factor L of K + 10⁻⁶I, lower
-    /// triangular [n, n]) back to the params of the kernel: with
-    /// M = Lᵀ L̄ and Φ taking the lower triangle with the diagonal halved,
-    /// K̄ = L⁻ᵀ Φ(M) L⁻¹ (Murray 2016), and the derivative in θ is
-    /// Σᵢⱼ sym(K̄)ᵢⱼ ∂Kᵢⱼ/∂θ, one eight-tangent pass over the kernel
-    /// entries per eight coordinates.
+    /// triangular [n, n]) back to the params of the kernel: K̄ by the
+    /// Cholesky rule ([`adjoint::cholesky_vjp`], symmetric), and the
+    /// derivative in θ is Σᵢⱼ K̄ᵢⱼ ∂Kᵢⱼ/∂θ, one eight-tangent pass over the
+    /// kernel entries per eight coordinates.
     fn kernel_gradient(
         &self,
         lt: &Latent,
@@ -639,23 +636,8 @@ impl Density {
         dtheta: &[f64],
         grad: &mut [f64],
     ) -> Result<(), Error> {
-        let mut phi = l.tr_mul(l_bar);
-        for j in 0..lt.n {
-            phi[(j, j)] *= 0.5;
-            for i in 0..j {
-                phi[(i, j)] = 0.0;
-            }
-        }
-        // K̄ = L⁻ᵀ Φ L⁻¹ = (L⁻ᵀ (L⁻ᵀ Φ)ᵀ)ᵀ, by two triangular solves.
-        let lt_solve = |b: &DMatrix<f64>| -> DMatrix<f64> {
-            let mut x = b.clone();
-            l.tr_solve_lower_triangular_mut(&mut x);
-            x
-        };
-        let a = lt_solve(&phi);
-        let k_bar = lt_solve(&a.transpose()).transpose();
-        // half_trace_w_dk gives ½ Σ W ∂K; W = K̄ + K̄ᵀ gives Σ sym(K̄) ∂K.
-        let w = &k_bar + k_bar.transpose();
+        // half_trace_w_dk gives ½ Σ W ∂K; W = 2K̄ gives Σ K̄ ∂K.
+        let w = adjoint::cholesky_vjp(l, l_bar) * 2.0;
         if lt.kernel_coords.len() <= 4 {
             self.kernel_chunks::<4>(lt, &w, params, dtheta, grad)
         } else {

@@ -17,6 +17,7 @@ use crate::ir::expr::{Builtin, Ref, TExpr, TKind};
 use crate::ir::ops;
 use crate::ir::types::Ty;
 use crate::ir::value::Value;
+use crate::math::adjoint;
 use crate::math::scalar::Dual1;
 use crate::syntax::ast::{BinOp, UnOp};
 use nalgebra::{DMatrix, DVector};
@@ -253,8 +254,9 @@ impl<'a> Tape<'a> {
                 }
                 return Ok(());
             }
-            // Matrix products: Xᵀ g for the vector, g vᵀ for the matrix, each
-            // computed only when that side varies.
+            // Matrix products (rules in `math::adjoint`): Xᵀ g for the
+            // vector, g vᵀ for the matrix, each computed only when that side
+            // varies.
             Mul if matches!(a.ty, Ty::Matrix(..))
                 && matches!(b.ty, Ty::Vector(_) | Ty::IntArray(_)) =>
             {
@@ -263,7 +265,7 @@ impl<'a> Tape<'a> {
                 };
                 if db {
                     let gb = match &*self.value(a)? {
-                        Value::Matrix(m) => m.tr_mul(g),
+                        Value::Matrix(m) => adjoint::matvec_vjp_v(m, g),
                         _ => return Err(unsupported(a, "this product")),
                     };
                     self.backward(b, &Value::Vector(gb))?;
@@ -272,7 +274,7 @@ impl<'a> Tape<'a> {
                     let Some(v) = self.env.eval(b)?.vector() else {
                         return Err(unsupported(b, "this product"));
                     };
-                    self.backward(a, &Value::Matrix(g * v.transpose()))?;
+                    self.backward(a, &Value::Matrix(adjoint::matvec_vjp_a(g, &v)))?;
                 }
                 return Ok(());
             }
@@ -282,14 +284,14 @@ impl<'a> Tape<'a> {
                 };
                 if da {
                     let ga = match &*self.value(b)? {
-                        Value::Matrix(y) => g * y.transpose(),
+                        Value::Matrix(y) => adjoint::matmul_vjp_a(g, y),
                         _ => return Err(unsupported(b, "this product")),
                     };
                     self.backward(a, &Value::Matrix(ga))?;
                 }
                 if db {
                     let gb = match &*self.value(a)? {
-                        Value::Matrix(x) => x.tr_mul(g),
+                        Value::Matrix(x) => adjoint::matmul_vjp_b(x, g),
                         _ => return Err(unsupported(a, "this product")),
                     };
                     self.backward(b, &Value::Matrix(gb))?;

@@ -21,6 +21,7 @@ use crate::error::Error;
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
 use crate::infer::settings::EngineConfig;
+use crate::math::adjoint;
 use crate::math::linalg::{cholesky_jitter, matmul};
 use crate::math::optim::{Ascent, Rule};
 use nalgebra::{DMatrix, DVector};
@@ -161,7 +162,8 @@ impl GradientDescent {
             let out = &mut g[c * per..(c + 1) * per];
             match self.param {
                 Param::FullRank => {
-                    let gz = l.tr_mul(&gm.into_owned()) - &q.z;
+                    // f = μ + L z: z̄ = Lᵀ ḡ_m, less the KL's z.
+                    let gz = adjoint::matvec_vjp_v(l, &gm.into_owned()) - &q.z;
                     out[..n].copy_from_slice(gz.as_slice());
                     let mut lr = matmul(l, false, &q.r, false);
                     for (i, mut row) in lr.row_iter_mut().enumerate() {

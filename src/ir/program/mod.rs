@@ -13,11 +13,15 @@
 //! forward-mode dual evaluation of the same definition the interpreter
 //! uses, so both give the same numbers.
 //!
+//! The same reverse pass also gives the derivatives with respect to every
+//! coordinate of both inputs ([`KernelProgram::eval_grad_inputs`]).
+//!
 //! Bodies that use their inputs other than through `sqdist(x, x2)`,
 //! `dot(·, ·)` of the two inputs and `x[k]` with a constant k, or that take
 //! vector parameters, are not compiled and keep the general evaluator.
 
 mod block;
+mod inputs;
 
 pub use block::{BlockRows, Prepared};
 
@@ -317,19 +321,23 @@ impl KernelProgram {
         if n <= STACK_SLOTS {
             let mut vals = [0.0; STACK_SLOTS];
             let mut adj = [0.0; STACK_SLOTS];
-            self.grad_with(p, x, y, g, &mut vals[..n], &mut adj[..n])
+            self.grad_with(p, x, y, g, None, &mut vals[..n], &mut adj[..n])
         } else {
             let (mut vals, mut adj) = (vec![0.0; n], vec![0.0; n]);
-            self.grad_with(p, x, y, g, &mut vals, &mut adj)
+            self.grad_with(p, x, y, g, None, &mut vals, &mut adj)
         }
     }
 
+    /// The forward and reverse passes: ∂k/∂p written to `g`, and with
+    /// `inputs` = (gx, gy), ∂k/∂x and ∂k/∂y added to them.
+    #[allow(clippy::too_many_arguments)]
     fn grad_with(
         &self,
         p: &[f64],
         x: &[f64],
         y: &[f64],
         g: &mut [f64],
+        mut inputs: Option<(&mut [f64], &mut [f64])>,
         vals: &mut [f64],
         adj: &mut [f64],
     ) -> f64 {
@@ -366,7 +374,12 @@ impl KernelProgram {
                     adj[a] += a_i * da;
                     adj[b] += a_i * db;
                 }
-                Inst::Const(_) | Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) | Inst::Not(_) => {}
+                Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) => {
+                    if let Some((gx, gy)) = &mut inputs {
+                        inputs::push_input_adjoint(&self.insts[i], a_i, x, y, gx, gy);
+                    }
+                }
+                Inst::Const(_) | Inst::Not(_) => {}
             }
         }
         vals[self.out]
