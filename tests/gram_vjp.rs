@@ -2,6 +2,8 @@
 //! central finite differences, for built-in kernels, kernel algebra,
 //! `dims` and compiled model-file kernels, and θ̄ against the block path.
 
+mod common;
+use common::KERNEL_HYPERS;
 use nalgebra::DMatrix;
 use rand::{RngExt, SeedableRng};
 use tempest::infer::gradients::leaf_adjoints;
@@ -11,7 +13,7 @@ use tempest::model::gram_vjp::{cross_vjp, gram_vjp};
 use tempest::model::kernel::{Inputs, KernelArg, KernelKind, KernelValue};
 use tempest::{Data, DataValue, Model, Overrides, Registry};
 
-const PRELUDE: &str = r#"
+const KERNELS_AND_DATA: &str = r#"
 kernel rq(ell : positive, alpha : positive)(x, x2) {
   (1 + sqdist(x, x2) / (2 * alpha * ell^2)) ^ (-alpha)
 }
@@ -21,15 +23,6 @@ kernel odd(ell : positive, alpha : positive)(x, x2) {
 }
 data { n : int
  X : matrix[n, 3] }
-hyper {
-  ell : positive = 0.8
-  ells : vector<lower=0>[3] = [0.5, 1.2, 2.0]
-  p : positive = 1.7
-  c : positive = 0.5
-  v : vector<lower=0>[3] = [0.3, 0.6, 0.9]
-  s : positive = 1.3
-  alpha : positive = 1.5
-}
 "#;
 
 const KERNELS: [&str; 14] = [
@@ -56,7 +49,7 @@ fn matrix(r: usize, c: usize, seed: u64) -> DMatrix<f64> {
 
 /// The kernel of `f ~ gp(0, kexpr)` at the hypers' initial values.
 fn kernel(kexpr: &str, x: &DMatrix<f64>) -> KernelValue<f64> {
-    let text = format!("{PRELUDE}\nmodel {{ f ~ gp(0, {kexpr}) }}\n");
+    let text = format!("{KERNELS_AND_DATA}{KERNEL_HYPERS}\nmodel {{ f ~ gp(0, {kexpr}) }}\n");
     let m =
         Model::from_str("k.tempest", &text, &Registry::default()).unwrap_or_else(|e| panic!("{e}"));
     let data = Data::values().with("X", DataValue::Matrix(x.clone()));
@@ -191,7 +184,7 @@ fn shapes_are_checked_and_kernels_without_rules_give_none() {
     let z = Inputs::from_matrix(&matrix(2, 2, 12));
     assert!(cross_vjp(&k, &xi, &z, &DMatrix::zeros(4, 2)).is_err());
     let lang = "kernel vk(ell : positive)(x, x2) { exp(-sum((x - x2) .* (x - x2)) / ell) }\n";
-    let text = format!("{lang}{PRELUDE}\nmodel {{ f ~ gp(0, vk(ell)) }}\n");
+    let text = format!("{lang}{KERNELS_AND_DATA}{KERNEL_HYPERS}\nmodel {{ f ~ gp(0, vk(ell)) }}\n");
     let m = Model::from_str("k.tempest", &text, &Registry::default()).unwrap();
     let b = m
         .bind(

@@ -3,6 +3,7 @@
 //! with respect to the hypers equal finite differences.
 
 mod common;
+use common::KERNEL_HYPERS;
 use nalgebra::{DMatrix, SymmetricEigen};
 use rand::{RngExt, SeedableRng};
 use tempest::infer::hypers::HyperLayout;
@@ -10,18 +11,6 @@ use tempest::ir::eval::Env;
 use tempest::math::scalar::Dual1;
 use tempest::model::kernel::Inputs;
 use tempest::{Bound, Data, DataValue, Model, Overrides, Real, Registry, UserKernel};
-
-const HYPERS: &str = r#"
-hyper {
-  ell : positive = 0.8
-  ells : vector<lower=0>[3] = [0.5, 1.2, 2.0]
-  p : positive = 1.7
-  c : positive = 0.5
-  v : vector<lower=0>[3] = [0.3, 0.6, 0.9]
-  s : positive = 1.3
-  alpha : positive = 1.5
-}
-"#;
 
 const RQ: &str = r#"
 kernel rq(ell : positive, alpha : positive)(x, x2) {
@@ -130,7 +119,7 @@ fn inputs(n: usize, seed: u64) -> DMatrix<f64> {
 
 fn setup(kexpr: &str, x: &DMatrix<f64>) -> (Model, Bound) {
     let text = format!(
-        "{RQ}\ndata {{ n : int\n X : matrix[n, 3] }}\n{HYPERS}\nmodel {{ f ~ gp(0, {kexpr}) }}\n"
+        "{RQ}\ndata {{ n : int\n X : matrix[n, 3] }}\n{KERNEL_HYPERS}\nmodel {{ f ~ gp(0, {kexpr}) }}\n"
     );
     let mut reg = Registry::default();
     reg.add_kernel(Laplace);
@@ -322,7 +311,7 @@ fn block_evaluation_matches_entries_and_duals() {
     let mut planned = 0;
     for kexpr in exprs {
         let text = format!(
-            "{RQ}\n{odd}\ndata {{ n : int\n X : matrix[n, 3] }}\n{HYPERS}\nmodel {{ f ~ gp(0, {kexpr}) }}\n"
+            "{RQ}\n{odd}\ndata {{ n : int\n X : matrix[n, 3] }}\n{KERNEL_HYPERS}\nmodel {{ f ~ gp(0, {kexpr}) }}\n"
         );
         let mut reg = Registry::default();
         reg.add_kernel(Laplace);

@@ -119,3 +119,17 @@ pub fn run_json(
         .expect("valid JSON");
     (out, j)
 }
+
+/// Hypers of every kind the kernel tests use (scalars, vectors, bounds).
+#[allow(dead_code)]
+pub const KERNEL_HYPERS: &str = r#"
+hyper {
+  ell : positive = 0.8
+  ells : vector<lower=0>[3] = [0.5, 1.2, 2.0]
+  p : positive = 1.7
+  c : positive = 0.5
+  v : vector<lower=0>[3] = [0.3, 0.6, 0.9]
+  s : positive = 1.3
+  alpha : positive = 1.5
+}
+"#;
