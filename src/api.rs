@@ -125,6 +125,9 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Box<dyn Fit>> {
     let cfg = engine_config(&bound.graph, &options)?;
     let def =
         registry::find(&cfg.name).ok_or_else(|| Error::internal("engine without definition"))?;
+    if !def.schema().implemented {
+        return Err(registry::unavailable(def.schema(), &cfg).into());
+    }
     let accepts = def.accepts();
     if options.test.is_some()
         && let TestData::Refused(why, note) = accepts.test

@@ -135,6 +135,19 @@ fn missing_engines_and_bad_options_fail_cleanly() {
     args.extend(["--engine", "svi"]);
     let err = assert_clean_failure(&tempest(&args));
     assert!(err.contains("not available in this version"), "{err}");
+    // The flag is named (it has no place in the model file), and an engine
+    // that cannot run says so before refusing test data or a CSV prefix.
+    assert!(err.contains("--engine svi:"), "{err}");
+    let csv = out_dir("missing_engine").join("draws");
+    for extra in [
+        vec!["--test", "examples/data/diabetes_prepared.csv"],
+        vec!["--csv", csv.to_str().unwrap()],
+    ] {
+        let mut with = args.clone();
+        with.extend(extra);
+        let err = assert_clean_failure(&tempest(&with));
+        assert!(err.contains("not available in this version"), "{err}");
+    }
 
     // A model without params has nothing to sample.
     let mut args: Vec<&str> = DIABETES[..6].to_vec();

@@ -5,7 +5,7 @@
 use super::engine::Engine;
 use super::registry::{Accepts, BuildCx, Def};
 use super::settings::{EngineConfig, EngineSchema, SEED, SettingKind, s};
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::ir::bind::Bound;
 use std::sync::Arc;
 
@@ -109,21 +109,9 @@ pub const META: Def = Def {
     build: unavailable,
 };
 
-/// Running an engine this version does not have: an error at the `infer`
-/// block, naming the engines that are available.
+/// Building an engine this version does not have: the registry's error.
 fn unavailable(_: Arc<Bound>, cfg: &EngineConfig, _: &BuildCx) -> Result<Box<dyn Engine>, Error> {
-    let doc = super::registry::schema(&cfg.name).map_or("", |s| s.doc);
-    Err(Error::new(
-        ErrorKind::Unsupported,
-        format!(
-            "the `{}` engine ({doc}) is not available in this version of tempest",
-            cfg.name
-        ),
-    )
-    .with_span(cfg.span)
-    .with_label("engine not available")
-    .with_note(format!(
-        "available engines: {}",
-        super::registry::names(true).join(", ")
-    )))
+    let schema = super::registry::schema(&cfg.name)
+        .ok_or_else(|| Error::internal(format!("`{}` has no schema", cfg.name)))?;
+    Err(super::registry::unavailable(schema, cfg))
 }

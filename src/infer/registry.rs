@@ -19,7 +19,8 @@ pub enum TestData {
     /// It predicts at the test inputs and scores the test outcomes
     /// ([`super::fit::Fit::attach_test`]).
     Predicts,
-    /// It makes no predictions: the error's message and an optional note.
+    /// It makes no predictions: the error's message (`{engine}` stands
+    /// for the engine's name) and an optional note.
     Refused(&'static str, Option<&'static str>),
 }
 
@@ -37,7 +38,7 @@ pub struct Accepts {
 impl Accepts {
     /// Neither test data nor draw sinks nor a guide.
     pub const NOTHING: Accepts = Accepts {
-        test: TestData::Refused("makes no predictions", None),
+        test: TestData::Refused("the `{engine}` engine makes no predictions", None),
         draw_sinks: false,
         families: &[],
     };
@@ -140,6 +141,30 @@ pub fn names(available: bool) -> Vec<&'static str> {
         .filter(|s| !available || s.implemented)
         .map(|s| s.name)
         .collect()
+}
+
+/// The error for running an engine this version does not have
+/// (`schema.implemented` is false): at the `infer` block, naming the
+/// engines that are available. It comes before anything the engine would
+/// refuse, so a user learns first that the engine cannot run at all.
+pub fn unavailable(schema: &EngineSchema, cfg: &EngineConfig) -> Error {
+    let message = format!(
+        "the `{}` engine ({}) is not available in this version of tempest",
+        schema.name, schema.doc
+    );
+    let note = format!("available engines: {}", names(true).join(", "));
+    // An engine named by `--engine` has no place in the model file.
+    if cfg.span.end == 0 {
+        return Error::new(
+            crate::error::ErrorKind::Unsupported,
+            format!("--engine {}: {message}", schema.name),
+        )
+        .with_note(note);
+    }
+    Error::new(crate::error::ErrorKind::Unsupported, message)
+        .with_span(cfg.span)
+        .with_label("engine not available")
+        .with_note(note)
 }
 
 /// The engines that stream draws, as prose: "`mala`, `hmc` and `nuts`".

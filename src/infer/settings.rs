@@ -106,11 +106,6 @@ pub const SEED: SettingSpec = s(
     "random seed (the CLI's --seed overrides it)",
 );
 
-/// The schema of an engine by name (from [`super::registry`]).
-pub fn schema(name: &str) -> Option<&'static EngineSchema> {
-    super::registry::schema(name)
-}
-
 /// An engine with validated settings, defaults filled in.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -149,7 +144,7 @@ impl EngineConfig {
     /// which would read as absent) fails in debug builds and tests.
     fn get(&self, key: &str) -> Option<&SettingVal> {
         debug_assert!(
-            schema(&self.name).is_none() || self.has(key),
+            super::registry::schema(&self.name).is_none() || self.has(key),
             "the `{}` engine reads `{key}`, which is not one of its settings",
             self.name
         );
@@ -158,7 +153,8 @@ impl EngineConfig {
 
     /// Whether this engine has a setting `key` (given or defaulted).
     pub fn has(&self, key: &str) -> bool {
-        schema(&self.name).is_some_and(|s| s.settings.iter().any(|x| x.name == key))
+        super::registry::schema(&self.name)
+            .is_some_and(|s| s.settings.iter().any(|x| x.name == key))
     }
 
     /// A boolean setting.
@@ -196,7 +192,7 @@ impl EngineConfig {
     /// Validate an `infer` block (or nested engine) against its schema.
     pub fn from_ast(spec: &ast::EngineSpec) -> Result<EngineConfig, Vec<Error>> {
         let mut errors = Vec::new();
-        let Some(schema) = schema(&spec.name.name) else {
+        let Some(schema) = super::registry::schema(&spec.name.name) else {
             let names = super::registry::names(false);
             let mut e = Error::at(
                 ErrorKind::Name,
@@ -260,7 +256,8 @@ impl EngineConfig {
 
     /// Apply `--set key=value` (the value is model syntax). Errors name the flag.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), Error> {
-        let schema = schema(&self.name).ok_or_else(|| Error::internal("engine without schema"))?;
+        let schema = super::registry::schema(&self.name)
+            .ok_or_else(|| Error::internal("engine without schema"))?;
         let flag = format!("--set {key}={value}");
         let parsed = parse_value_text(value).map_err(|_| {
             Error::new(

@@ -108,7 +108,7 @@ pub fn variational(f: &VariationalFit, path: &Path) -> Result<(), Error> {
     {
         let n: usize = t.bins.iter().map(|b| b.count).sum();
         let title = format!("{what}: reliability diagram on the test data ({n} points)");
-        return reliability_diagram(path, &t.bins, f.n_bins, ece, mce, &title);
+        return reliability_diagram(path, &t.bins, Some(t.n_bins), ece, mce, &title);
     }
     let title = format!(
         "{what}: ELBO by step (final {:.4}, {} step{})",

@@ -10,6 +10,7 @@ use super::fit::{EvidenceFit, RungDraws};
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
+use crate::infer::mcmc::def::SamplerDef;
 use crate::infer::mcmc::density::Density;
 use crate::infer::mcmc::engine::McmcEngine;
 use crate::infer::settings::{EngineConfig, SettingVal};
@@ -28,6 +29,8 @@ pub fn ladder(rungs: usize, power: f64) -> Vec<f64> {
 pub struct EvidenceEngine {
     density: Density,
     sampler: EngineConfig,
+    /// The sampler's definition, found in the registry once.
+    def: &'static dyn SamplerDef,
     ladder: Vec<f64>,
     spec: CvSpec,
     seed: u64,
@@ -81,6 +84,13 @@ impl EvidenceEngine {
                 ),
             ));
         }
+        // The sampler comes from the registry (the setting's schema admits
+        // only samplers).
+        let def = crate::infer::registry::find(&sampler.name)
+            .and_then(|d| d.as_sampler())
+            .ok_or_else(|| {
+                Error::internal(format!("evidence: `{}` is not a sampler", sampler.name))
+            })?;
         let draws = (sampler.int("chains").max(1) * sampler.int("draws").max(1)) as usize;
         if let CvSpec::Scalar(m) = &spec {
             let at = cfg.spans.get("control_variates").copied();
@@ -105,6 +115,7 @@ impl EvidenceEngine {
         Ok(EvidenceEngine {
             density,
             sampler,
+            def,
             ladder: ladder(rungs, power),
             spec,
             seed,
@@ -121,12 +132,7 @@ impl EvidenceEngine {
         let mut cfg = self.sampler.clone();
         // Rung i's chains are seeded from seed + i.
         cfg.set("seed", &(self.seed + self.rung as u64).to_string())?;
-        // The sampler comes from the registry (the setting's schema admits
-        // only samplers).
-        let sampler = crate::infer::registry::find(&cfg.name)
-            .and_then(|d| d.as_sampler())
-            .ok_or_else(|| Error::internal(format!("evidence: `{}` is not a sampler", cfg.name)))?;
-        sampler.build_sampler(
+        self.def.build_sampler(
             self.density.clone().with_power(t),
             &cfg,
             self.positions.as_deref(),

@@ -40,8 +40,6 @@ pub struct VariationalFit {
     pub predictions: Option<Predictions>,
     /// Test metrics, when the test data has outcomes.
     pub test: Option<TestMetrics>,
-    /// The `bins` setting behind the test metrics' calibration bins.
-    pub n_bins: Option<usize>,
 }
 
 impl VariationalFit {
@@ -76,7 +74,6 @@ impl VariationalFit {
             hypers,
             predictions: None,
             test: None,
-            n_bins: None,
         })
     }
 
@@ -102,7 +99,6 @@ impl VariationalFit {
         }
         self.predictions = Some(p);
         self.test = m;
-        self.n_bins = Some(bins);
         Ok(())
     }
 

@@ -61,6 +61,10 @@ pub struct TestMetrics {
     /// The reliability diagram's bins (classification only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bins: Vec<Bin>,
+    /// How many equal-width bins `bins` was counted in (the `bins`
+    /// setting; only the non-empty ones are listed).
+    #[serde(skip)]
+    pub n_bins: usize,
 }
 
 /// Predict at the inputs of `test`; metrics when it has outcomes.
@@ -198,6 +202,7 @@ pub fn metrics(
             ece: None,
             mce: None,
             bins: vec![],
+            n_bins: 0,
         };
     };
     let n_bins = n_bins.max(1);
@@ -242,6 +247,7 @@ pub fn metrics(
         ece: Some(ece),
         mce: Some(mce),
         bins,
+        n_bins,
     }
 }
 
