@@ -111,7 +111,6 @@ fn emit_inner(e: &TExpr, ops: &mut Vec<Op>) -> Option<()> {
                 BinOp::Sub => Op::Sub,
                 BinOp::Mul | BinOp::EwMul => Op::Mul,
                 BinOp::Div | BinOp::EwDiv => Op::Div,
-                BinOp::Pow => Op::Pow,
                 _ => Op::Test(*op),
             });
         }
@@ -234,14 +233,7 @@ impl ScalarProgram {
                 Op::Pow => {
                     let b = pop!();
                     let a = pop!();
-                    let (av, bv) = (a.to_constant(), b.to_constant());
-                    push!(
-                        if av <= 0.0 && bv.fract() == 0.0 && bv.abs() <= i32::MAX as f64 {
-                            a.powi(bv as i32)
-                        } else {
-                            a.powf(b)
-                        }
-                    );
+                    push!(crate::ir::ops::pow(a, b));
                 }
                 Op::Add => {
                     let b = pop!();

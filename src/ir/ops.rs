@@ -198,14 +198,7 @@ pub fn binary<T: Scalar>(op: BinOp, a: Value<T>, b: Value<T>, span: Span) -> R<T
                     ));
                 }
             };
-            Ok(Value::Bool(match op {
-                Eq => x == y,
-                Ne => x != y,
-                Lt => x < y,
-                Le => x <= y,
-                Gt => x > y,
-                _ => x >= y,
-            }))
+            Ok(Value::Bool(op.holds(x, y) == Some(true)))
         }
         Add | Sub | Mul if matches!((&a, &b), (Value::Int(_), Value::Int(_))) => {
             let (Value::Int(x), Value::Int(y)) = (&a, &b) else {
@@ -233,8 +226,10 @@ pub fn binary<T: Scalar>(op: BinOp, a: Value<T>, b: Value<T>, span: Span) -> R<T
 }
 
 /// x^y: exp(y log x) for x > 0 (differentiable in both); for x ≤ 0 an
-/// integral y gives the integer power (not differentiable in y).
-fn pow<T: Scalar>(x: T, y: T) -> T {
+/// integral y gives the integer power (not differentiable in y). The one
+/// rule for `^` of the interpreter, the compiled likelihoods and the kernel
+/// programs.
+pub(crate) fn pow<T: Scalar>(x: T, y: T) -> T {
     let (xv, yv) = (x.to_constant(), y.to_constant());
     if xv <= 0.0 && yv.fract() == 0.0 && yv.abs() <= i32::MAX as f64 {
         x.powi(yv as i32)

@@ -133,69 +133,6 @@ fn for_diffs(x: &[f64], y: &[f64], dims: Option<&[usize]>, mut f: impl FnMut(usi
     }
 }
 
-/// The one coordinate a kernel reads, when it reads one: the input's only
-/// column, or the only entry of `dims`.
-fn single_coordinate(dim: usize, dims: Option<&[usize]>) -> Option<usize> {
-    match dims {
-        Some([j]) => Some(*j),
-        None if dim == 1 => Some(0),
-        _ => None,
-    }
-}
-
-/// The periodic kernel on one coordinate j over a block, sines (and
-/// cosines, with `grad`) four at a time: s = sin²(π d/p), t = 2 d sin cos
-/// (for the period's derivative), out = c·s before the exponential, with
-/// d = xⱼ − y and `pc` = (p, c).
-fn periodic_1d(
-    b: &Block,
-    y: f64,
-    j: usize,
-    (period, c): (f64, f64),
-    grad: bool,
-    (aux, aux2, out): (&mut [f64], &mut [f64], &mut [f64]),
-) {
-    use wide::f64x4;
-    let m = out.len();
-    let diff = |e: usize| b.x.row(b.start + e)[j] - y;
-    let mut put = |e: usize, d: f64, sn: f64, cs: f64| {
-        aux[e] = sn * sn;
-        aux2[e] = if grad { d * 2.0 * sn * cs } else { 0.0 };
-        out[e] = c * sn * sn;
-    };
-    let mut e = 0;
-    while e < m {
-        let n = (m - e).min(4);
-        let mut d = [0.0; 4];
-        for k in 0..n {
-            d[k] = diff(e + k);
-        }
-        let a = d.map(|d| PI * d / period);
-        // The vectorised sine and cosine are within an ulp of the library's
-        // for |angle| ≤ 1e5 (checked to there); beyond, and for the last
-        // entries of a block, the library's own.
-        if n == 4 && a.iter().all(|a| a.abs() <= 1e5) {
-            let ang = f64x4::from(a);
-            let (sn, cs) = if grad {
-                let (sn, cs) = ang.sin_cos();
-                (sn.to_array(), cs.to_array())
-            } else {
-                (ang.sin().to_array(), [0.0; 4])
-            };
-            for k in 0..4 {
-                put(e + k, d[k], sn[k], cs[k]);
-            }
-        } else {
-            for k in 0..n {
-                let (sn, cs) = a[k].sin_cos();
-                put(e + k, d[k], sn, cs);
-            }
-        }
-        e += n;
-    }
-    exp_in_place(out);
-}
-
 /// The selected coordinates of a row.
 fn coords<'a>(r: &'a [f64], dims: Option<&'a [usize]>) -> impl Iterator<Item = f64> + 'a {
     let n = dims.map_or(r.len(), |d| d.len());
@@ -407,30 +344,31 @@ impl<'k> Plan<'k> {
                 Node::Periodic {
                     ell, period, dims, ..
                 } => {
+                    // Coordinate by coordinate over the block: the angles,
+                    // then their sines and cosines four at a time.
                     let c = -2.0 / (ell * ell);
-                    if let Some(j) = single_coordinate(b.x.dim(), *dims) {
-                        periodic_1d(&b, yr[j], j, (*period, c), grad, (aux, aux2, out));
-                    } else {
+                    aux.fill(0.0);
+                    aux2.fill(0.0);
+                    let n_dims = dims.map_or(yr.len(), |d| d.len());
+                    let (mut d, mut sn, mut cs) = ([0.0; BLOCK], [0.0; BLOCK], [0.0; BLOCK]);
+                    for k in 0..n_dims {
+                        let j = dims.map_or(k, |d| d[k]);
                         for e in 0..m {
-                            let xr = b.x.row(b.start + e);
-                            let (mut s, mut t) = (0.0, 0.0);
-                            for_diffs(xr, yr, *dims, |_, d| {
-                                let ang = PI * d / period;
-                                if grad {
-                                    let (sn, cs) = ang.sin_cos();
-                                    s += sn * sn;
-                                    t += d * 2.0 * sn * cs;
-                                } else {
-                                    let sn = ang.sin();
-                                    s += sn * sn;
-                                }
-                            });
-                            aux[e] = s;
-                            aux2[e] = t;
-                            out[e] = c * s;
+                            d[e] = b.x.row(b.start + e)[j] - yr[j];
+                            sn[e] = PI * d[e] / period;
                         }
-                        exp_in_place(out);
+                        sin_cos_in_place(&mut sn[..m], &mut cs[..m]);
+                        for e in 0..m {
+                            aux[e] += sn[e] * sn[e];
+                            if grad {
+                                aux2[e] += d[e] * 2.0 * sn[e] * cs[e];
+                            }
+                        }
                     }
+                    for e in 0..m {
+                        out[e] = c * aux[e];
+                    }
+                    exp_in_place(out);
                 }
                 Node::Linear { v, dims, .. } => {
                     for (e, o) in out.iter_mut().enumerate() {
@@ -814,6 +752,31 @@ pub fn exp_in_place(xs: &mut [f64]) {
     }
 }
 
+/// sin and cos of each angle: the sines replace the angles in `xs`, the
+/// cosines go to `cos` (same length). Four at a time (the vectorised
+/// functions of the `wide` crate, within two units in the last place of the
+/// library's, `tests::sines_and_cosines_match_the_library`) where all four
+/// angles lie in [−10⁵, 10⁵], the library's own otherwise.
+pub fn sin_cos_in_place(xs: &mut [f64], cos: &mut [f64]) {
+    use wide::f64x4;
+    let mut chunks = xs.chunks_exact_mut(4).zip(cos.chunks_exact_mut(4));
+    for (c, o) in &mut chunks {
+        if c.iter().all(|x| x.abs() <= 1e5) {
+            let (sn, cs) = f64x4::from([c[0], c[1], c[2], c[3]]).sin_cos();
+            c.copy_from_slice(&sn.to_array());
+            o.copy_from_slice(&cs.to_array());
+        } else {
+            for (x, o) in c.iter_mut().zip(o.iter_mut()) {
+                (*x, *o) = x.sin_cos();
+            }
+        }
+    }
+    let done = xs.len() / 4 * 4;
+    for (x, o) in xs[done..].iter_mut().zip(cos[done..].iter_mut()) {
+        (*x, *o) = x.sin_cos();
+    }
+}
+
 /// dk/dr² from r² > 0 (finite) and the value k, without a second
 /// exponential.
 fn slope(kind: KernelKind, r2: f64, k: f64) -> f64 {
@@ -859,6 +822,40 @@ impl KernelValue<f64> {
 
 #[cfg(test)]
 mod tests {
+
+    /// The block sines and cosines are within two ulp of 1 of the
+    /// library's up to |angle| 10⁵, and the library's own beyond and for
+    /// NaN and infinities.
+    #[test]
+    fn sines_and_cosines_match_the_library() {
+        let mut angles: Vec<f64> = (0..200_003)
+            .map(|i| (i as f64 - 100_000.0) * 0.999_37 + 0.123)
+            .collect();
+        angles.extend([1e5 + 1.0, -3e7, f64::INFINITY, f64::NAN, 0.0, -0.0, 1e-300]);
+        let mut s = angles.clone();
+        let mut c = vec![0.0; s.len()];
+        sin_cos_in_place(&mut s, &mut c);
+        for (k, &x) in angles.iter().enumerate() {
+            let (ws, wc) = x.sin_cos();
+            if x.abs() > 1e5 || !x.is_finite() {
+                let same =
+                    |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+                assert!(same(s[k], ws) && same(c[k], wc), "{x}: {} {}", s[k], c[k]);
+            } else {
+                assert!(
+                    (s[k] - ws).abs() <= 2.0 * f64::EPSILON,
+                    "sin {x}: {} vs {ws}",
+                    s[k]
+                );
+                assert!(
+                    (c[k] - wc).abs() <= 2.0 * f64::EPSILON,
+                    "cos {x}: {} vs {wc}",
+                    c[k]
+                );
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

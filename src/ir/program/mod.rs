@@ -284,13 +284,7 @@ impl KernelProgram {
                         BinOp::Sub => u - w,
                         BinOp::Mul | BinOp::EwMul => u * w,
                         BinOp::Div | BinOp::EwDiv => u / w,
-                        BinOp::Pow => {
-                            if uv <= 0.0 && wv.fract() == 0.0 && wv.abs() <= i32::MAX as f64 {
-                                u.powi(wv as i32)
-                            } else {
-                                u.powf(w)
-                            }
-                        }
+                        BinOp::Pow => crate::ir::ops::pow(u, w),
                         test => T::constant(truth(test.holds(uv, wv) == Some(true))),
                     }
                 }
