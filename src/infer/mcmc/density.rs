@@ -24,7 +24,7 @@ use crate::ir::graph::{DistCall, DistRef};
 use crate::ir::value::Value;
 use crate::limits::{self, Request};
 use crate::math::adjoint;
-use crate::math::scalar::{CHUNK, Dual1, logsumexp};
+use crate::math::scalar::{CHUNK, Dual1, RealExt};
 use crate::model::constraint::Bounds;
 use crate::model::dist::{Dist, categorical_logit};
 use crate::output::stan_csv::stan_names;
@@ -1055,14 +1055,17 @@ fn closed_form(d: Dist, y: f64, a: &[f64]) -> (f64, [f64; 2], f64) {
             // lgamma(y + φ) − lgamma(φ) − lgamma(y + 1) + φ(log φ − L) + y(f − L);
             // d/df = y − (y + φ)p with p = μ/(μ + φ) = σ(f − log φ);
             // d/dφ = ψ(y + φ) − ψ(φ) + log φ + 1 − L − (y + φ)/(μ + φ).
+            // With z = f − log φ, log φ − L = −softplus(z) and f − L = log σ(z)
+            // (as the generic density), so large φ does not cancel.
             let (f, phi) = (a[0], a[1]);
             let lphi = phi.ln();
-            let l = logsumexp(&[f, lphi]);
-            let p = (f - l).exp();
-            let v = ln_gamma(y + phi) - ln_gamma(phi) - ln_gamma(y + 1.0)
-                + phi * (lphi - l)
-                + y * (f - l);
-            let dphi = digamma(y + phi) - digamma(phi) + lphi + 1.0 - l - (y + phi) * (-l).exp();
+            let z = f - lphi;
+            let sp = z.softplus();
+            let l = lphi + sp;
+            let p = z.log_sigmoid().exp();
+            let v = ln_gamma(y + phi) - ln_gamma(phi) - ln_gamma(y + 1.0) - phi * sp
+                + y * z.log_sigmoid();
+            let dphi = digamma(y + phi) - digamma(phi) + 1.0 - sp - (y + phi) * (-l).exp();
             (v, [y - (y + phi) * p, dphi], 0.0)
         }
         _ => (f64::NAN, [0.0; 2], 0.0),
