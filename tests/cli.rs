@@ -514,6 +514,13 @@ fn a_prior_on_a_hyper_steers_mirror_descent() {
     let z = (r.ln() - 2f64.ln()) / 0.05;
     let want = -r.ln() - 0.05f64.ln() - 0.5 * (2.0 * std::f64::consts::PI).ln() - 0.5 * z * z;
     assert_rel(map["log_prior"].as_f64().unwrap(), want, 1e-9, "log prior");
+    let elbo = map["elbo"].as_f64().unwrap();
+    assert_rel(
+        map["objective"].as_f64().unwrap(),
+        elbo + want,
+        1e-9,
+        "objective",
+    );
 }
 
 /// The built-in `neg_binomial_2_log` and the model-file negative binomial

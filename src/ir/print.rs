@@ -121,9 +121,7 @@ pub fn graph(g: &Graph) -> String {
             GuideTarget::Param(i) => g.params[i].name.clone(),
         };
         let fam = match &gd.family {
-            Family::Sites => "sites".to_string(),
-            Family::MeanField => "mean_field".to_string(),
-            Family::FullRank => "full_rank".to_string(),
+            f @ (Family::Sites | Family::MeanField | Family::FullRank) => f.name().to_string(),
             Family::Inducing { m } => format!("inducing(m = {m})"),
             Family::Gaussian { diag } => {
                 format!("gaussian({})", if *diag { "diag" } else { "full" })

@@ -164,6 +164,7 @@ impl crate::infer::fit::Fit for VariationalFit {
         });
         if let Some(lp) = self.log_prior {
             out["log_prior"] = json!(lp);
+            out["objective"] = json!(self.elbo + lp);
         }
         let notes = self.notes();
         if !notes.is_empty() {
