@@ -99,6 +99,7 @@ fn the_gram_adjoint_matches_finite_differences_and_the_block_path() {
         let pbar = leaf_adjoints(&k, &Inputs::from_matrix(&x), &w)
             .unwrap()
             .unwrap();
+        assert_eq!(adj.params.len(), pbar.len(), "{kexpr}: θ̄ length");
         for (a, b) in adj.params.iter().zip(&pbar) {
             close(*a, *b, 1e-10, &format!("{kexpr}: θ̄"));
         }
@@ -225,4 +226,30 @@ fn the_adjoints_are_identical_for_any_thread_count() {
     for t in [2, 3] {
         assert_eq!(one, run(t), "{t} threads");
     }
+}
+
+/// A hand-built kernel value with too few arguments is an error, not a
+/// panic; a degree-0 polynomial has zero derivatives where c + xᵀy = 0.
+#[test]
+fn malformed_kernels_fail_and_degree_zero_is_flat() {
+    let xi = Inputs::from_matrix(&DMatrix::from_row_slice(2, 1, &[1.0, -1.0]));
+    let k_bar = DMatrix::from_element(2, 2, 1.0);
+    let short = KernelValue::Base {
+        kind: KernelKind::Periodic,
+        args: vec![KernelArg::Scalar(1.0)],
+        dims: None,
+        span: Default::default(),
+    };
+    assert!(gram_vjp(&short, &xi, &k_bar).is_err());
+    assert!(short.gram_fast(&xi).is_err());
+    // c + x·y = 1 − 1 = 0 off the diagonal.
+    let flat = KernelValue::Base {
+        kind: KernelKind::Polynomial,
+        args: vec![KernelArg::Scalar(0.0), KernelArg::Scalar(1.0)],
+        dims: None,
+        span: Default::default(),
+    };
+    let adj = gram_vjp(&flat, &xi, &k_bar).unwrap().unwrap();
+    assert!(adj.params.iter().all(|g| *g == 0.0), "{:?}", adj.params);
+    assert!(adj.x.iter().all(|g| *g == 0.0), "{}", adj.x);
 }

@@ -536,7 +536,10 @@ impl<'k> Plan<'k> {
                         if !integral {
                             pbar[*leaf] += ai[e] * v[e] * base.ln();
                         }
-                        pbar[leaf + 1] += ai[e] * degree * base.powf(degree - 1.0);
+                        // (c + xᵀy)^0 is flat in c, also where c + xᵀy = 0.
+                        if *degree != 0.0 {
+                            pbar[leaf + 1] += ai[e] * degree * base.powf(degree - 1.0);
+                        }
                     }
                 }
                 Node::Cosine { .. } | Node::White | Node::Constant => {}

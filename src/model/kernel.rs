@@ -346,6 +346,16 @@ impl<T: Scalar> KernelValue<T> {
                 span,
             } => {
                 let seen = check_dims(dims, *span)?;
+                // The checker gives every built-in its arguments; a kernel
+                // value built by hand through the public fields may not.
+                if args.len() != kind.params().len() {
+                    return Err(Error::internal(format!(
+                        "`{}` has {} arguments for {} parameters",
+                        kind.name(),
+                        args.len(),
+                        kind.params().len()
+                    )));
+                }
                 for (a, p) in args.iter().zip(kind.params()) {
                     if let Some(len) = a.len()
                         && len != seen
@@ -739,7 +749,13 @@ fn base_grad(
             } else {
                 k * base.ln()
             };
-            g[1] = degree * base.powf(degree - 1.0);
+            // d(c + xᵀy)^0/dc is 0, also where c + xᵀy = 0 (where
+            // degree · base^(degree − 1) would be 0 · ∞).
+            g[1] = if degree == 0.0 {
+                0.0
+            } else {
+                degree * base.powf(degree - 1.0)
+            };
             k
         }
         KernelKind::Cosine => dot_product::cosine::<f64>(x, y, dims),

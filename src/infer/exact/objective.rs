@@ -74,8 +74,8 @@ impl ExactModel {
             "the covariance matrix K + noise",
         )?;
         let r = &self.y - &p.loc;
-        let alpha = chol.solve(&r);
-        let lml = -0.5 * r.dot(&alpha) - 0.5 * chol.log_det() - n as f64 * HALF_LOG_2PI + p.log_c();
+        let (q, alpha) = crate::math::adjoint::quad_form(&chol, &r);
+        let lml = -0.5 * q - 0.5 * chol.log_det() - n as f64 * HALF_LOG_2PI + p.log_c();
         Ok(LmlState {
             lml,
             chol: Some(chol),

@@ -1062,9 +1062,9 @@ fn closed_form(d: Dist, y: f64, a: &[f64]) -> (f64, [f64; 2], f64) {
             let z = f - lphi;
             let sp = z.softplus();
             let l = lphi + sp;
-            let p = z.log_sigmoid().exp();
-            let v = ln_gamma(y + phi) - ln_gamma(phi) - ln_gamma(y + 1.0) - phi * sp
-                + y * z.log_sigmoid();
+            let ls = z.log_sigmoid();
+            let p = ls.exp();
+            let v = ln_gamma(y + phi) - ln_gamma(phi) - ln_gamma(y + 1.0) - phi * sp + y * ls;
             let dphi = digamma(y + phi) - digamma(phi) + 1.0 - sp - (y + phi) * (-l).exp();
             (v, [y - (y + phi) * p, dphi], 0.0)
         }

@@ -1,20 +1,9 @@
 //! Adjoints of the Gaussian log density through a Cholesky factor: the
 //! quadratic form bᵀA⁻¹b and the GP log marginal likelihood.
 
-use super::inverse::outer_minus_inverse;
+use super::inverse::lml_weight;
 use crate::math::linalg::JitteredCholesky;
 use nalgebra::{DMatrix, DVector};
-
-/// W = ααᵀ − A⁻¹ [N, N] for α [N] and the factor of A [N, N] (A⁻¹ is
-/// (A + jitter·I)⁻¹): twice the adjoint K̄ of the log marginal likelihood,
-/// so the gradient in a kernel parameter θ is ½ tr(W ∂A/∂θ).
-///
-/// From [`crate::math::adjoint::PAR_INVERSE_MIN`] rows on, the inverse is
-/// formed in column blocks on the threads of the current rayon pool, with
-/// the same result bit for bit for any number of threads.
-pub fn lml_weight(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<f64> {
-    outer_minus_inverse(chol, alpha)
-}
 
 /// (Ā, r̄) for the Gaussian log density
 /// ℓ = −½ rᵀA⁻¹r − ½ log|A| − (N/2) log 2π, with A symmetric positive

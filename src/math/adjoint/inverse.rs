@@ -7,15 +7,17 @@ use faer::linalg::solvers::DenseSolveCore;
 use faer::{Mat, Par};
 use nalgebra::{DMatrix, DVector};
 
-/// Rows from which [`crate::math::adjoint::lml_weight`] works in parallel
+/// Rows from which [`lml_weight`] works in parallel
 /// column blocks.
 pub const PAR_INVERSE_MIN: usize = 256;
 
 /// Columns per block of the parallel inverse.
 const INVERSE_BLOCK: usize = 64;
 
-/// ααᵀ − (A + jitter·I)⁻¹ [N, N] for a vector α [N], formed as the inverse
-/// is copied out.
+/// W = ααᵀ − (A + jitter·I)⁻¹ [N, N] for α [N] and the factor of A
+/// [N, N], formed as the inverse is copied out: twice the adjoint K̄ of the
+/// log marginal likelihood, so the gradient in a kernel parameter θ is
+/// ½ tr(W ∂A/∂θ).
 ///
 /// Above [`PAR_INVERSE_MIN`] rows the inverse is formed in independent
 /// column blocks on the threads of the current rayon pool: M = L⁻¹ by
@@ -23,10 +25,10 @@ const INVERSE_BLOCK: usize = 64;
 /// of Mᵀ M one block of columns at a time. Each block is computed on
 /// one thread with the same operations whatever the number of threads,
 /// so the result is the same bit for bit for any thread count.
-pub(super) fn outer_minus_inverse(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<f64> {
+pub fn lml_weight(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<f64> {
     let llt = chol.llt();
     if llt.L().nrows() >= PAR_INVERSE_MIN {
-        return outer_minus_inverse_blocked(chol, alpha);
+        return lml_weight_blocked(chol, alpha);
     }
     let inv = llt.inverse();
     let mut out = DMatrix::zeros(inv.nrows(), inv.ncols());
@@ -39,8 +41,8 @@ pub(super) fn outer_minus_inverse(chol: &JitteredCholesky, alpha: &DVector<f64>)
     out
 }
 
-/// [`outer_minus_inverse`] by column blocks.
-fn outer_minus_inverse_blocked(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<f64> {
+/// [`lml_weight`] by column blocks.
+fn lml_weight_blocked(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<f64> {
     use faer::linalg::matmul::triangular::{BlockStructure, matmul};
     use rayon::prelude::*;
     let l = chol.llt().L();
@@ -131,7 +133,7 @@ mod tests {
                 .num_threads(t)
                 .build()
                 .unwrap()
-                .install(|| outer_minus_inverse(&c, &alpha))
+                .install(|| lml_weight(&c, &alpha))
         };
         let w1 = run(1);
         let scale = want.amax();

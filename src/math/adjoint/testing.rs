@@ -74,10 +74,11 @@ pub fn central(f: impl Fn(f64) -> f64) -> f64 {
     (f(h) - f(-h)) / (2.0 * h)
 }
 
-/// Asserts |got − want| ≤ 1e-6 · max(1, |want|).
+/// Asserts |got − want| ≤ 1e-8 · max(1, |want|) (the central
+/// difference with h = 1e-5 is good to about 1e-10 on these matrices).
 pub fn assert_close(got: f64, want: f64, what: &str) {
     assert!(
-        (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+        (got - want).abs() <= 1e-8 * want.abs().max(1.0),
         "{what}: adjoint {got} vs finite difference {want}"
     );
 }

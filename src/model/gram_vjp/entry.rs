@@ -60,7 +60,21 @@ impl KernelValue<f64> {
         mut gx: Option<&mut [f64]>,
         mut gy: Option<&mut [f64]>,
     ) -> Result<f64, Error> {
-        crate::limits::deep(|| self.inputs_inner(x, y, same, g, &mut gx, &mut gy))
+        self.inputs(x, y, same, g, &mut gx, &mut gy)
+    }
+
+    /// [`KernelValue::inputs_inner`] with the stack grown as needed at
+    /// every level of the kernel tree (its depth is the model's).
+    fn inputs(
+        &self,
+        x: &[f64],
+        y: &[f64],
+        same: bool,
+        g: f64,
+        gx: &mut Option<&mut [f64]>,
+        gy: &mut Option<&mut [f64]>,
+    ) -> Result<f64, Error> {
+        crate::limits::deep(|| self.inputs_inner(x, y, same, g, gx, gy))
     }
 
     fn inputs_inner(
@@ -77,15 +91,16 @@ impl KernelValue<f64> {
                 kind, args, dims, ..
             } => base_inputs(*kind, args, dims.as_deref(), x, y, same, g, gx, gy),
             KernelValue::Sum(a, b) => {
-                a.inputs_inner(x, y, same, g, gx, gy)? + b.inputs_inner(x, y, same, g, gx, gy)?
+                a.inputs(x, y, same, g, gx, gy)? + b.inputs(x, y, same, g, gx, gy)?
             }
             KernelValue::Product(a, b) => {
-                let (ka, kb) = (a.entry(x, y, same)?, b.entry(x, y, same)?);
-                a.inputs_inner(x, y, same, g * kb, gx, gy)?;
-                b.inputs_inner(x, y, same, g * ka, gx, gy)?;
+                // a's pass returns its value, which b's pass needs.
+                let kb = b.entry(x, y, same)?;
+                let ka = a.inputs(x, y, same, g * kb, gx, gy)?;
+                b.inputs(x, y, same, g * ka, gx, gy)?;
                 ka * kb
             }
-            KernelValue::Scale(c, k) => c * k.inputs_inner(x, y, same, g * c, gx, gy)?,
+            KernelValue::Scale(c, k) => c * k.inputs(x, y, same, g * c, gx, gy)?,
             KernelValue::Compiled {
                 program,
                 params,

@@ -1,6 +1,7 @@
 //! The Gram and cross-covariance nodes' vector–Jacobian products.
 
 use crate::error::{Error, ErrorKind};
+use crate::model::block::Plan;
 use crate::model::kernel::{Inputs, KernelValue};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
@@ -71,10 +72,11 @@ fn add_params(
 /// Gᵢⱼ = K̄ᵢⱼ + K̄ⱼᵢ (i > j) and Gᵢᵢ = K̄ᵢᵢ:
 /// θ̄ = Σ_{i≥j} Gᵢⱼ ∂k(xᵢ, xⱼ)/∂θ,
 /// x̄ᵣ = Σ_{j≤r} Gᵣⱼ ∂₁k(xᵣ, xⱼ) + Σ_{i≥r} Gᵢᵣ ∂₂k(xᵢ, xᵣ).
-/// Rows run in parallel (each pair is visited from both of its rows, so
-/// 2·N² entry passes in all); the rows' θ̄ are added in row order, so the
-/// result does not depend on the number of threads. θ̄ for a symmetric K̄
-/// equals [`crate::infer::gradients::leaf_adjoints`] with W = 2K̄.
+/// θ̄ comes from the kernel's block plan ([`Plan::adjoints`] with
+/// W = K̄ + K̄ᵀ: one reverse pass over the lower triangle) when it has one,
+/// else entry by entry. X̄: rows run in parallel (each pair is visited from
+/// both of its rows, so 2·N² entry passes in all); sums run in row order,
+/// so the result does not depend on the number of threads.
 ///
 /// `None` when the kernel has Rust or interpreted model-file parts; an
 /// error when shapes disagree.
@@ -95,6 +97,8 @@ pub fn gram_vjp(
     let Some(leaves) = kernel.leaves().map(|l| l.len()) else {
         return Ok(None);
     };
+    let planned = Plan::new(kernel, x, x).map(|p| p.adjoints(x, &(k_bar + k_bar.transpose())));
+    let entry_params = if planned.is_some() { 0 } else { leaves };
     let weight = |i: usize, j: usize| {
         if i == j {
             k_bar[(i, i)]
@@ -106,9 +110,10 @@ pub fn gram_vjp(
         .into_par_iter()
         .with_min_len(8)
         .map_init(
-            || vec![0.0; leaves],
+            || vec![0.0; entry_params],
             |scratch, r| {
-                let (mut p, mut xr, mut own_y) = (vec![0.0; leaves], vec![0.0; d], vec![0.0; d]);
+                let (mut p, mut xr, mut own_y) =
+                    (vec![0.0; entry_params], vec![0.0; d], vec![0.0; d]);
                 let xr_in = x.row(r);
                 for j in 0..=r {
                     let g = weight(r, j);
@@ -135,7 +140,7 @@ pub fn gram_vjp(
         .collect::<Result<_, Error>>()?;
     let (ps, xs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
     Ok(Some(GramAdjoints {
-        params: total(&ps, leaves),
+        params: planned.unwrap_or_else(|| total(&ps, leaves)),
         x: stack(&xs, d),
     }))
 }
