@@ -253,3 +253,22 @@ fn malformed_kernels_fail_and_degree_zero_is_flat() {
     assert!(adj.params.iter().all(|g| *g == 0.0), "{:?}", adj.params);
     assert!(adj.x.iter().all(|g| *g == 0.0), "{}", adj.x);
 }
+
+/// A gradient that is not finite is an error, never passed on.
+#[test]
+fn non_finite_adjoints_are_errors() {
+    // (c + xᵀy)^1.5 with c + xᵀy = 0.5 − 1 < 0 off the diagonal: NaN.
+    let xi = Inputs::from_matrix(&DMatrix::from_row_slice(2, 1, &[1.0, -1.0]));
+    let k = KernelValue::Base {
+        kind: KernelKind::Polynomial,
+        args: vec![KernelArg::Scalar(1.5), KernelArg::Scalar(0.5)],
+        dims: None,
+        span: Default::default(),
+    };
+    let err = gram_vjp(&k, &xi, &DMatrix::from_element(2, 2, 1.0)).unwrap_err();
+    assert!(
+        err.message.contains("kernel gradient is NaN"),
+        "{}",
+        err.message
+    );
+}

@@ -35,6 +35,22 @@ fn stack(rows: &[Vec<f64>], d: usize) -> DMatrix<f64> {
     DMatrix::from_fn(rows.len(), d, |i, k| rows[i][k])
 }
 
+/// An error when an adjoint is not finite (e.g. a polynomial kernel of
+/// non-integer degree at a negative c + xᵀy), so none is passed on as a
+/// gradient.
+fn finite(params: &[f64], inputs: &[&DMatrix<f64>]) -> Result<(), Error> {
+    let bad = params.iter().chain(inputs.iter().flat_map(|m| m.iter()));
+    if let Some(v) = bad.copied().find(|v| !v.is_finite()) {
+        return Err(Error::new(
+            ErrorKind::Numerical,
+            format!(
+                "a kernel gradient is {v}: the kernel is not differentiable at these inputs and parameters"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Per-row parameter adjoints added up in row order.
 fn total(parts: &[Vec<f64>], leaves: usize) -> Vec<f64> {
     let mut out = vec![0.0; leaves];
@@ -139,10 +155,12 @@ pub fn gram_vjp(
         )
         .collect::<Result<_, Error>>()?;
     let (ps, xs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
-    Ok(Some(GramAdjoints {
+    let out = GramAdjoints {
         params: planned.unwrap_or_else(|| total(&ps, leaves)),
         x: stack(&xs, d),
-    }))
+    };
+    finite(&out.params, &[&out.x])?;
+    Ok(Some(out))
 }
 
 /// (θ̄, X̄, Z̄) for the cross-covariance node K = K(X, Z; θ) [N, M],
@@ -219,9 +237,11 @@ pub fn cross_vjp(
         })
         .collect::<Result<_, Error>>()?;
     let (ps, xs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
-    Ok(Some(CrossAdjoints {
+    let out = CrossAdjoints {
         params: total(&ps, leaves),
         x: stack(&xs, d),
         z: stack(&zs, d),
-    }))
+    };
+    finite(&out.params, &[&out.x, &out.z])?;
+    Ok(Some(out))
 }
