@@ -63,8 +63,9 @@ impl KernelValue<f64> {
         self.inputs(x, y, same, g, &mut gx, &mut gy)
     }
 
-    /// [`KernelValue::inputs_inner`] with the stack grown as needed at
-    /// every level of the kernel tree (its depth is the model's).
+    /// The recursion of [`KernelValue::entry_vjp_inputs`], with the stack
+    /// grown as needed at every level of the kernel tree (its depth is the
+    /// model's).
     fn inputs(
         &self,
         x: &[f64],
@@ -74,54 +75,44 @@ impl KernelValue<f64> {
         gx: &mut Option<&mut [f64]>,
         gy: &mut Option<&mut [f64]>,
     ) -> Result<f64, Error> {
-        crate::limits::deep(|| self.inputs_inner(x, y, same, g, gx, gy))
-    }
-
-    fn inputs_inner(
-        &self,
-        x: &[f64],
-        y: &[f64],
-        same: bool,
-        g: f64,
-        gx: &mut Option<&mut [f64]>,
-        gy: &mut Option<&mut [f64]>,
-    ) -> Result<f64, Error> {
-        Ok(match self {
-            KernelValue::Base {
-                kind, args, dims, ..
-            } => base_inputs(*kind, args, dims.as_deref(), x, y, same, g, gx, gy),
-            KernelValue::Sum(a, b) => {
-                a.inputs(x, y, same, g, gx, gy)? + b.inputs(x, y, same, g, gx, gy)?
-            }
-            KernelValue::Product(a, b) => {
-                // a's pass returns its value, which b's pass needs.
-                let kb = b.entry(x, y, same)?;
-                let ka = a.inputs(x, y, same, g * kb, gx, gy)?;
-                b.inputs(x, y, same, g * ka, gx, gy)?;
-                ka * kb
-            }
-            KernelValue::Scale(c, k) => c * k.inputs(x, y, same, g * c, gx, gy)?,
-            KernelValue::Compiled {
-                program,
-                params,
-                dims,
-                ..
-            } => {
-                let d = dims.as_deref();
-                let pick = |r: &[f64]| -> Vec<f64> {
-                    (0..seen(d, r.len())).map(|k| r[col(d, k)]).collect()
-                };
-                let (xs, ys) = (pick(x), pick(y));
-                let (mut lx, mut ly) = (vec![0.0; xs.len()], vec![0.0; ys.len()]);
-                let mut gp = vec![0.0; params.len()];
-                let k = program.eval_grad_inputs(params, &xs, &ys, &mut gp, &mut lx, &mut ly);
-                for (j, (u, v)) in lx.iter().zip(&ly).enumerate() {
-                    add(gx, col(d, j), g * u);
-                    add(gy, col(d, j), g * v);
+        crate::limits::deep(|| {
+            Ok(match self {
+                KernelValue::Base {
+                    kind, args, dims, ..
+                } => base_inputs(*kind, args, dims.as_deref(), x, y, same, g, gx, gy),
+                KernelValue::Sum(a, b) => {
+                    a.inputs(x, y, same, g, gx, gy)? + b.inputs(x, y, same, g, gx, gy)?
                 }
-                k
-            }
-            KernelValue::Rust { .. } | KernelValue::Lang { .. } => return Err(no_rule(self)),
+                KernelValue::Product(a, b) => {
+                    // a's pass returns its value, which b's pass needs.
+                    let kb = b.entry(x, y, same)?;
+                    let ka = a.inputs(x, y, same, g * kb, gx, gy)?;
+                    b.inputs(x, y, same, g * ka, gx, gy)?;
+                    ka * kb
+                }
+                KernelValue::Scale(c, k) => c * k.inputs(x, y, same, g * c, gx, gy)?,
+                KernelValue::Compiled {
+                    program,
+                    params,
+                    dims,
+                    ..
+                } => {
+                    let d = dims.as_deref();
+                    let pick = |r: &[f64]| -> Vec<f64> {
+                        (0..seen(d, r.len())).map(|k| r[col(d, k)]).collect()
+                    };
+                    let (xs, ys) = (pick(x), pick(y));
+                    let (mut lx, mut ly) = (vec![0.0; xs.len()], vec![0.0; ys.len()]);
+                    let mut gp = vec![0.0; params.len()];
+                    let k = program.eval_grad_inputs(params, &xs, &ys, &mut gp, &mut lx, &mut ly);
+                    for (j, (u, v)) in lx.iter().zip(&ly).enumerate() {
+                        add(gx, col(d, j), g * u);
+                        add(gy, col(d, j), g * v);
+                    }
+                    k
+                }
+                KernelValue::Rust { .. } | KernelValue::Lang { .. } => return Err(no_rule(self)),
+            })
         })
     }
 }
