@@ -62,6 +62,13 @@ fn bench(c: &mut Criterion) {
     g.bench_function("cholesky", |bch| {
         bch.iter(|| black_box(cholesky_jitter(black_box(&a), 0.0, 1e-2, "K").expect("chol")))
     });
+    let state = em.lml(&theta).expect("lml");
+    g.bench_function("lml", |bch| {
+        bch.iter(|| black_box(em.lml(black_box(&theta)).expect("lml").lml))
+    });
+    g.bench_function("weight", |bch| {
+        bch.iter(|| black_box(ExactModel::weight(black_box(&state)).expect("weight")))
+    });
     g.bench_function("gram", |bch| {
         bch.iter(|| black_box(p.kernel.gram_fast(&em.inputs).expect("gram")))
     });

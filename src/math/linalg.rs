@@ -7,6 +7,7 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::math::scalar::Real;
+use crate::math::simd::settle;
 use faer::linalg::solvers::{DenseSolveCore, Llt, Solve};
 use faer::{Mat, Par, Side};
 use nalgebra::{DMatrix, DVector};
@@ -47,6 +48,7 @@ pub fn matmul(a: &DMatrix<f64>, ta: bool, b: &DMatrix<f64>, tb: bool) -> DMatrix
     );
     let mut out = Mat::<f64>::zeros(ra.nrows(), rb.ncols());
     faer::linalg::matmul::matmul(out.as_mut(), faer::Accum::Replace, ra, rb, 1.0, Par::Seq);
+    settle();
     from_faer(&out)
 }
 
@@ -65,6 +67,7 @@ impl JitteredCholesky {
     pub fn solve(&self, b: &DVector<f64>) -> DVector<f64> {
         let rhs = Mat::from_fn(b.len(), 1, |i, _| b[i]);
         let x = self.llt.solve(&rhs);
+        settle();
         DVector::from_fn(b.len(), |i, _| x[(i, 0)])
     }
     /// L⁻¹ B (forward substitution), shape of B.
@@ -75,6 +78,7 @@ impl JitteredCholesky {
             x.as_mut(),
             Par::Seq,
         );
+        settle();
         from_faer(&x)
     }
     /// L⁻ᵀ B (back substitution), shape of B.
@@ -85,11 +89,14 @@ impl JitteredCholesky {
             x.as_mut(),
             Par::Seq,
         );
+        settle();
         from_faer(&x)
     }
     /// (A + jitter·I)⁻¹.
     pub fn inverse(&self) -> DMatrix<f64> {
-        from_faer(&self.llt.inverse())
+        let inv = self.llt.inverse();
+        settle();
+        from_faer(&inv)
     }
     /// The faer factorisation, for the column-blocked inverse of
     /// [`crate::math::adjoint::lml_weight`].
@@ -144,6 +151,7 @@ pub fn cholesky_jitter(
         } else {
             Llt::new(view(a), Side::Lower)
         };
+        settle();
         if let Ok(llt) = llt {
             return Ok(JitteredCholesky { llt, jitter });
         }

@@ -7,3 +7,4 @@ pub mod linalg;
 pub mod optim;
 pub mod quadrature;
 pub mod scalar;
+pub mod simd;

@@ -744,6 +744,9 @@ pub fn exp_in_place(xs: &mut [f64]) {
         if c.iter().all(|x| x.abs() <= 708.0) {
             let e = f64x4::from([c[0], c[1], c[2], c[3]]).exp().to_array();
             c.copy_from_slice(&e);
+        } else if c.iter().all(|x| *x < -708.0) {
+            // Far-apart inputs of a short-range kernel: every entry is 0.
+            c.fill(0.0);
         } else {
             for x in c.iter_mut() {
                 *x = exp_or_zero(*x);

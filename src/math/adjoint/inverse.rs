@@ -3,6 +3,7 @@
 //! threads.
 
 use crate::math::linalg::JitteredCholesky;
+use crate::math::simd::settle;
 use faer::linalg::solvers::DenseSolveCore;
 use faer::{Mat, Par};
 use nalgebra::{DMatrix, DVector};
@@ -31,6 +32,7 @@ pub fn lml_weight(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<f64>
         return lml_weight_blocked(chol, alpha);
     }
     let inv = llt.inverse();
+    settle();
     let mut out = DMatrix::zeros(inv.nrows(), inv.ncols());
     for (j, mut col) in out.column_iter_mut().enumerate() {
         let aj = alpha[j];
@@ -64,6 +66,7 @@ fn lml_weight_blocked(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<
                 x.as_mut(),
                 Par::Seq,
             );
+            settle();
             x
         })
         .collect();
@@ -93,6 +96,7 @@ fn lml_weight_blocked(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<
                 1.0,
                 Par::Seq,
             );
+            settle();
             out
         })
         .collect();
