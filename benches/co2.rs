@@ -3,7 +3,9 @@
 //! the hypers learned; one log marginal likelihood with its gradient
 //! against one Cholesky factorisation of the same matrix (the floor); and
 //! the Gram matrix with its reverse pass for a model-file copy of `rbf`
-//! against the built-in. See benches/README.md for the figures and the
+//! against the built-in; the pieces of one gradient (the value, the weight
+//! W = ααᵀ − A⁻¹, the Gram matrix, the reverse pass); and the vectorised
+//! exponential against the library's on 10⁵ arguments. See benches/README.md for the figures and the
 //! comparison with scikit-learn (benches/co2_sklearn.py).
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -68,6 +70,23 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("weight", |bch| {
         bch.iter(|| black_box(ExactModel::weight(black_box(&state)).expect("weight")))
+    });
+    let xs: Vec<f64> = (0..100_000).map(|i| -30.0 + i as f64 * 3e-4).collect();
+    g.bench_function("exp_100k", |bch| {
+        bch.iter(|| {
+            let mut v = xs.clone();
+            tempest::math::vector::exp_in_place(&mut v);
+            black_box(v)
+        })
+    });
+    g.bench_function("exp_100k_libm", |bch| {
+        bch.iter(|| {
+            let mut v = xs.clone();
+            for c in v.iter_mut() {
+                *c = c.exp();
+            }
+            black_box(v)
+        })
     });
     g.bench_function("gram", |bch| {
         bch.iter(|| black_box(p.kernel.gram_fast(&em.inputs).expect("gram")))

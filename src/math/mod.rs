@@ -8,3 +8,4 @@ pub mod optim;
 pub mod quadrature;
 pub mod scalar;
 pub mod simd;
+pub mod vector;

@@ -22,6 +22,7 @@
 
 use super::kernel::{Inputs, KernelKind, KernelValue};
 use crate::ir::program::{BlockRows, KernelProgram, Prepared};
+use crate::math::vector::{exp_in_place, sin_cos_in_place};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use std::f64::consts::PI;
@@ -462,7 +463,9 @@ impl<'k> Plan<'k> {
         let m = b.m;
         let yr = b.y.row(b.j);
         let root = self.nodes.len() - 1;
-        w.adj[..root * BLOCK].fill(0.0);
+        for i in 0..root {
+            w.adj[i * BLOCK..i * BLOCK + m].fill(0.0);
+        }
         for (i, node) in self.nodes.iter().enumerate().rev() {
             let (lo, hi) = w.adj.split_at_mut(i * BLOCK);
             let ai = &hi[..m];
@@ -720,69 +723,6 @@ fn stationary_values(kind: KernelKind, r2: &[f64], out: &mut [f64]) {
     }
 }
 
-/// eˣ, with 0 for arguments below −708 (where eˣ < 2.3e-308 is at most a
-/// subnormal number), without the slow underflow path of the library
-/// exponential, which far-apart inputs of a short-range kernel hit for
-/// most entries.
-#[inline]
-pub fn exp_or_zero(x: f64) -> f64 {
-    // The argument is clamped before the call (not only selected after
-    // it): the compiler may evaluate both sides of the choice.
-    let e = x.max(-708.0).exp();
-    if x < -708.0 { 0.0 } else { e }
-}
-
-/// eˣ in place, four at a time (the vectorised exponential of the `wide`
-/// crate, within a few units in the last place of the library one) where
-/// all four arguments lie in [−708, 708], and [`exp_or_zero`] otherwise
-/// (0 below −708, ∞ on overflow). Stationary kernels and `exp` in
-/// model-file kernels spend most of their time here.
-pub fn exp_in_place(xs: &mut [f64]) {
-    use wide::f64x4;
-    let mut chunks = xs.chunks_exact_mut(4);
-    for c in &mut chunks {
-        if c.iter().all(|x| x.abs() <= 708.0) {
-            let e = f64x4::from([c[0], c[1], c[2], c[3]]).exp().to_array();
-            c.copy_from_slice(&e);
-        } else if c.iter().all(|x| *x < -708.0) {
-            // Far-apart inputs of a short-range kernel: every entry is 0.
-            c.fill(0.0);
-        } else {
-            for x in c.iter_mut() {
-                *x = exp_or_zero(*x);
-            }
-        }
-    }
-    for x in chunks.into_remainder() {
-        *x = exp_or_zero(*x);
-    }
-}
-
-/// sin and cos of each angle: the sines replace the angles in `xs`, the
-/// cosines go to `cos` (same length). Four at a time (the vectorised
-/// functions of the `wide` crate, within two units in the last place of the
-/// library's, `tests::sines_and_cosines_match_the_library`) where all four
-/// angles lie in [−10⁵, 10⁵], the library's own otherwise.
-pub fn sin_cos_in_place(xs: &mut [f64], cos: &mut [f64]) {
-    use wide::f64x4;
-    let mut chunks = xs.chunks_exact_mut(4).zip(cos.chunks_exact_mut(4));
-    for (c, o) in &mut chunks {
-        if c.iter().all(|x| x.abs() <= 1e5) {
-            let (sn, cs) = f64x4::from([c[0], c[1], c[2], c[3]]).sin_cos();
-            c.copy_from_slice(&sn.to_array());
-            o.copy_from_slice(&cs.to_array());
-        } else {
-            for (x, o) in c.iter_mut().zip(o.iter_mut()) {
-                (*x, *o) = x.sin_cos();
-            }
-        }
-    }
-    let done = xs.len() / 4 * 4;
-    for (x, o) in xs[done..].iter_mut().zip(cos[done..].iter_mut()) {
-        (*x, *o) = x.sin_cos();
-    }
-}
-
 /// dk/dr² from r² > 0 (finite) and the value k, without a second
 /// exponential.
 fn slope(kind: KernelKind, r2: f64, k: f64) -> f64 {
@@ -823,63 +763,5 @@ impl KernelValue<f64> {
             Some(p) => Ok(p.cross(x, y)),
             None => self.cross(x, y),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-
-    /// The block sines and cosines are within two ulp of 1 of the
-    /// library's up to |angle| 10⁵, and the library's own beyond and for
-    /// NaN and infinities.
-    #[test]
-    fn sines_and_cosines_match_the_library() {
-        let mut angles: Vec<f64> = (0..200_003)
-            .map(|i| (i as f64 - 100_000.0) * 0.999_37 + 0.123)
-            .collect();
-        angles.extend([1e5 + 1.0, -3e7, f64::INFINITY, f64::NAN, 0.0, -0.0, 1e-300]);
-        let mut s = angles.clone();
-        let mut c = vec![0.0; s.len()];
-        sin_cos_in_place(&mut s, &mut c);
-        for (k, &x) in angles.iter().enumerate() {
-            let (ws, wc) = x.sin_cos();
-            if x.abs() > 1e5 || !x.is_finite() {
-                let same =
-                    |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
-                assert!(same(s[k], ws) && same(c[k], wc), "{x}: {} {}", s[k], c[k]);
-            } else {
-                assert!(
-                    (s[k] - ws).abs() <= 2.0 * f64::EPSILON,
-                    "sin {x}: {} vs {ws}",
-                    s[k]
-                );
-                assert!(
-                    (c[k] - wc).abs() <= 2.0 * f64::EPSILON,
-                    "cos {x}: {} vs {wc}",
-                    c[k]
-                );
-            }
-        }
-    }
-
-    use super::*;
-
-    #[test]
-    fn the_vectorised_exponential_matches_the_library_one() {
-        let mut worst = 0.0f64;
-        let xs: Vec<f64> = (0..20_001)
-            .map(|i| -710.0 + 1420.0 * i as f64 / 20_000.0)
-            .collect();
-        let mut v = xs.clone();
-        exp_in_place(&mut v);
-        for (x, e) in xs.iter().zip(&v) {
-            let want = exp_or_zero(*x);
-            if want == 0.0 || want.is_infinite() {
-                assert_eq!(*e, want, "{x}");
-            } else if want > 1e-300 {
-                worst = worst.max(((e - want) / want).abs());
-            }
-        }
-        assert!(worst <= 1e-15, "worst relative error {worst:e}");
     }
 }

@@ -142,7 +142,9 @@ impl KernelProgram {
         g: &mut [f64],
     ) {
         let n = self.insts.len();
-        adj[..n * BLOCK].fill(0.0);
+        for i in 0..n {
+            adj[i * BLOCK..i * BLOCK + m].fill(0.0);
+        }
         adj[self.out * BLOCK..self.out * BLOCK + m].copy_from_slice(&seed[..m]);
         let val = |s: usize| &vals[s * BLOCK..s * BLOCK + m];
         for i in (0..n).rev() {
@@ -181,9 +183,21 @@ impl KernelProgram {
                         BinOp::Div | BinOp::EwDiv => {
                             push2(lo, a, b, ai, |e| (1.0 / vb[e], -vi[e] / vb[e]))
                         }
-                        _ => push2(lo, a, b, ai, |e| {
-                            bin_block_partials(op, va[e], vb[e], vi[e])
-                        }),
+                        BinOp::Pow => {
+                            // ∂/∂b = v·ln a, the logarithms vectorised.
+                            let mut ln_a = [0.0; BLOCK];
+                            ln_a[..m].copy_from_slice(va);
+                            crate::math::vector::ln_in_place(&mut ln_a[..m]);
+                            push2(lo, a, b, ai, |e| {
+                                let (u, w, v) = (va[e], vb[e], vi[e]);
+                                if u > 0.0 && w != 0.0 {
+                                    (w * v / u, v * ln_a[e])
+                                } else {
+                                    bin_partials(op, u, w, v)
+                                }
+                            })
+                        }
+                        _ => push2(lo, a, b, ai, |e| bin_partials(op, va[e], vb[e], vi[e])),
                     }
                 }
                 Inst::Const(_)
@@ -268,20 +282,23 @@ fn call_block(b: Builtin, a: &[f64], dst: &mut [f64]) {
     match b {
         Builtin::Exp => {
             dst.copy_from_slice(&a[..dst.len()]);
-            crate::model::block::exp_in_place(dst);
+            crate::math::vector::exp_in_place(dst);
         }
         Builtin::Sin | Builtin::Cos => {
             let mut other = [0.0; crate::model::block::BLOCK];
             for (d, o) in dst.chunks_mut(other.len()).zip(a.chunks(other.len())) {
                 d.copy_from_slice(&o[..d.len()]);
                 let cos = &mut other[..d.len()];
-                crate::model::block::sin_cos_in_place(d, cos);
+                crate::math::vector::sin_cos_in_place(d, cos);
                 if b == Builtin::Cos {
                     d.copy_from_slice(cos);
                 }
             }
         }
-        Builtin::Log => dst.iter_mut().zip(a).for_each(|(d, v)| *d = v.ln()),
+        Builtin::Log => {
+            dst.copy_from_slice(&a[..dst.len()]);
+            crate::math::vector::ln_in_place(dst);
+        }
         Builtin::Sqrt => dst.iter_mut().zip(a).for_each(|(d, v)| *d = v.sqrt()),
         _ => dst
             .iter_mut()
@@ -321,8 +338,9 @@ fn bin_block(op: BinOp, a: &[f64], b: &[f64], dst: &mut [f64]) {
 const POW_EXP_LIMIT: f64 = 32.0;
 
 /// uᵂ over a block: for a positive finite base with |w·ln u| ≤
-/// [`POW_EXP_LIMIT`], e^(w·ln u) with the library's logarithm and the
-/// exponentials four at a time ([`crate::model::block::exp_in_place`]);
+/// [`POW_EXP_LIMIT`], e^(w·ln u) with the vectorised logarithm and
+/// exponential ([`crate::math::vector::ln_in_place`],
+/// [`crate::math::vector::exp_in_place`]);
 /// otherwise the scalar program's rule ([`crate::ir::ops::pow`]), so signs,
 /// zeros, subnormals and infinities follow it exactly.
 fn pow_block(a: &[f64], b: &[f64], dst: &mut [f64]) {
@@ -330,9 +348,13 @@ fn pow_block(a: &[f64], b: &[f64], dst: &mut [f64]) {
     let mut e0 = 0;
     for out in dst.chunks_mut(CHUNK) {
         let mut slow = [false; CHUNK];
+        let m = out.len();
+        let mut ln_u = [0.0; CHUNK];
+        ln_u[..m].copy_from_slice(&a[e0..e0 + m]);
+        crate::math::vector::ln_in_place(&mut ln_u[..m]);
         for (e, d) in out.iter_mut().enumerate() {
             let (u, w) = (a[e0 + e], b[e0 + e]);
-            let t = w * u.ln();
+            let t = w * ln_u[e];
             if u > 0.0 && u.is_finite() && t.abs() <= POW_EXP_LIMIT {
                 *d = t;
             } else {
@@ -340,7 +362,7 @@ fn pow_block(a: &[f64], b: &[f64], dst: &mut [f64]) {
                 slow[e] = true;
             }
         }
-        crate::model::block::exp_in_place(out);
+        crate::math::vector::exp_in_place(out);
         for (e, d) in out.iter_mut().enumerate() {
             if slow[e] {
                 *d = crate::ir::ops::pow(a[e0 + e], b[e0 + e]);
@@ -348,15 +370,6 @@ fn pow_block(a: &[f64], b: &[f64], dst: &mut [f64]) {
         }
         e0 += out.len();
     }
-}
-
-/// [`bin_partials`] with the power's ∂/∂a as b·v/a (no second power)
-/// where a is positive.
-fn bin_block_partials(op: BinOp, a: f64, b: f64, v: f64) -> (f64, f64) {
-    if op == BinOp::Pow && a > 0.0 && b != 0.0 {
-        return (b * v / a, v * a.ln());
-    }
-    bin_partials(op, a, b, v)
 }
 
 #[cfg(test)]
