@@ -346,7 +346,7 @@ impl<'k> Plan<'k> {
                     ell, period, dims, ..
                 } => {
                     // Coordinate by coordinate over the block: the angles,
-                    // then their sines and cosines four at a time.
+                    // then their sines and cosines over the block, vectorised.
                     let c = -2.0 / (ell * ell);
                     aux.fill(0.0);
                     aux2.fill(0.0);
