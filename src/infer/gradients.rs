@@ -11,7 +11,6 @@
 
 use crate::error::Error;
 use crate::math::scalar::{CHUNK, Dual8};
-use crate::model::block::Plan;
 use crate::model::custom::Scalar;
 use crate::model::kernel::{Inputs, KernelValue};
 use ad_trait::forward_ad::adfn::adfn;
@@ -82,20 +81,7 @@ where
     Ok(g)
 }
 
-/// p̄ = ½ Σᵢₖ Wᵢₖ ∂K(X, X)ᵢₖ/∂p for every leaf p of the kernel (see
-/// [`KernelValue::leaves`]), by one reverse pass over column blocks
-/// ([`Plan::adjoints`]): the cost does not grow with the number of
-/// parameters. `None` when the kernel has no reverse rule (interpreted
-/// model-file or Rust parts). The result does not depend on the number of
-/// threads.
-pub fn leaf_adjoints(
-    kernel: &KernelValue<f64>,
-    x: &Inputs,
-    w: &DMatrix<f64>,
-) -> Result<Option<Vec<f64>>, Error> {
-    kernel.validate(x.dim())?;
-    Ok(Plan::new(kernel, x, x).map(|p| p.adjoints(x, w)))
-}
+pub use crate::model::block::leaf_adjoints;
 
 /// ½ Σᵢₖ Wᵢₖ ∂K/∂θ for the directions seeded in a dual kernel: from the
 /// leaf adjoints `pbar` of [`leaf_adjoints`] (computed once, at the same

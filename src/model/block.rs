@@ -539,10 +539,8 @@ impl<'k> Plan<'k> {
                         if !integral {
                             pbar[*leaf] += ai[e] * v[e] * base.ln();
                         }
-                        // (c + xᵀy)^0 is flat in c, also where c + xᵀy = 0.
-                        if *degree != 0.0 {
-                            pbar[leaf + 1] += ai[e] * degree * base.powf(degree - 1.0);
-                        }
+                        pbar[leaf + 1] +=
+                            ai[e] * super::kernels::dot_product::polynomial_slope(*degree, base);
                     }
                 }
                 Node::Cosine { .. } | Node::White | Node::Constant => {}
@@ -739,6 +737,21 @@ fn slope(kind: KernelKind, r2: f64, k: f64) -> f64 {
         }
         _ => f64::NAN,
     }
+}
+
+/// p̄ = ½ Σᵢₖ Wᵢₖ ∂K(X, X)ᵢₖ/∂p for every leaf p of the kernel (see
+/// [`KernelValue::leaves`]), by one reverse pass over column blocks
+/// ([`Plan::adjoints`]): the cost does not grow with the number of
+/// parameters. `None` when the kernel has no reverse rule (interpreted
+/// model-file or Rust parts). The result does not depend on the number of
+/// threads.
+pub fn leaf_adjoints(
+    kernel: &KernelValue<f64>,
+    x: &Inputs,
+    w: &DMatrix<f64>,
+) -> Result<Option<Vec<f64>>, crate::error::Error> {
+    kernel.validate(x.dim())?;
+    Ok(Plan::new(kernel, x, x).map(|p| p.adjoints(x, w)))
 }
 
 impl KernelValue<f64> {

@@ -749,13 +749,7 @@ fn base_grad(
             } else {
                 k * base.ln()
             };
-            // d(c + xᵀy)^0/dc is 0, also where c + xᵀy = 0 (where
-            // degree · base^(degree − 1) would be 0 · ∞).
-            g[1] = if degree == 0.0 {
-                0.0
-            } else {
-                degree * base.powf(degree - 1.0)
-            };
+            g[1] = dot_product::polynomial_slope(degree, base);
             k
         }
         KernelKind::Cosine => dot_product::cosine::<f64>(x, y, dims),

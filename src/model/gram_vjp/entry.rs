@@ -5,7 +5,7 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::model::kernel::{KernelArg, KernelKind, KernelValue};
-use crate::model::kernels::stationary;
+use crate::model::kernels::{dot_product, stationary};
 use std::f64::consts::PI;
 
 /// The coordinate of a row that the k-th selected input dimension is.
@@ -185,17 +185,9 @@ fn base_inputs(
         }
         KernelKind::Polynomial => {
             let (degree, c) = (args[0].scalar(), args[1].scalar());
-            let dot: f64 = (0..n).map(|j| x[col(dims, j)] * y[col(dims, j)]).sum();
-            let base = c + dot;
-            let integral = degree.fract() == 0.0 && degree.abs() < 64.0;
-            let (k, dk) = if degree == 0.0 {
-                (1.0, 0.0)
-            } else if integral {
-                let p = degree as i32;
-                (base.powi(p), degree * base.powi(p - 1))
-            } else {
-                (base.powf(degree), degree * base.powf(degree - 1.0))
-            };
+            let base = c + dot_product::dot_of(x, y, dims);
+            let k = dot_product::polynomial::<f64>(x, y, dims, degree, c);
+            let dk = dot_product::polynomial_slope(degree, base);
             for j in 0..n {
                 add(gx, col(dims, j), g * dk * y[col(dims, j)]);
                 add(gy, col(dims, j), g * dk * x[col(dims, j)]);
@@ -203,14 +195,12 @@ fn base_inputs(
             k
         }
         KernelKind::Cosine => {
-            let dot = |a: &[f64], b: &[f64]| -> f64 {
-                (0..n).map(|j| a[col(dims, j)] * b[col(dims, j)]).sum()
-            };
-            let (nx, ny) = (dot(x, x).sqrt(), dot(y, y).sqrt());
+            let nx = dot_product::dot_of(x, x, dims).sqrt();
+            let ny = dot_product::dot_of(y, y, dims).sqrt();
             if nx == 0.0 || ny == 0.0 {
                 return 0.0;
             }
-            let k = dot(x, y) / (nx * ny);
+            let k = dot_product::dot_of(x, y, dims) / (nx * ny);
             for j in 0..n {
                 let (u, w) = (x[col(dims, j)], y[col(dims, j)]);
                 add(gx, col(dims, j), g * (w / (nx * ny) - k * u / (nx * nx)));

@@ -1,7 +1,7 @@
 //! The Gram and cross-covariance nodes' vector–Jacobian products.
 
 use crate::error::{Error, ErrorKind};
-use crate::model::block::Plan;
+use crate::model::block::leaf_adjoints;
 use crate::model::kernel::{Inputs, KernelValue};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
@@ -88,7 +88,7 @@ fn add_params(
 /// Gᵢⱼ = K̄ᵢⱼ + K̄ⱼᵢ (i > j) and Gᵢᵢ = K̄ᵢᵢ:
 /// θ̄ = Σ_{i≥j} Gᵢⱼ ∂k(xᵢ, xⱼ)/∂θ,
 /// x̄ᵣ = Σ_{j≤r} Gᵣⱼ ∂₁k(xᵣ, xⱼ) + Σ_{i≥r} Gᵢᵣ ∂₂k(xᵢ, xᵣ).
-/// θ̄ comes from the kernel's block plan ([`Plan::adjoints`] with
+/// θ̄ comes from the kernel's block plan ([`leaf_adjoints`] with
 /// W = K̄ + K̄ᵀ: one reverse pass over the lower triangle) when it has one,
 /// else entry by entry. X̄: rows run in parallel (each pair is visited from
 /// both of its rows, so 2·N² entry passes in all); sums run in row order,
@@ -113,7 +113,7 @@ pub fn gram_vjp(
     let Some(leaves) = kernel.leaves().map(|l| l.len()) else {
         return Ok(None);
     };
-    let planned = Plan::new(kernel, x, x).map(|p| p.adjoints(x, &(k_bar + k_bar.transpose())));
+    let planned = leaf_adjoints(kernel, x, &(k_bar + k_bar.transpose()))?;
     let entry_params = if planned.is_some() { 0 } else { leaves };
     let weight = |i: usize, j: usize| {
         if i == j {

@@ -60,6 +60,17 @@ pub fn polynomial<T: Real>(x: &[f64], y: &[f64], dims: Option<&[usize]>, degree:
     }
 }
 
+/// d b^degree / db at b = c + xᵀx′: degree · b^(degree − 1), and 0 for
+/// degree 0 (flat, also at b = 0, where the formula would give 0 · ∞). The
+/// one rule for the polynomial kernel's derivative in c and in its inputs.
+pub fn polynomial_slope(degree: f64, base: f64) -> f64 {
+    if degree == 0.0 {
+        0.0
+    } else {
+        degree * base.powf(degree - 1.0)
+    }
+}
+
 /// xᵀx′ / (‖x‖ ‖x′‖).
 pub fn cosine<T: Real>(x: &[f64], y: &[f64], dims: Option<&[usize]>) -> T {
     let nx = dot(x, x, dims).sqrt();
