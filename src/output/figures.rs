@@ -20,7 +20,7 @@ const PLOT_VARS: usize = 8;
 /// seasonal term over several decades.
 const GRID: usize = 1000;
 
-/// An engine's name in words, for titles.
+/// An engine's name in words, for plot titles and summaries.
 pub fn engine_words(engine: &str) -> &str {
     match engine {
         "mirror_descent" => "mirror-descent VI",
@@ -108,7 +108,7 @@ pub fn variational(f: &VariationalFit, path: &Path) -> Result<(), Error> {
     {
         let n: usize = t.bins.iter().map(|b| b.count).sum();
         let title = format!("{what}: reliability diagram on the test data ({n} points)");
-        return reliability_diagram(path, &t.bins, Some(t.n_bins), ece, mce, &title);
+        return reliability_diagram(path, &t.bins, t.n_bins, ece, mce, &title);
     }
     let title = format!(
         "{what}: ELBO by step (final {:.4}, {} step{})",

@@ -179,27 +179,6 @@ pub(crate) const PALETTE: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-/// The width of the equal-width confidence bins that `bins` came from, when
-/// the caller does not know their number: the edges are k / n for an integer
-/// n, and each bin's mean confidence lies in [lower, lower + 1/n]. The
-/// default of the `bins` setting (10) is taken when it fits, else the
-/// smallest n that does (up to 1000).
-fn bin_width(bins: &[Bin]) -> f64 {
-    let fits = |n: usize| {
-        let w = 1.0 / n as f64;
-        bins.iter().all(|b| {
-            let k = b.lower * n as f64;
-            (k - k.round()).abs() < 1e-6 && b.confidence <= b.lower + w + 1e-9
-        })
-    };
-    if fits(10) {
-        return 0.1;
-    }
-    (1..=1000)
-        .find(|&n| fits(n))
-        .map_or(0.1, |n| 1.0 / n as f64)
-}
-
 /// Draw a reliability diagram (Guo et al. 2017) to a PNG file.
 ///
 /// The top panel has one bar per confidence bin, as tall as the fraction of
@@ -208,23 +187,19 @@ fn bin_width(bins: &[Bin]) -> f64 {
 /// panel below counts the test points per bin; the side panel holds the
 /// legend, the overall accuracy (from the bins), and `ece` and `mce`.
 /// `bins` are the non-empty bins, as [`TestMetrics::bins`](crate::infer::vi::predict::TestMetrics)
-/// gives them; `n_bins` is how many equal-width bins there were (when
-/// `None`, it is inferred from the bins' lower edges and mean confidences,
-/// preferring 10, the default of the `bins` setting).
+/// gives them; `n_bins` (at least 1) is how many equal-width bins there
+/// were.
 pub fn reliability_diagram(
     path: &Path,
     bins: &[Bin],
-    n_bins: Option<usize>,
+    n_bins: usize,
     ece: f64,
     mce: f64,
     title: &str,
 ) -> Result<(), Error> {
     register_font();
     let e = |err| plot_err(path, err);
-    let width = match n_bins {
-        Some(n) if n > 0 => 1.0 / n as f64,
-        _ => bin_width(bins),
-    };
+    let width = 1.0 / n_bins.max(1) as f64;
     let root = BitMapBackend::new(path, (1060, 780)).into_drawing_area();
     root.fill(&WHITE).map_err(e)?;
     let root = root

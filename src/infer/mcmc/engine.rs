@@ -113,7 +113,8 @@ impl McmcEngine {
         };
         let n = cfg.int("chains").max(1) as usize;
         let seed = cfg.int("seed").max(0) as u64;
-        let columns = density.stan_names().len();
+        let names = density.stan_names();
+        let columns = names.len();
         crate::limits::check_memory(&[crate::limits::Request::new("keeping the draws")
             .times("chains", n)
             .times("draws", chain_cfg.draws)
@@ -151,7 +152,7 @@ impl McmcEngine {
                     data_file: density.bound.data_file.clone(),
                     tempest_version: env!("CARGO_PKG_VERSION").to_string(),
                 },
-                columns: density.stan_names(),
+                columns: names,
             };
             for c in 0..n {
                 run.header.chain_id = c + 1;

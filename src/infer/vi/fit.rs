@@ -186,11 +186,7 @@ impl crate::infer::fit::Fit for VariationalFit {
     fn summary(&self) -> String {
         let b = &self.core.model.bound;
         let mut s = String::new();
-        let what = if self.engine == "mirror_descent" {
-            "mirror-descent VI"
-        } else {
-            "gradient-descent VI"
-        };
+        let what = crate::output::figures::engine_words(self.engine);
         let cls = if self.core.model.classes > 1 {
             format!(", {} latent GPs", self.core.model.classes)
         } else {
