@@ -637,7 +637,8 @@ impl Density {
         grad: &mut [f64],
     ) -> Result<(), Error> {
         // half_trace_w_dk gives ½ Σ W ∂K; W = 2K̄ gives Σ K̄ ∂K.
-        let w = adjoint::cholesky_vjp(l, l_bar) * 2.0;
+        let mut w = adjoint::cholesky_vjp(l, l_bar);
+        w *= 2.0;
         if lt.kernel_coords.len() <= 4 {
             self.kernel_chunks::<4>(lt, &w, params, dtheta, grad)
         } else {

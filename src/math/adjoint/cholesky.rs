@@ -7,7 +7,7 @@ use nalgebra::DMatrix;
 ///
 /// Φ is the mask M ↦ P ∘ M with Pᵢⱼ = 1 (i > j), ½ (i = j), 0 (i < j); as a
 /// linear map it is self-adjoint, ⟨Φ(X), Y⟩ = ⟨X, Φ(Y)⟩.
-pub fn phi_mut(m: &mut DMatrix<f64>) {
+fn phi_mut(m: &mut DMatrix<f64>) {
     for j in 0..m.ncols() {
         if j < m.nrows() {
             m[(j, j)] *= 0.5;
@@ -37,7 +37,7 @@ pub fn cholesky_vjp(l: &DMatrix<f64>, l_bar: &DMatrix<f64>) -> DMatrix<f64> {
 
 /// P = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹ [N, N] before symmetrising (see [`cholesky_vjp`]):
 /// ⟨P, dA⟩ = ⟨L̄, dL⟩ for symmetric dA.
-pub fn cholesky_vjp_unsymmetric(l: &DMatrix<f64>, l_bar: &DMatrix<f64>) -> DMatrix<f64> {
+fn cholesky_vjp_unsymmetric(l: &DMatrix<f64>, l_bar: &DMatrix<f64>) -> DMatrix<f64> {
     let mut phi = l.tr_mul(l_bar);
     phi_mut(&mut phi);
     // L⁻ᵀ Φ L⁻¹ = (L⁻ᵀ (L⁻ᵀ Φ)ᵀ)ᵀ, by two triangular solves.

@@ -25,7 +25,7 @@ pub mod triangular;
 #[cfg(test)]
 mod testing;
 
-pub use cholesky::{cholesky_vjp, phi_mut};
+pub use cholesky::cholesky_vjp;
 pub use gaussian::{gaussian_lml_vjp, quad_form, quad_form_vjp};
 pub use inverse::{PAR_INVERSE_MIN, lml_weight};
 pub use logdet::{log_det_factor_vjp, log_det_vjp};
