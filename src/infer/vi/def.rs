@@ -195,12 +195,27 @@ fn guide_family(bound: &Bound, def: &Def) -> Result<Option<Family>, Error> {
     if families.contains(&guide.family) {
         return Ok(Some(guide.family.clone()));
     }
-    let want: Vec<String> = families.iter().map(|f| format!("`{}`", f.name())).collect();
+    let names = |fs: &[Family]| -> String {
+        let v: Vec<String> = fs.iter().map(|f| format!("`{}`", f.name())).collect();
+        v.join(" or ")
+    };
+    // Which engine takes which family, from the registry.
+    let takes: Vec<String> = crate::infer::registry::ENGINES
+        .iter()
+        .filter(|e| !e.accepts().families.is_empty())
+        .map(|e| format!("{} takes {}", e.schema().name, names(e.accepts().families)))
+        .collect();
     Err(Error::at(
         ErrorKind::Unsupported,
         guide.span,
-        format!("the `{engine}` engine works with the family {}", want.join(" or ")),
+        format!(
+            "the `{engine}` engine works with the family {}",
+            names(families)
+        ),
     )
     .with_label("this family")
-    .with_note("mirror_descent updates `sites`; gradient_descent fits `full_rank` or `mean_field`; `inducing` is for `svi`"))
+    .with_note(format!(
+        "{}; `inducing` is for `svi` (not available in this version)",
+        takes.join("; ")
+    )))
 }
