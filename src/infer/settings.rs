@@ -152,7 +152,7 @@ impl EngineConfig {
     }
 
     /// Whether this engine has a setting `key` (given or defaulted).
-    pub fn has(&self, key: &str) -> bool {
+    fn has(&self, key: &str) -> bool {
         super::registry::schema(&self.name)
             .is_some_and(|s| s.settings.iter().any(|x| x.name == key))
     }

@@ -79,7 +79,7 @@ impl VariationalFit {
 
     /// Predict at test data and keep the predictions and metrics, with
     /// `bins` confidence bins for the calibration errors.
-    pub fn attach_test_binned(&mut self, test: &Bound, bins: usize) -> Result<(), Error> {
+    fn attach_test_binned(&mut self, test: &Bound, bins: usize) -> Result<(), Error> {
         let (p, m) = predict(&self.core, &self.qs, test, bins)?;
         let finite =
             |rows: &Vec<Vec<f64>>| rows.iter().position(|r| r.iter().any(|v| !v.is_finite()));
