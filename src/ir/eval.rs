@@ -3,12 +3,12 @@
 
 use super::bind::Bound;
 use super::expr::{Ref, TExpr, TKind};
-use super::graph::{DistCall, DistRef, Graph};
+use super::graph::{DistCall, Graph};
 use super::ops;
+use super::pointwise::Pointwise;
 use super::value::Value;
 use crate::error::{Error, ErrorKind};
 use crate::model::custom::Scalar;
-use crate::model::dist::{Dist, categorical_logit};
 use crate::model::kernel::{EntryFn, KernelArg, KernelValue};
 use crate::syntax::ast::Span;
 use nalgebra::DVector;
@@ -159,7 +159,8 @@ impl<'a, T: Scalar> Env<'a, T> {
     }
 }
 
-/// The log density of each outcome of `y` under `dist`, shape [N] (or [1]).
+/// The log density of each outcome of `y` under `dist`, shape [N] (or [1]),
+/// by the one element-wise path ([`Pointwise::terms`]).
 pub fn dist_terms<T: Scalar>(
     env: &Env<T>,
     dist: &DistCall,
@@ -171,76 +172,7 @@ pub fn dist_terms<T: Scalar>(
         .iter()
         .map(|a| env.eval(a))
         .collect::<Result<_, _>>()?;
-    let n = y.len().unwrap_or(1);
-    let opts: Vec<f64> = dist.options.iter().map(|(_, v)| *v).collect();
-    for (a, e) in args.iter().zip(&dist.args) {
-        if let Some(m) = a.len() {
-            let is_cat = matches!(dist.dist, DistRef::Builtin(Dist::CategoricalLogit));
-            if m != n && !(is_cat && y.len().is_none()) {
-                return Err(Error::at(
-                    ErrorKind::Shape,
-                    e.span,
-                    format!(
-                        "this argument of `{}` has {m} values, but there are {n} outcomes",
-                        dist.name
-                    ),
-                )
-                .with_label("length mismatch")
-                .with_secondary(span, "in this statement"));
-            }
-        }
-    }
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let yi = y
-            .element(i)
-            .ok_or_else(|| Error::internal("outcome element"))?;
-        let lp = match &dist.dist {
-            DistRef::Builtin(Dist::CategoricalLogit) => {
-                let row: Vec<T> = match &args[0] {
-                    Value::Matrix(m) => m.row(i).iter().copied().collect(),
-                    Value::Vector(v) => v.iter().copied().collect(),
-                    v => {
-                        return Err(Error::at(
-                            ErrorKind::Type,
-                            span,
-                            format!(
-                                "`categorical_logit` needs class scores, found {}",
-                                v.shape()
-                            ),
-                        ));
-                    }
-                };
-                categorical_logit(yi.to_constant() as usize, &row)
-            }
-            _ => {
-                let a: Vec<T> = args
-                    .iter()
-                    .map(|v| v.element(i).unwrap_or_else(T::zero))
-                    .collect();
-                point_log_density(&env.bound.graph, dist, yi, &a, &opts)?
-            }
-        };
-        out.push(lp);
-    }
-    Ok(out)
-}
-
-/// log p(y | args) for one outcome of a scalar distribution (any but
-/// `categorical_logit`): built-in, model-file or Rust-registered. `args` are
-/// the positional arguments' values at this outcome, `opts` the options.
-pub fn point_log_density<T: Scalar>(
-    graph: &Graph,
-    dist: &DistCall,
-    y: T,
-    args: &[T],
-    opts: &[f64],
-) -> Result<T, Error> {
-    Ok(match &dist.dist {
-        DistRef::Builtin(d) => d.log_density(y, args, opts),
-        DistRef::User(f) => call_likelihood(graph, *f, y, args)?,
-        DistRef::Rust(l) => T::call_likelihood(l.as_ref(), y.to_constant(), args[0], &args[1..]),
-    })
+    Pointwise::new(&env.bound.graph, dist).terms(y, &args, span)
 }
 
 /// Call a model-file likelihood: `args` are the latent value and parameters.

@@ -11,5 +11,6 @@ pub mod bind;
 pub mod compile;
 pub mod eval;
 pub mod ops;
+pub mod pointwise;
 pub mod program;
 pub mod value;

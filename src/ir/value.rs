@@ -160,3 +160,13 @@ impl<T: Scalar> fmt::Display for Value<T> {
         }
     }
 }
+
+/// A zero of the same shape.
+pub fn zero_like(v: &Value<f64>) -> Value<f64> {
+    match v {
+        Value::Vector(x) => Value::Vector(nalgebra::DVector::zeros(x.len())),
+        Value::IntArray(x) => Value::Vector(nalgebra::DVector::zeros(x.len())),
+        Value::Matrix(m) => Value::Matrix(nalgebra::DMatrix::zeros(m.nrows(), m.ncols())),
+        _ => Value::Real(0.0),
+    }
+}

@@ -12,25 +12,25 @@
 //! vector-level reverse pass of [`super::tape`]; per-element likelihood and
 //! prior terms are differentiated by forward-mode autodiff.
 
-use super::tape::{Tape, zero_like};
+use super::tape::Tape;
 use crate::error::{Error, ErrorKind};
 use crate::infer::exact::model::ExactModel;
 use crate::infer::hypers::HyperLayout;
 use crate::infer::structure::latent_observation_with_params;
 use crate::ir::bind::{Bound, concrete_shape};
-use crate::ir::eval::{Env, point_log_density};
+use crate::ir::eval::Env;
 use crate::ir::expr::TExpr;
 use crate::ir::graph::{DistCall, DistRef};
+use crate::ir::pointwise::Pointwise;
 use crate::ir::value::Value;
 use crate::limits::{self, Request};
 use crate::math::adjoint;
-use crate::math::scalar::{CHUNK, Dual1, RealExt};
+use crate::math::scalar::{CHUNK, Dual1};
 use crate::model::constraint::Bounds;
-use crate::model::dist::{Dist, categorical_logit};
+use crate::model::dist::Dist;
 use crate::output::stan_csv::stan_names;
 use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::{DMatrix, DVector};
-use statrs::function::gamma::{digamma, ln_gamma};
 use std::sync::Arc;
 
 /// Where one param lives in x.
@@ -513,31 +513,7 @@ impl Density {
             .iter()
             .map(|a| env.eval(a))
             .collect::<Result<_, _>>()?;
-        let opts: Vec<f64> = dist.options.iter().map(|(_, v)| *v).collect();
-        let categorical = matches!(dist.dist, DistRef::Builtin(Dist::CategoricalLogit));
-        let fast = match &dist.dist {
-            DistRef::Builtin(d) if has_closed_form(*d, false) => Some(*d),
-            _ => None,
-        };
-        let mut a = vec![0.0; args.len()];
-        let mut total = 0.0;
-        for i in 0..y.len().unwrap_or(1) {
-            let yi = y
-                .element(i)
-                .ok_or_else(|| Error::internal("outcome element"))?;
-            if categorical {
-                total += categorical_logit(yi as usize, &class_scores(&args[0], i));
-                continue;
-            }
-            for (slot, v) in a.iter_mut().zip(&args) {
-                *slot = v.element(i).unwrap_or(0.0);
-            }
-            total += match fast {
-                Some(d) => closed_form(d, yi, &a).0,
-                None => point_log_density(&self.bound.graph, dist, yi, &a, &opts)?,
-            };
-        }
-        Ok(t * total)
+        Ok(t * Pointwise::new(&self.bound.graph, dist).sum(y, &args)?)
     }
 
     /// log π(x) and its gradient (written to `grad`).
@@ -791,105 +767,24 @@ impl Density {
             .map(|a| tape.env().eval(a))
             .collect::<Result<_, _>>()?;
         let varies: Vec<bool> = dist.args.iter().map(|a| tape.varies(a)).collect();
-        let n = y.len().unwrap_or(1);
-        let opts: Vec<f64> = dist.options.iter().map(|(_, v)| *v).collect();
-        let graph = &self.bound.graph;
-        let categorical = matches!(dist.dist, DistRef::Builtin(Dist::CategoricalLogit));
-        let mut total = 0.0;
-        let mut arg_adj: Vec<Value<f64>> = args.iter().map(zero_like).collect();
-        let mut y_adj = zero_like(y);
-        let mut a = vec![0.0; args.len()];
-        let mut seeds: Vec<Seed> = (0..args.len())
-            .filter(|&k| varies[k])
-            .map(Seed::Arg)
-            .collect();
-        if param.is_some() {
-            seeds.push(Seed::Outcome);
-        }
-        // Common built-in densities have closed-form derivatives.
-        let fast = match &dist.dist {
-            DistRef::Builtin(d) if !seeds.is_empty() && has_closed_form(*d, param.is_some()) => {
-                Some(*d)
-            }
-            _ => None,
-        };
-        for i in 0..n {
-            let yi = y
-                .element(i)
-                .ok_or_else(|| Error::internal("outcome element"))?;
-            if categorical {
-                let row = class_scores(&args[0], i);
-                let lp = categorical_logit(yi as usize, &row);
-                total += lp;
-                if varies[0] {
-                    let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                    let z: f64 = row.iter().map(|x| (x - mx).exp()).sum();
-                    if let Value::Matrix(m) = &mut arg_adj[0] {
-                        for c in 0..row.len() {
-                            m[(i, c)] += t
-                                * ((if c == yi as usize { 1.0 } else { 0.0 })
-                                    - (row[c] - mx).exp() / z);
-                        }
-                    }
-                }
-                continue;
-            }
-            for (slot, v) in a.iter_mut().zip(&args) {
-                *slot = v.element(i).unwrap_or(0.0);
-            }
-            if let Some(d) = fast {
-                let (v, da, dy) = closed_form(d, yi, &a);
-                total += v;
-                for (k, adj) in arg_adj.iter_mut().enumerate() {
-                    if varies[k] {
-                        add_at(adj, i, t * da[k]);
-                    }
-                }
-                if param.is_some() {
-                    add_at(&mut y_adj, i, t * dy);
-                }
-                continue;
-            }
-            // One forward-mode pass gives the value and the derivatives in
-            // every varying coordinate (the args that vary, then y).
-            // One pass with the narrowest dual that holds every seed.
-            macro_rules! pass {
-                ($n:literal) => {{
-                    let (v, d) = point_dual::<$n>(graph, dist, yi, &a, &opts, &seeds)?;
-                    push_adjoints(&seeds, &d, i, t, &mut arg_adj, &mut y_adj);
-                    v
-                }};
-            }
-            let lp = match seeds.len() {
-                0 => point_log_density(graph, dist, yi, &a, &opts)?,
-                1 => pass!(1),
-                2..=4 => pass!(4),
-                5..=8 => pass!(8),
-                _ => {
-                    let mut d = Vec::with_capacity(seeds.len());
-                    let mut v = 0.0;
-                    for s in 0..seeds.len() {
-                        let (vs, ds) = point_dual::<1>(graph, dist, yi, &a, &opts, &seeds[s..=s])?;
-                        v = vs;
-                        d.push(ds[0]);
-                    }
-                    push_adjoints(&seeds, &d, i, t, &mut arg_adj, &mut y_adj);
-                    v
-                }
-            };
-            total += lp;
-        }
+        let g = Pointwise::new(&self.bound.graph, dist).sum_vjp(
+            y,
+            &args,
+            &varies,
+            param.is_some(),
+            t,
+        )?;
         for (k, e) in dist.args.iter().enumerate() {
             if varies[k] {
-                tape.backward(e, &arg_adj[k])?;
+                tape.backward(e, &g.args[k])?;
             }
         }
         if let Some(p) = param {
             let cur = tape.adj.params[p].clone();
             tape.adj.params[p] =
-                crate::ir::ops::zip_num(&cur, &y_adj, &|a, b| a + b, "+", Default::default())?;
+                crate::ir::ops::zip_num(&cur, &g.outcome, &|a, b| a + b, "+", Default::default())?;
         }
-        Ok(t * total)
+        Ok(g.value)
     }
 
     /// The two parts of the score at x, each [dim]: ∇(log prior + log
@@ -992,217 +887,5 @@ impl Density {
     /// the latent values at zero.
     pub fn initial(&self) -> Vec<f64> {
         vec![0.0; self.dim]
-    }
-}
-
-const HALF_LOG_2PI: f64 = 0.918_938_533_204_672_8;
-
-/// The C class scores of outcome i of `categorical_logit`: row i of the
-/// [n, C] score matrix (a vector holds one row).
-fn class_scores(scores: &Value<f64>, i: usize) -> Vec<f64> {
-    match scores {
-        Value::Matrix(m) => m.row(i).iter().copied().collect(),
-        v => v.flatten(),
-    }
-}
-
-/// Whether [`closed_form`] covers `d` (with the derivative in the outcome
-/// when `outcome` is set: a param's prior).
-fn has_closed_form(d: Dist, outcome: bool) -> bool {
-    match d {
-        Dist::Normal => true,
-        Dist::BernoulliLogit | Dist::PoissonLog | Dist::NegBinomial2Log => !outcome,
-        _ => false,
-    }
-}
-
-/// The value of a built-in element log density and its derivatives in the
-/// (at most two) args and in y, in f64 — the same formulas as
-/// [`Dist::log_density`], differentiated by hand.
-fn closed_form(d: Dist, y: f64, a: &[f64]) -> (f64, [f64; 2], f64) {
-    match d {
-        Dist::Normal => {
-            let (mu, sigma) = (a[0], a[1]);
-            let z = (y - mu) / sigma;
-            (
-                -0.5 * z * z - sigma.ln() - HALF_LOG_2PI,
-                [z / sigma, (z * z - 1.0) / sigma],
-                -z / sigma,
-            )
-        }
-        Dist::BernoulliLogit => {
-            // log σ(±f) = −(max(∓f, 0) + log1p(e^{−|f|})); d/df = y − σ(f).
-            let f = a[0];
-            let e = (-f.abs()).exp();
-            let l = e.ln_1p();
-            let sig = if f >= 0.0 {
-                1.0 / (1.0 + e)
-            } else {
-                e / (1.0 + e)
-            };
-            let v = if y == 1.0 {
-                -((-f).max(0.0) + l)
-            } else {
-                -(f.max(0.0) + l)
-            };
-            (v, [y - sig, 0.0], 0.0)
-        }
-        Dist::PoissonLog => {
-            let e = a[0].exp();
-            (y * a[0] - e - ln_gamma(y + 1.0), [y - e, 0.0], 0.0)
-        }
-        Dist::NegBinomial2Log => {
-            // With μ = e^f and L = log(μ + φ): the value
-            // lgamma(y + φ) − lgamma(φ) − lgamma(y + 1) + φ(log φ − L) + y(f − L);
-            // d/df = y − (y + φ)p with p = μ/(μ + φ) = σ(f − log φ);
-            // d/dφ = ψ(y + φ) − ψ(φ) + log φ + 1 − L − (y + φ)/(μ + φ).
-            // With z = f − log φ, log φ − L = −softplus(z) and f − L = log σ(z)
-            // (as the generic density), so large φ does not cancel.
-            let (f, phi) = (a[0], a[1]);
-            let lphi = phi.ln();
-            let z = f - lphi;
-            let sp = z.softplus();
-            let l = lphi + sp;
-            let ls = z.log_sigmoid();
-            let p = ls.exp();
-            let v = ln_gamma(y + phi) - ln_gamma(phi) - ln_gamma(y + 1.0) - phi * sp + y * ls;
-            let dphi = digamma(y + phi) - digamma(phi) + 1.0 - sp - (y + phi) * (-l).exp();
-            (v, [y - (y + phi) * p, dphi], 0.0)
-        }
-        _ => (f64::NAN, [0.0; 2], 0.0),
-    }
-}
-
-/// A coordinate a sampling statement's log density is differentiated in.
-#[derive(Clone, Copy)]
-enum Seed {
-    /// The k-th argument of the distribution.
-    Arg(usize),
-    /// The outcome (a param with a prior).
-    Outcome,
-}
-
-/// One element's log density and its derivatives in the `seeds` coordinates
-/// (at most N), by one forward-mode pass with N tangents.
-fn point_dual<const N: usize>(
-    graph: &crate::ir::graph::Graph,
-    dist: &DistCall,
-    y: f64,
-    a: &[f64],
-    opts: &[f64],
-    seeds: &[Seed],
-) -> Result<(f64, [f64; N]), Error>
-where
-    ad_trait::forward_ad::adfn::adfn<N>: crate::model::custom::Scalar,
-{
-    use ad_trait::forward_ad::adfn::adfn;
-    let tangent = |which: &dyn Fn(Seed) -> bool| {
-        let mut t = [0.0; N];
-        for (s, seed) in seeds.iter().enumerate() {
-            if which(*seed) {
-                t[s] = 1.0;
-            }
-        }
-        t
-    };
-    let arg = |k: usize| adfn::new(a[k], tangent(&|s| matches!(s, Seed::Arg(j) if j == k)));
-    let yd = adfn::new(y, tangent(&|s| matches!(s, Seed::Outcome)));
-    // The arguments on the stack when there are few (no allocation per
-    // element).
-    const STACK: usize = 6;
-    let r = if a.len() <= STACK {
-        let mut ad = [adfn::<N>::new(0.0, [0.0; N]); STACK];
-        for (k, slot) in ad.iter_mut().enumerate().take(a.len()) {
-            *slot = arg(k);
-        }
-        point_log_density(graph, dist, yd, &ad[..a.len()], opts)?
-    } else {
-        let ad: Vec<adfn<N>> = (0..a.len()).map(arg).collect();
-        point_log_density(graph, dist, yd, &ad, opts)?
-    };
-    Ok((r.value(), r.tangent()))
-}
-
-/// Add one element's derivatives (times t) to the adjoints of the args and
-/// the outcome.
-fn push_adjoints(
-    seeds: &[Seed],
-    d: &[f64],
-    i: usize,
-    t: f64,
-    arg_adj: &mut [Value<f64>],
-    y_adj: &mut Value<f64>,
-) {
-    for (seed, di) in seeds.iter().zip(d) {
-        match seed {
-            Seed::Arg(k) => add_at(&mut arg_adj[*k], i, t * di),
-            Seed::Outcome => add_at(y_adj, i, t * di),
-        }
-    }
-}
-
-fn add_at(v: &mut Value<f64>, i: usize, d: f64) {
-    match v {
-        Value::Vector(x) => x[i] += d,
-        Value::Real(x) => *x += d,
-        _ => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::math::scalar::Dual1;
-
-    /// The closed forms equal the generic densities in value, and their
-    /// derivatives equal forward-mode autodiff of the generic densities.
-    #[test]
-    fn closed_forms_match_the_generic_densities() {
-        let cases: [(Dist, &[f64], &[f64]); 4] = [
-            (Dist::Normal, &[-1.3, 0.0, 2.5], &[-0.7, 0.4, 1.9]),
-            (
-                Dist::BernoulliLogit,
-                &[0.0, 1.0],
-                &[-40.0, -2.5, 0.0, 0.3, 3.0, 40.0],
-            ),
-            (Dist::PoissonLog, &[0.0, 1.0, 7.0], &[-3.0, 0.2, 2.5]),
-            (
-                Dist::NegBinomial2Log,
-                &[0.0, 1.0, 7.0, 120.0],
-                &[-30.0, -2.5, 0.2, 2.5, 30.0],
-            ),
-        ];
-        for (d, ys, points) in cases {
-            for &y in ys {
-                for &p in points {
-                    let a: Vec<f64> = match d {
-                        Dist::Normal => vec![p, 0.5 + p.abs()],
-                        // φ from 0.05 to 20: both sides of e^f.
-                        Dist::NegBinomial2Log => vec![p, 0.05 + 0.75 * p.abs()],
-                        _ => vec![p],
-                    };
-                    let (v, da, dy) = closed_form(d, y, &a);
-                    let want = d.log_density(y, &a, &[]);
-                    assert!(
-                        (v - want).abs() <= 1e-12 * want.abs().max(1.0),
-                        "{d:?} {y} {a:?}"
-                    );
-                    for (k, dak) in da.iter().enumerate().take(a.len()) {
-                        let ad: Vec<Dual1> = a
-                            .iter()
-                            .enumerate()
-                            .map(|(j, &x)| Dual1::new(x, [if j == k { 1.0 } else { 0.0 }]))
-                            .collect();
-                        let g = d.log_density(Dual1::new(y, [0.0]), &ad, &[]).tangent()[0];
-                        assert!((dak - g).abs() <= 1e-12 * g.abs().max(1.0), "{d:?} arg {k}");
-                    }
-                    if has_closed_form(d, true) {
-                        let ad: Vec<Dual1> = a.iter().map(|&x| Dual1::new(x, [0.0])).collect();
-                        let g = d.log_density(Dual1::new(y, [1.0]), &ad, &[]).tangent()[0];
-                        assert!((dy - g).abs() <= 1e-12 * g.abs().max(1.0), "{d:?} outcome");
-                    }
-                }
-            }
-        }
     }
 }

@@ -16,11 +16,10 @@ use crate::ir::eval::Env;
 use crate::ir::expr::{Builtin, Ref, TExpr, TKind};
 use crate::ir::ops;
 use crate::ir::types::Ty;
-use crate::ir::value::Value;
+use crate::ir::value::{Value, zero_like};
 use crate::math::adjoint;
 use crate::math::scalar::Dual1;
 use crate::syntax::ast::{BinOp, UnOp};
-use nalgebra::{DMatrix, DVector};
 use std::borrow::Cow;
 
 /// Adjoints of the quantities a model depends on.
@@ -418,14 +417,4 @@ impl<'a> Tape<'a> {
 /// f′(x) for an element-wise built-in, by forward-mode autodiff.
 pub fn elementwise_derivative(f: Builtin, x: f64) -> f64 {
     crate::ir::compile::call1(f, Dual1::new(x, [1.0])).tangent()[0]
-}
-
-/// A zero of the same shape.
-pub fn zero_like(v: &Value<f64>) -> Value<f64> {
-    match v {
-        Value::Vector(x) => Value::Vector(DVector::zeros(x.len())),
-        Value::IntArray(x) => Value::Vector(DVector::zeros(x.len())),
-        Value::Matrix(m) => Value::Matrix(DMatrix::zeros(m.nrows(), m.ncols())),
-        _ => Value::Real(0.0),
-    }
 }

@@ -8,10 +8,11 @@ use crate::infer::hypers::HyperLayout;
 use crate::infer::settings::EngineConfig;
 use crate::infer::structure::{LatentObservation, latent_observation};
 use crate::ir::bind::Bound;
-use crate::ir::eval::{Env, point_log_density};
+use crate::ir::eval::Env;
+use crate::ir::pointwise::Pointwise;
 use crate::ir::value::Value;
 use crate::model::custom::Scalar;
-use crate::model::dist::{Dist, Support, categorical_logit};
+use crate::model::dist::{Dist, Support};
 use crate::model::kernel::{Inputs, KernelValue};
 use ad_trait::F64;
 use std::sync::Arc;
@@ -181,22 +182,20 @@ impl<T: Scalar> LikArgs<T> {
     /// latent value, or C class scores for `categorical_logit`.
     pub fn log_lik(&self, model: &ViModel, n: usize, y: f64, f: &[T]) -> Result<T, Error> {
         let o = &model.bound.graph.observations[model.latent.obs];
+        let pw = Pointwise::new(&model.bound.graph, &o.dist);
         let lp = if model.categorical() {
-            categorical_logit(y as usize, f)
+            pw.classes(y as usize, f)
         } else {
-            let mut a: Vec<T> = Vec::with_capacity(self.args.len());
-            for (i, v) in self.args.iter().enumerate() {
-                let x = v
+            pw.point_with(T::constant(y), self.args.len(), |k| {
+                let x = self.args[k]
                     .element(n)
                     .ok_or_else(|| Error::internal("likelihood argument element"))?;
-                a.push(if i == model.latent.latent_arg {
+                Ok(if k == model.latent.latent_arg {
                     f[0] + x
                 } else {
                     x
-                });
-            }
-            let opts: Vec<f64> = o.dist.options.iter().map(|(_, v)| *v).collect();
-            point_log_density(&model.bound.graph, &o.dist, T::constant(y), &a, &opts)?
+                })
+            })?
         };
         Ok(lp * self.t)
     }
