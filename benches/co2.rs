@@ -29,7 +29,11 @@ fn bound(text: &str) -> Bound {
 
 fn exact(b: &Bound) -> (ExactModel, Vec<f64>) {
     let cfg = tempest::engine_config(&b.graph, &RunOptions::default()).expect("config");
-    let em = ExactModel::new(Arc::new(b.clone()), &cfg).expect("exact model");
+    let em = ExactModel::new(
+        Arc::new(b.clone()),
+        &tempest::infer::settings::Settings::from_config(&cfg).expect("settings"),
+    )
+    .expect("exact model");
     let theta = em.layout.initial(b).expect("theta");
     (em, theta)
 }

@@ -25,7 +25,11 @@ fn exact_model(data: &Data) -> (ExactModel, Vec<f64>) {
     let m = Model::from_str("bench.tempest", MODEL, &Registry::default()).expect("model");
     let b = m.bind(data, &Overrides::default()).expect("bind");
     let cfg = tempest::engine_config(&b.graph, &RunOptions::default()).expect("config");
-    let em = ExactModel::new(Arc::new(b.clone()), &cfg).expect("exact model");
+    let em = ExactModel::new(
+        Arc::new(b.clone()),
+        &tempest::infer::settings::Settings::from_config(&cfg).expect("settings"),
+    )
+    .expect("exact model");
     let theta = em.layout.initial(&b).expect("theta");
     (em, theta)
 }

@@ -180,7 +180,7 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Box<dyn Fit>> {
     }
     let mut fit = exec.run(engine)?;
     if let Some(t) = &test {
-        fit.attach_test(t, &cfg)?;
+        fit.attach_test(t)?;
     }
     Ok(fit)
 }

@@ -94,9 +94,11 @@ fn autodiff_gradient_equals_analytic_gradient() {
     let m = model(MODEL);
     let bound = bind(&m, &csv("diabetes_prepared.csv", Some((0, 99))));
     let cfg = tempest::engine_config(&bound.graph, &RunOptions::default()).unwrap();
-    let model =
-        tempest::infer::exact::model::ExactModel::new(std::sync::Arc::new(bound.clone()), &cfg)
-            .unwrap();
+    let model = tempest::infer::exact::model::ExactModel::new(
+        std::sync::Arc::new(bound.clone()),
+        &tempest::infer::settings::Settings::from_config(&cfg).unwrap(),
+    )
+    .unwrap();
     for theta in [vec![0.3, -0.2, -1.5], vec![1.1, 0.4, -0.3]] {
         let (s, g) = model.lml_grad(&theta).unwrap();
         let (v, ga) = model.lml_grad_autodiff(&theta).unwrap();
@@ -173,9 +175,11 @@ fn results_are_identical_for_any_thread_count() {
     let m = model(MODEL);
     let bound = bind(&m, &csv("diabetes_prepared.csv", Some((0, 199))));
     let cfg = tempest::engine_config(&bound.graph, &RunOptions::default()).unwrap();
-    let model =
-        tempest::infer::exact::model::ExactModel::new(std::sync::Arc::new(bound.clone()), &cfg)
-            .unwrap();
+    let model = tempest::infer::exact::model::ExactModel::new(
+        std::sync::Arc::new(bound.clone()),
+        &tempest::infer::settings::Settings::from_config(&cfg).unwrap(),
+    )
+    .unwrap();
     let theta = vec![0.4, -0.1, -1.2];
     let eval = |threads: usize| lml_grad_bits(&model, &theta, threads);
     let one = eval(1);
@@ -195,9 +199,11 @@ fn the_co2_gradient_is_identical_for_any_thread_count() {
     let data = tempest::Data::read(&root.join("examples/data/co2.csv")).unwrap();
     let bound = bind(&m, &data);
     let cfg = tempest::engine_config(&bound.graph, &RunOptions::default()).unwrap();
-    let model =
-        tempest::infer::exact::model::ExactModel::new(std::sync::Arc::new(bound.clone()), &cfg)
-            .unwrap();
+    let model = tempest::infer::exact::model::ExactModel::new(
+        std::sync::Arc::new(bound.clone()),
+        &tempest::infer::settings::Settings::from_config(&cfg).unwrap(),
+    )
+    .unwrap();
     let theta = model.layout.initial(&bound).unwrap();
     let eval = |threads: usize| lml_grad_bits(&model, &theta, threads);
     let one = eval(1);

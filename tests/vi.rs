@@ -341,7 +341,10 @@ fn hyper_gradients_match_finite_differences() {
     let core = &fit.core;
     let vm = ViModel::new(
         Arc::new(b.clone()),
-        &tempest::engine_config(&b.graph, &RunOptions::default()).unwrap(),
+        &tempest::infer::settings::Settings::from_config(
+            &tempest::engine_config(&b.graph, &RunOptions::default()).unwrap(),
+        )
+        .unwrap(),
         "test",
     )
     .unwrap();

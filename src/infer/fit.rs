@@ -6,7 +6,6 @@ use crate::error::{Error, ErrorKind};
 use crate::infer::evidence::fit::EvidenceFit;
 use crate::infer::exact::fit::ExactFit;
 use crate::infer::mcmc::fit::McmcFit;
-use crate::infer::settings::EngineConfig;
 use crate::infer::vi::fit::VariationalFit;
 use crate::ir::bind::Bound;
 use std::any::Any;
@@ -24,11 +23,11 @@ pub trait Fit: AsAny + Send {
     /// Machine-readable results.
     fn to_json(&self) -> serde_json::Value;
     /// Predict at test data (bound like the training data) and keep the
-    /// predictions and test metrics in the fit; `cfg` is the run's engine
-    /// configuration. Engines whose [`crate::infer::registry::Accepts`]
-    /// refuse test data never receive it.
-    fn attach_test(&mut self, test: &Bound, cfg: &EngineConfig) -> Result<(), Error> {
-        let _ = (test, cfg);
+    /// predictions and test metrics in the fit (with the settings the
+    /// engine was built with). Engines whose
+    /// [`crate::infer::registry::Accepts`] refuse test data never receive it.
+    fn attach_test(&mut self, test: &Bound) -> Result<(), Error> {
+        let _ = test;
         Err(Error::internal(format!(
             "test data reached the `{}` engine, which makes no predictions",
             self.engine()

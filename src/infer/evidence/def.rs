@@ -2,9 +2,13 @@
 //! with its sampler found in the registry.
 
 use super::engine::EvidenceEngine;
+use crate::error::{Error, ErrorKind};
+use crate::infer::mcmc::def::{SamplerDef, SamplerSettings};
 use crate::infer::mcmc::density::Density;
 use crate::infer::registry::{Accepts, Def, TestData};
-use crate::infer::settings::{EngineSchema, SEED, SettingKind, s};
+use crate::infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, Settings, Written, s};
+use crate::mc::spec::{CvSpec, parse};
+use crate::mc::vector_valued::TaskMatrix;
 
 /// The `evidence` engine's settings.
 pub const SCHEMA: EngineSchema = EngineSchema {
@@ -40,6 +44,76 @@ pub const SCHEMA: EngineSchema = EngineSchema {
     ],
 };
 
+/// The `evidence` engine's settings, read once when it is built.
+pub struct EvidenceSettings {
+    /// Number of temperatures.
+    pub rungs: usize,
+    /// The ladder's power: tᵢ = ((i − 1)/(rungs − 1))^power.
+    pub power: f64,
+    /// The run's seed; rung i's sampler is seeded from seed + i.
+    pub seed: u64,
+    /// The sampler run at each rung, found in the registry.
+    pub sampler_def: &'static dyn SamplerDef,
+    /// Its settings (its own seed is replaced per rung).
+    pub sampler: SamplerSettings,
+    /// Control variates for the rung means.
+    pub control_variates: CvSpec,
+    /// Where the settings were written.
+    pub written: Written,
+}
+
+impl Settings for EvidenceSettings {
+    /// Errors: a control-variate method that does not parse (at its span,
+    /// or naming the setting when it came from `--set`), a fixed task
+    /// matrix of the wrong size.
+    fn from_config(cfg: &EngineConfig) -> Result<Self, Error> {
+        let rungs = cfg.count("rungs")?;
+        let written = cfg.written();
+        let control_variates = parse(cfg.method("control_variates")?).map_err(|mut err| {
+            // A method given with `--set` has no place in the model file:
+            // its errors then carry the setting's name instead.
+            if !written.in_file("control_variates") {
+                err.span = None;
+                err.label = None;
+                err.message = format!("control_variates: {}", err.message);
+            }
+            err
+        })?;
+        let group = super::fit::GROUP.min(rungs);
+        if let CvSpec::VectorValued {
+            b: TaskMatrix::Fixed(m),
+            ..
+        } = &control_variates
+            && m.nrows() != group
+        {
+            return Err(Error::new(
+                ErrorKind::Settings,
+                format!(
+                    "control_variates: the task matrix B is {}×{}, but the rungs are grouped in {group}s: give a {group}×{group} B",
+                    m.nrows(),
+                    m.ncols(),
+                ),
+            ));
+        }
+        // The setting's schema admits only samplers.
+        let nested = cfg.engine("sampler")?;
+        let sampler_def = crate::infer::registry::find(&nested.name)
+            .and_then(|d| d.as_sampler())
+            .ok_or_else(|| {
+                Error::internal(format!("evidence: `{}` is not a sampler", nested.name))
+            })?;
+        Ok(EvidenceSettings {
+            rungs,
+            power: cfg.number("power")?,
+            seed: cfg.seed()?,
+            sampler: SamplerSettings::read(sampler_def, nested)?,
+            sampler_def,
+            control_variates,
+            written,
+        })
+    }
+}
+
 /// Model evidence by thermodynamic integration.
 pub const EVIDENCE: Def = Def {
     schema: &SCHEMA,
@@ -50,5 +124,8 @@ pub const EVIDENCE: Def = Def {
         ),
         ..Accepts::NOTHING
     },
-    build: |bound, cfg, _| Ok(Box::new(EvidenceEngine::new(Density::new(bound)?, cfg)?)),
+    build: |bound, cfg, _| {
+        let s = EvidenceSettings::from_config(cfg)?;
+        Ok(Box::new(EvidenceEngine::new(Density::new(bound)?, s)?))
+    },
 };

@@ -6,15 +6,15 @@
 //! positions; each draw keeps log p(y|x) and the score ∇log πᵢ(x) for
 //! control variates. [`super::fit::EvidenceFit`] then integrates.
 
+use super::def::EvidenceSettings;
 use super::fit::{EvidenceFit, RungDraws};
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
-use crate::infer::mcmc::def::SamplerDef;
+use crate::infer::mcmc::def::{SamplerDef, SamplerSettings};
 use crate::infer::mcmc::density::Density;
 use crate::infer::mcmc::engine::McmcEngine;
-use crate::infer::settings::{EngineConfig, SettingVal};
-use crate::mc::spec::{CvSpec, parse};
+use crate::mc::spec::CvSpec;
 use std::time::Instant;
 
 /// The ladder tᵢ = ((i − 1)/(rungs − 1))^power, [rungs], from 0 to 1.
@@ -28,7 +28,7 @@ pub fn ladder(rungs: usize, power: f64) -> Vec<f64> {
 /// current rung's sampler by one slice.
 pub struct EvidenceEngine {
     density: Density,
-    sampler: EngineConfig,
+    sampler: SamplerSettings,
     /// The sampler's definition, found in the registry once.
     def: &'static dyn SamplerDef,
     ladder: Vec<f64>,
@@ -44,81 +44,32 @@ pub struct EvidenceEngine {
 impl EvidenceEngine {
     /// Set up from the `infer evidence { ... }` settings.
     ///
-    /// Errors: a bad `control_variates` method (at its span), a sampler
-    /// setting out of range.
-    pub fn new(density: Density, cfg: &EngineConfig) -> Result<EvidenceEngine, Error> {
-        let rungs = cfg.int("rungs").max(2) as usize;
-        let power = cfg.real("power");
-        let mut sampler = match cfg.values.get("sampler") {
-            Some(SettingVal::Engine(e)) => (**e).clone(),
-            _ => return Err(Error::internal("evidence: no sampler")),
-        };
-        // A method given with `--set` has no place in the model file: its
-        // errors then carry the setting's name instead of a location.
-        let in_file = cfg.spans.contains_key("control_variates");
-        let spec = match cfg.values.get("control_variates") {
-            Some(SettingVal::Method(e)) => parse(e).map_err(|mut err| {
-                if !in_file {
-                    err.span = None;
-                    err.label = None;
-                    err.message = format!("control_variates: {}", err.message);
-                }
-                err
-            })?,
-            _ => CvSpec::none(),
-        };
-        if let CvSpec::VectorValued {
-            b: crate::mc::vector_valued::TaskMatrix::Fixed(m),
-            ..
-        } = &spec
-            && m.nrows() != super::fit::GROUP.min(rungs)
-        {
-            return Err(Error::new(
-                ErrorKind::Settings,
-                format!(
-                    "control_variates: the task matrix B is {}×{}, but the rungs are grouped in {}s: give a {n}×{n} B",
-                    m.nrows(),
-                    m.ncols(),
-                    super::fit::GROUP.min(rungs),
-                    n = super::fit::GROUP.min(rungs)
-                ),
-            ));
-        }
-        // The sampler comes from the registry (the setting's schema admits
-        // only samplers).
-        let def = crate::infer::registry::find(&sampler.name)
-            .and_then(|d| d.as_sampler())
-            .ok_or_else(|| {
-                Error::internal(format!("evidence: `{}` is not a sampler", sampler.name))
-            })?;
-        let draws = (sampler.int("chains").max(1) * sampler.int("draws").max(1)) as usize;
-        if let CvSpec::Scalar(m) = &spec {
-            let at = cfg.spans.get("control_variates").copied();
-            m.check_size(draws, density.dim).map_err(|e| match at {
-                Some(span) => e.with_span(span).with_label("this setting"),
-                None => e,
-            })?;
+    /// Errors: a control-variate method too large for the draws (at its
+    /// span), memory beyond the budget (at `rungs`).
+    pub fn new(density: Density, s: EvidenceSettings) -> Result<EvidenceEngine, Error> {
+        let draws = s.sampler.chains * s.sampler.chain.draws;
+        if let CvSpec::Scalar(m) = &s.control_variates {
+            m.check_size(draws, density.dim)
+                .map_err(|e| s.written.at(e, "control_variates"))?;
         }
         crate::limits::check_memory(&[crate::limits::Request::new(
             "keeping every rung's draws and scores",
         )
-        .times("rungs", rungs)
+        .times("rungs", s.rungs)
         .times("draws per rung", draws)
         .times("numbers per draw", 2 * density.dim + 1)])
         .map_err(|e| {
-            cfg.at_setting(e, "rungs")
+            s.written
+                .at(e, "rungs")
                 .with_note("lower `rungs`, or the sampler's `draws` or `chains`")
         })?;
-        // The run's seed decides every rung's seed.
-        let seed = cfg.int("seed").max(0) as u64;
-        sampler.values.remove("seed");
         Ok(EvidenceEngine {
             density,
-            sampler,
-            def,
-            ladder: ladder(rungs, power),
-            spec,
-            seed,
+            ladder: ladder(s.rungs, s.power),
+            sampler: s.sampler,
+            def: s.sampler_def,
+            spec: s.control_variates,
+            seed: s.seed,
             rung: 0,
             current: None,
             positions: None,
@@ -129,12 +80,12 @@ impl EvidenceEngine {
 
     fn start_rung(&mut self) -> Result<McmcEngine, Error> {
         let t = self.ladder[self.rung];
-        let mut cfg = self.sampler.clone();
+        let mut s = self.sampler.clone();
         // Rung i's chains are seeded from seed + i.
-        cfg.set("seed", &(self.seed + self.rung as u64).to_string())?;
+        s.seed = self.seed + self.rung as u64;
         self.def.build_sampler(
             self.density.clone().with_power(t),
-            &cfg,
+            &s,
             self.positions.as_deref(),
         )
     }

@@ -1,8 +1,9 @@
 //! The `exact` engine's definition: its settings and how it is built.
 
 use super::{engine::ExactEngine, model::ExactModel};
+use crate::error::Error;
 use crate::infer::registry::{Accepts, Def, TestData};
-use crate::infer::settings::{EngineSchema, SEED, SettingKind, s};
+use crate::infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, Settings, s};
 
 /// The `exact` engine's settings.
 pub const SCHEMA: EngineSchema = EngineSchema {
@@ -62,6 +63,47 @@ pub const SCHEMA: EngineSchema = EngineSchema {
     ],
 };
 
+/// The `exact` engine's settings, read once when it is built.
+#[derive(Clone, Debug)]
+pub struct ExactSettings {
+    /// Maximise the objective over the non-fixed hypers.
+    pub learn_hypers: bool,
+    /// Most L-BFGS iterations per run.
+    pub max_iters: usize,
+    /// Stop when the gradient norm (unconstrained scale) falls below this.
+    pub grad_tol: f64,
+    /// Stop when an iteration lowers −log p(y) by at most this times
+    /// max(|log p(y)|, 1).
+    pub f_tol: f64,
+    /// Further runs from perturbed starts.
+    pub restarts: usize,
+    /// The seed of the perturbations.
+    pub seed: u64,
+    /// Jitter added to diag K before the first Cholesky attempt.
+    pub jitter: f64,
+    /// The largest jitter tried, relative to mean diag K.
+    pub max_jitter: f64,
+    /// Gradients by forward mode through every step (a check) instead of
+    /// the analytic reverse pass.
+    pub autodiff: bool,
+}
+
+impl Settings for ExactSettings {
+    fn from_config(cfg: &EngineConfig) -> Result<Self, Error> {
+        Ok(ExactSettings {
+            learn_hypers: cfg.flag("learn_hypers")?,
+            max_iters: cfg.count("max_iters")?,
+            grad_tol: cfg.number("grad_tol")?,
+            f_tol: cfg.number("f_tol")?,
+            restarts: cfg.count("restarts")?,
+            seed: cfg.seed()?,
+            jitter: cfg.number("jitter")?,
+            max_jitter: cfg.number("max_jitter")?,
+            autodiff: cfg.choice("gradient")? == "autodiff",
+        })
+    }
+}
+
 /// Exact GP regression (type-II ML or MAP-II of the hypers).
 pub const EXACT: Def = Def {
     schema: &SCHEMA,
@@ -70,9 +112,7 @@ pub const EXACT: Def = Def {
         ..Accepts::NOTHING
     },
     build: |bound, cfg, _| {
-        Ok(Box::new(ExactEngine::new(
-            ExactModel::new(bound, cfg)?,
-            cfg,
-        )?))
+        let s = ExactSettings::from_config(cfg)?;
+        Ok(Box::new(ExactEngine::new(ExactModel::new(bound, &s)?, &s)?))
     },
 };

@@ -12,6 +12,7 @@
 //! trial points, and every line search is bounded, so a run always ends
 //! with a reason.
 
+use super::def::ExactSettings;
 use super::fit::ExactFit;
 use super::model::ExactModel;
 use super::objective::LmlState;
@@ -19,7 +20,6 @@ use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
 use crate::infer::hyper_prior::{has_priors, log_prior};
-use crate::infer::settings::EngineConfig;
 use crate::math::lbfgs::{Lbfgs, Outcome};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -68,30 +68,26 @@ pub struct ExactEngine {
 
 impl ExactEngine {
     /// Set up the engine at the hypers' initial values.
-    pub fn new(model: ExactModel, cfg: &EngineConfig) -> Result<ExactEngine, Error> {
+    pub fn new(model: ExactModel, s: &ExactSettings) -> Result<ExactEngine, Error> {
         let theta0 = model.layout.initial(&model.bound)?;
         let learn = model.layout.len > 0;
         Ok(ExactEngine {
             model: Arc::new(model),
-            autodiff: cfg.name_of("gradient") == Some("autodiff"),
+            autodiff: s.autodiff,
             opt: None,
             learn,
-            max_iters: cfg.int("max_iters").max(1) as usize,
-            grad_tol: cfg.real("grad_tol"),
-            f_tol: cfg.real("f_tol"),
+            max_iters: s.max_iters,
+            grad_tol: s.grad_tol,
+            f_tol: s.f_tol,
             stalled_flat: false,
             iter: 0,
             trace: Vec::new(),
             theta0,
             last_grad_norm: f64::NAN,
             last_error: None,
-            restarts_left: if learn {
-                cfg.int("restarts").max(0) as usize
-            } else {
-                0
-            },
+            restarts_left: if learn { s.restarts } else { 0 },
             runs: Vec::new(),
-            rng: StdRng::seed_from_u64(cfg.int("seed").max(0) as u64),
+            rng: StdRng::seed_from_u64(s.seed),
         })
     }
 

@@ -7,7 +7,6 @@ use super::predict::Predictions;
 use crate::error::Error;
 use crate::infer::fit::{Fit, UNUSED_HYPER_PRIORS};
 use crate::infer::hypers::{hypers_json, hypers_table};
-use crate::infer::settings::EngineConfig;
 use crate::ir::bind::Bound;
 use crate::ir::value::Value;
 use crate::model::kernel::Inputs;
@@ -144,7 +143,7 @@ impl Fit for ExactFit {
 
     /// Predict at test data and keep the predictions (and test inputs) in
     /// the fit.
-    fn attach_test(&mut self, test: &Bound, _cfg: &EngineConfig) -> Result<(), Error> {
+    fn attach_test(&mut self, test: &Bound) -> Result<(), Error> {
         let p = self.predict(test)?;
         self.test_inputs = Some(test.site_inputs(self.model.site, &self.hypers, &[])?);
         self.predictions = Some(p);

@@ -5,9 +5,9 @@
 //! one Gaussian likelihood whose location is f(X) plus terms without latent
 //! functions: `y ~ normal(f(X) + offset, sigma) ^ t`.
 
+use super::def::ExactSettings;
 use crate::error::{Error, ErrorKind};
 use crate::infer::hypers::HyperLayout;
-use crate::infer::settings::EngineConfig;
 use crate::infer::structure::{LatentObservation, latent_observation, unsupported};
 use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
@@ -48,16 +48,10 @@ pub struct ExactModel {
 
 impl ExactModel {
     /// Recognise the exact-GP structure of a bound model.
-    pub fn new(bound: Arc<Bound>, cfg: &EngineConfig) -> Result<ExactModel, Error> {
+    pub fn new(bound: Arc<Bound>, s: &ExactSettings) -> Result<ExactModel, Error> {
         let lo = latent_observation(&bound, "exact")?;
-        let layout = HyperLayout::new(&bound, cfg.bool("learn_hypers"));
-        Self::from_structure(
-            bound,
-            &lo,
-            layout,
-            cfg.real("jitter"),
-            cfg.real("max_jitter"),
-        )
+        let layout = HyperLayout::new(&bound, s.learn_hypers);
+        Self::from_structure(bound, &lo, layout, s.jitter, s.max_jitter)
     }
 
     /// Build from a recognised latent observation (which must use

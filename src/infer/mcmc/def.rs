@@ -2,13 +2,15 @@
 //! draw sinks they stream to, and how they are built, on their own or inside
 //! another engine ([`SamplerDef`]).
 
-use super::chain::Method;
+use super::chain::{ChainConfig, Method};
 use super::density::Density;
 use super::engine::McmcEngine;
 use crate::error::Error;
 use crate::infer::engine::Engine;
 use crate::infer::registry::{Accepts, BuildCx, EngineDef, TestData};
-use crate::infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, SettingSpec, s};
+use crate::infer::settings::{
+    EngineConfig, EngineSchema, SEED, SettingKind, SettingSpec, Written, s,
+};
 use crate::ir::bind::Bound;
 use std::sync::Arc;
 
@@ -59,28 +61,64 @@ const MCMC: &[SettingSpec] = &[
     ),
 ];
 
+/// A sampler's settings, read once when it is built.
+#[derive(Clone, Debug)]
+pub struct SamplerSettings {
+    /// Each chain's transition, warm-up, draws, target acceptance and
+    /// initial step size.
+    pub chain: ChainConfig,
+    /// Number of chains.
+    pub chains: usize,
+    /// The run's seed (chain k draws from a stream of its own).
+    pub seed: u64,
+    /// The `max_depth` setting (NUTS's, and recorded in output headers for
+    /// every sampler).
+    pub max_depth: usize,
+    /// Where the settings were written.
+    pub written: Written,
+}
+
+impl SamplerSettings {
+    /// The settings of `def`'s sampler from its validated configuration.
+    pub fn read(def: &dyn SamplerDef, cfg: &EngineConfig) -> Result<SamplerSettings, Error> {
+        Ok(SamplerSettings {
+            chain: ChainConfig {
+                method: def.method(cfg)?,
+                warmup: cfg.count("warmup")?,
+                draws: cfg.count("draws")?,
+                target_accept: cfg.number("target_accept")?,
+                step_size: cfg.number_opt("step_size")?,
+            },
+            chains: cfg.count("chains")?,
+            seed: cfg.seed()?,
+            max_depth: cfg.count("max_depth")?,
+            written: cfg.written(),
+        })
+    }
+}
+
 /// A sampler, as another engine builds it: over a given density (e.g. a
 /// power posterior), warm-started, with no sinks.
 pub trait SamplerDef: Sync {
     /// The sampler's transition, from its settings.
-    fn method(&self, cfg: &EngineConfig) -> Method;
+    fn method(&self, cfg: &EngineConfig) -> Result<Method, Error>;
     /// Chains over `density`, chain k starting at `init[k]` when given; the
     /// draws' output values are not kept (the caller reads the draws with
     /// [`McmcEngine::into_draws`]).
     fn build_sampler(
         &self,
         density: Density,
-        cfg: &EngineConfig,
+        s: &SamplerSettings,
         init: Option<&[Vec<f64>]>,
     ) -> Result<McmcEngine, Error> {
-        Ok(McmcEngine::with_init(density, self.method(cfg), cfg, &[], "", init)?.without_values())
+        Ok(McmcEngine::with_init(density, s, &[], "", init)?.without_values())
     }
 }
 
 /// One of the three samplers: its settings and its transition.
 pub struct Sampler {
     schema: EngineSchema,
-    method: fn(&EngineConfig) -> Method,
+    method: fn(&EngineConfig) -> Result<Method, Error>,
 }
 
 /// The registered `mala` engine.
@@ -91,7 +129,7 @@ pub const MALA: Sampler = Sampler {
         doc: "Metropolis-adjusted Langevin algorithm",
         settings: MCMC,
     },
-    method: |_| Method::Mala,
+    method: |_| Ok(Method::Mala),
 };
 
 /// The registered `hmc` engine.
@@ -102,8 +140,10 @@ pub const HMC: Sampler = Sampler {
         doc: "Hamiltonian Monte Carlo",
         settings: MCMC,
     },
-    method: |cfg| Method::Hmc {
-        steps: cfg.int("leapfrog_steps").max(1) as usize,
+    method: |cfg| {
+        Ok(Method::Hmc {
+            steps: cfg.count("leapfrog_steps")?,
+        })
     },
 };
 
@@ -115,13 +155,15 @@ pub const NUTS: Sampler = Sampler {
         doc: "the No-U-Turn sampler",
         settings: MCMC,
     },
-    method: |cfg| Method::Nuts {
-        max_depth: cfg.int("max_depth").max(1) as usize,
+    method: |cfg| {
+        Ok(Method::Nuts {
+            max_depth: cfg.count("max_depth")?,
+        })
     },
 };
 
 impl SamplerDef for Sampler {
-    fn method(&self, cfg: &EngineConfig) -> Method {
+    fn method(&self, cfg: &EngineConfig) -> Result<Method, Error> {
         (self.method)(cfg)
     }
 }
@@ -148,8 +190,7 @@ impl EngineDef for Sampler {
     ) -> Result<Box<dyn Engine>, Error> {
         Ok(Box::new(McmcEngine::new(
             Density::new(bound)?,
-            self.method(cfg),
-            cfg,
+            &SamplerSettings::read(self, cfg)?,
             &cx.sinks,
             &cx.model_name,
         )?))

@@ -3,14 +3,14 @@
 //! and streams kept draws to the run's draw sinks (e.g. a Stan CSV file per
 //! chain) as they are made.
 
-use super::chain::{Chain, ChainConfig, Draw, Method};
+use super::chain::{Chain, ChainConfig, Draw};
+use super::def::SamplerSettings;
 use super::density::Density;
 use super::fit::McmcFit;
 use super::hamiltonian::Target;
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Lane, Progress, Status};
 use crate::infer::fit::Fit;
-use crate::infer::settings::EngineConfig;
 use crate::infer::sink::{ChainRun, DrawSink, DrawSinks};
 use crate::output::stan_csv::{SamplerStats, StanCsvHeader};
 use rayon::prelude::*;
@@ -57,12 +57,11 @@ impl McmcEngine {
     /// sink opened from every one of `sinks`.
     pub fn new(
         density: Density,
-        method: Method,
-        cfg: &EngineConfig,
+        s: &SamplerSettings,
         sinks: &[Arc<dyn DrawSinks>],
         model_name: &str,
     ) -> Result<McmcEngine, Error> {
-        let engine = Self::with_init(density, method, cfg, sinks, model_name, None)?;
+        let engine = Self::with_init(density, s, sinks, model_name, None)?;
         engine.check_estimates()?;
         Ok(engine)
     }
@@ -98,21 +97,14 @@ impl McmcEngine {
     /// start) when given.
     pub fn with_init(
         density: Density,
-        method: Method,
-        cfg: &EngineConfig,
+        s: &SamplerSettings,
         sinks: &[Arc<dyn DrawSinks>],
         model_name: &str,
         init: Option<&[Vec<f64>]>,
     ) -> Result<McmcEngine, Error> {
-        let chain_cfg = ChainConfig {
-            method,
-            warmup: cfg.int("warmup").max(0) as usize,
-            draws: cfg.int("draws").max(1) as usize,
-            target_accept: cfg.real("target_accept"),
-            step_size: cfg.real_opt("step_size"),
-        };
-        let n = cfg.int("chains").max(1) as usize;
-        let seed = cfg.int("seed").max(0) as u64;
+        let chain_cfg = s.chain;
+        let method = chain_cfg.method;
+        let (n, seed) = (s.chains, s.seed);
         let names = density.stan_names();
         let columns = names.len();
         crate::limits::check_memory(&[crate::limits::Request::new("keeping the draws")
@@ -123,7 +115,8 @@ impl McmcEngine {
                 2 * density.dim + columns + 8,
             )])
         .map_err(|e| {
-            cfg.at_setting(e, "draws")
+            s.written
+                .at(e, "draws")
                 .with_note("lower `draws` or `chains`, or sample fewer quantities")
         })?;
         let density = Arc::new(density);
@@ -145,10 +138,7 @@ impl McmcEngine {
                     draws: chain_cfg.draws,
                     algorithm: method.name().to_string(),
                     adapt_delta: chain_cfg.target_accept,
-                    max_depth: match method {
-                        Method::Nuts { max_depth } => max_depth,
-                        _ => cfg.int("max_depth").max(1) as usize,
-                    },
+                    max_depth: s.max_depth,
                     data_file: density.bound.data_file.clone(),
                     tempest_version: env!("CARGO_PKG_VERSION").to_string(),
                 },

@@ -8,6 +8,7 @@
 //! kernel entries and likelihood arguments are differentiated by forward-mode
 //! autodiff, eight directions at a time.
 
+use super::def::ViSettings;
 use super::expect::{Expectations, Rule, expectations, expected_total};
 use super::model::{ViModel, ViPieces};
 use super::posterior::{Prior, Whitened};
@@ -15,7 +16,6 @@ use crate::error::Error;
 use crate::infer::engine::{Progress, Status};
 use crate::infer::gradients::{half_trace_w_dk_via, leaf_adjoints, seed_chunk};
 use crate::infer::hyper_prior::{log_prior, log_prior_value};
-use crate::infer::settings::EngineConfig;
 use crate::math::optim::{Ascent, Rule as OptRule};
 use crate::math::scalar::{CHUNK, Dual8};
 use nalgebra::DMatrix;
@@ -38,6 +38,8 @@ pub struct Core {
     /// Steps rejected so far because they led to a prior that could not be
     /// factorised or to a non-finite value.
     pub rejected: usize,
+    /// Confidence bins of the calibration errors at test data.
+    pub bins: usize,
 }
 
 /// The most times one step is halved and tried again after a rejection.
@@ -45,25 +47,14 @@ pub const MAX_REJECTED: usize = 30;
 
 impl Core {
     /// Set up at the initial hypers.
-    pub fn new(model: ViModel, cfg: &EngineConfig) -> Result<Core, Error> {
-        let seed = cfg.int("seed").max(0) as u64;
-        let rule = Rule::for_model(
-            &model,
-            cfg.int("quadrature").max(1) as usize,
-            cfg.int("mc_samples").max(2) as usize,
-            seed,
-        );
+    pub fn new(model: ViModel, s: &ViSettings) -> Result<Core, Error> {
+        let rule = Rule::for_model(&model, s.quadrature, s.mc_samples, s.seed);
         let theta = model.layout.initial(&model.bound)?;
         // A prior on a hyper that is not finite at the start is the
         // model's error, reported where the prior is written.
         log_prior_value(&model.bound, &model.layout, &theta)?;
-        let hyper_opt = (model.layout.len > 0).then(|| {
-            Ascent::new(
-                OptRule::Adam,
-                cfg.real_opt("hyper_lr").unwrap_or(0.01),
-                model.layout.len,
-            )
-        });
+        let hyper_opt = (model.layout.len > 0)
+            .then(|| Ascent::new(OptRule::Adam, s.hyper_lr, model.layout.len));
         let (pieces, prior) = Self::at(&model, &theta)?;
         Ok(Core {
             model: Arc::new(model),
@@ -73,6 +64,7 @@ impl Core {
             prior,
             hyper_opt,
             rejected: 0,
+            bins: s.bins,
         })
     }
 

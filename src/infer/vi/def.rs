@@ -7,9 +7,12 @@ use super::mirror::MirrorDescent;
 use super::model::ViModel;
 use crate::error::{Error, ErrorKind};
 use crate::infer::registry::{Accepts, Def, TestData};
-use crate::infer::settings::{EngineSchema, SEED, SettingKind, SettingSpec, s};
+use crate::infer::settings::{
+    EngineConfig, EngineSchema, SEED, SettingKind, SettingSpec, Settings, s,
+};
 use crate::ir::bind::Bound;
 use crate::ir::graph::{Family, GuideTarget};
+use crate::math::optim::Rule;
 
 /// The variational engines' jitter.
 const VI_JITTER: SettingSpec = s(
@@ -138,6 +141,82 @@ pub const GD_SCHEMA: EngineSchema = EngineSchema {
     ],
 };
 
+/// A variational engine's settings, read once when it is built.
+#[derive(Clone, Debug)]
+pub struct ViSettings {
+    /// Learn the hypers by maximising the ELBO.
+    pub learn_hypers: bool,
+    /// Adam learning rate of the hypers.
+    pub hyper_lr: f64,
+    /// Gauss–Hermite points for the expected log likelihood.
+    pub quadrature: usize,
+    /// Monte Carlo samples for multi-class expectations.
+    pub mc_samples: usize,
+    /// Most steps.
+    pub steps: usize,
+    /// Stop when the relative ELBO change falls below this.
+    pub tol: f64,
+    /// The seed of the Monte Carlo expectations.
+    pub seed: u64,
+    /// Jitter added to the diagonal of the prior covariance.
+    pub jitter: f64,
+    /// Confidence bins of the calibration errors at test data.
+    pub bins: usize,
+    /// How q moves at each step.
+    pub step: ViStep,
+}
+
+/// How a variational engine moves q.
+#[derive(Clone, Copy, Debug)]
+pub enum ViStep {
+    /// Mirror descent in natural parameters with step ρ, halved for a step
+    /// whose ELBO would fall when `backtrack`.
+    Mirror {
+        /// The step size ρ in (0, 1].
+        rho: f64,
+        /// Halve ρ for a falling step (then grow it back).
+        backtrack: bool,
+    },
+    /// Gradient steps on (mean, Cholesky) or (mean, log sd).
+    Gradient {
+        /// The optimiser.
+        rule: Rule,
+        /// Its learning rate.
+        lr: f64,
+    },
+}
+
+impl Settings for ViSettings {
+    fn from_config(cfg: &EngineConfig) -> Result<Self, Error> {
+        let step = if cfg.name == MIRROR_SCHEMA.name {
+            ViStep::Mirror {
+                rho: cfg.number("rho")?,
+                backtrack: cfg.flag("backtrack")?,
+            }
+        } else {
+            ViStep::Gradient {
+                rule: match cfg.choice("optimizer")? {
+                    "sgd" => Rule::Sgd,
+                    _ => Rule::Adam,
+                },
+                lr: cfg.number("lr")?,
+            }
+        };
+        Ok(ViSettings {
+            learn_hypers: cfg.flag("learn_hypers")?,
+            hyper_lr: cfg.number("hyper_lr")?,
+            quadrature: cfg.count("quadrature")?,
+            mc_samples: cfg.count("mc_samples")?,
+            steps: cfg.count("steps")?,
+            tol: cfg.number("tol")?,
+            seed: cfg.seed()?,
+            jitter: cfg.number("jitter")?,
+            bins: cfg.count("bins")?,
+            step,
+        })
+    }
+}
+
 /// What both variational engines accept: test data, and a guide of one of
 /// `families`.
 const fn accepts(families: &'static [Family]) -> Accepts {
@@ -154,8 +233,9 @@ pub const MIRROR_DESCENT: Def = Def {
     accepts: accepts(&[Family::Sites]),
     build: |bound, cfg, _| {
         guide_family(&bound, &MIRROR_DESCENT)?;
-        let model = ViModel::new(bound, cfg, "mirror_descent")?;
-        Ok(Box::new(MirrorDescent::new(model, cfg)?))
+        let s = ViSettings::from_config(cfg)?;
+        let model = ViModel::new(bound, &s, "mirror_descent")?;
+        Ok(Box::new(MirrorDescent::new(model, &s)?))
     },
 };
 
@@ -168,8 +248,9 @@ pub const GRADIENT_DESCENT: Def = Def {
             Some(Family::MeanField) => Param::MeanField,
             _ => Param::FullRank,
         };
-        let model = ViModel::new(bound, cfg, "gradient_descent")?;
-        Ok(Box::new(GradientDescent::new(model, cfg, param)?))
+        let s = ViSettings::from_config(cfg)?;
+        let model = ViModel::new(bound, &s, "gradient_descent")?;
+        Ok(Box::new(GradientDescent::new(model, &s, param)?))
     },
 };
 

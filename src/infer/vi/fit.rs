@@ -136,12 +136,8 @@ impl crate::infer::fit::Fit for VariationalFit {
 
     /// Predict at test data with the run's `bins` for the calibration
     /// errors.
-    fn attach_test(
-        &mut self,
-        test: &Bound,
-        cfg: &crate::infer::settings::EngineConfig,
-    ) -> Result<(), Error> {
-        self.attach_test_binned(test, cfg.int("bins").max(1) as usize)
+    fn attach_test(&mut self, test: &Bound) -> Result<(), Error> {
+        self.attach_test_binned(test, self.core.bins)
     }
 
     fn plot(&self, path: &std::path::Path) -> Result<(), Error> {

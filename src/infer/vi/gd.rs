@@ -13,6 +13,7 @@
 //! whitened coordinates so that it stays the same distribution.
 
 use super::core::{Core, MAX_REJECTED, elbo_progress, stop_status};
+use super::def::{ViSettings, ViStep};
 use super::expect::Expectations;
 use super::fit::VariationalFit;
 use super::model::ViModel;
@@ -20,10 +21,9 @@ use super::posterior::Whitened;
 use crate::error::Error;
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
-use crate::infer::settings::EngineConfig;
 use crate::math::adjoint;
 use crate::math::linalg::{cholesky_jitter, matmul};
-use crate::math::optim::{Ascent, Rule};
+use crate::math::optim::Ascent;
 use nalgebra::{DMatrix, DVector};
 
 /// Which parameterisation of q.
@@ -57,8 +57,11 @@ fn tril_len(n: usize) -> usize {
 
 impl GradientDescent {
     /// Start at q = prior.
-    pub fn new(model: ViModel, cfg: &EngineConfig, param: Param) -> Result<GradientDescent, Error> {
-        let core = Core::new(model, cfg)?;
+    pub fn new(model: ViModel, s: &ViSettings, param: Param) -> Result<GradientDescent, Error> {
+        let ViStep::Gradient { rule, lr } = s.step else {
+            return Err(Error::internal("gradient descent with mirror steps"));
+        };
+        let core = Core::new(model, s)?;
         let (n, c) = (core.prior.len(), core.model.classes);
         let per = match param {
             Param::FullRank => n + tril_len(n),
@@ -82,12 +85,7 @@ impl GradientDescent {
                 }
             }
         }
-        let rule = if cfg.name_of("optimizer") == Some("sgd") {
-            Rule::Sgd
-        } else {
-            Rule::Adam
-        };
-        let opt = Ascent::new(rule, cfg.real("lr"), x.len());
+        let opt = Ascent::new(rule, lr, x.len());
         let k_inv = core.prior.chol.inverse();
         let mut gd = GradientDescent {
             k_inv_diag: k_inv.diagonal(),
@@ -103,8 +101,8 @@ impl GradientDescent {
                 gv: DMatrix::zeros(0, 0),
             },
             trace: vec![],
-            steps: cfg.int("steps").max(1) as usize,
-            tol: cfg.real("tol"),
+            steps: s.steps,
+            tol: s.tol,
             step: 0,
         };
         gd.qs = gd.posteriors();

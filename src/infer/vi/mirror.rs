@@ -21,6 +21,7 @@
 //! underestimates the coupled one, and ρ = 1 would otherwise cycle.
 
 use super::core::{Core, elbo_progress, stop_status};
+use super::def::{ViSettings, ViStep};
 use super::expect::Expectations;
 use super::fit::VariationalFit;
 use super::model::ViModel;
@@ -28,7 +29,6 @@ use super::posterior::Whitened;
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
-use crate::infer::settings::EngineConfig;
 use nalgebra::DMatrix;
 
 /// The mirror-descent engine's state.
@@ -50,8 +50,11 @@ pub struct MirrorDescent {
 
 impl MirrorDescent {
     /// Start at q = prior (θ̃ = 0).
-    pub fn new(model: ViModel, cfg: &EngineConfig) -> Result<MirrorDescent, Error> {
-        let core = Core::new(model, cfg)?;
+    pub fn new(model: ViModel, s: &ViSettings) -> Result<MirrorDescent, Error> {
+        let ViStep::Mirror { rho, backtrack } = s.step else {
+            return Err(Error::internal("mirror descent with gradient steps"));
+        };
+        let core = Core::new(model, s)?;
         let (n, c) = (core.prior.len(), core.model.classes);
         let qs = vec![Whitened::prior(n); c];
         let (exps, elbo) = core.evaluate(&qs)?;
@@ -62,12 +65,12 @@ impl MirrorDescent {
             qs,
             exps,
             trace: vec![elbo],
-            rho: cfg.real("rho"),
-            rho_now: cfg.real("rho"),
+            rho,
+            rho_now: rho,
             rho_trace: Vec::new(),
-            backtrack: cfg.bool("backtrack"),
-            steps: cfg.int("steps").max(1) as usize,
-            tol: cfg.real("tol"),
+            backtrack,
+            steps: s.steps,
+            tol: s.tol,
             step: 0,
         })
     }

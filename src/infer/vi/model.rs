@@ -3,9 +3,9 @@
 //! the N training inputs, and a factorised, possibly tempered likelihood
 //! ℓₙ(fₙ) = t · log p(yₙ | fₙ + offsetₙ, other argumentsₙ).
 
+use super::def::ViSettings;
 use crate::error::{Error, ErrorKind};
 use crate::infer::hypers::HyperLayout;
-use crate::infer::settings::EngineConfig;
 use crate::infer::structure::{LatentObservation, latent_observation};
 use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
@@ -75,9 +75,9 @@ impl LikArgs<f64> {
 
 impl ViModel {
     /// Recognise the structure; `engine` names the engine in messages.
-    pub fn new(bound: Arc<Bound>, cfg: &EngineConfig, engine: &str) -> Result<ViModel, Error> {
+    pub fn new(bound: Arc<Bound>, s: &ViSettings, engine: &str) -> Result<ViModel, Error> {
         let latent = latent_observation(&bound, engine)?;
-        let layout = HyperLayout::new(&bound, cfg.bool("learn_hypers"));
+        let layout = HyperLayout::new(&bound, s.learn_hypers);
         let hypers = layout.values::<f64>(&bound, &layout.initial(&bound)?);
         let inputs = bound.site_inputs(latent.site, &hypers, &[])?;
         let classes = bound.replicas(latent.gp)?;
@@ -109,7 +109,7 @@ impl ViModel {
             inputs,
             y,
             layout,
-            jitter: cfg.real("jitter"),
+            jitter: s.jitter,
         })
     }
 
