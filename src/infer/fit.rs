@@ -1,5 +1,6 @@
 //! The result of an engine, as every engine gives it: the [`Fit`] trait
-//! (summary text, JSON, predictions at test data, a figure), and a way back
+//! (one report rendered to summary text and JSON, predictions at test
+//! data, a figure), and a way back
 //! to the engine's own result type for callers that need its details.
 
 use crate::error::{Error, ErrorKind};
@@ -8,6 +9,7 @@ use crate::infer::exact::fit::ExactFit;
 use crate::infer::mcmc::fit::McmcFit;
 use crate::infer::vi::fit::VariationalFit;
 use crate::ir::bind::Bound;
+use crate::output::report::Report;
 use std::any::Any;
 use std::path::Path;
 
@@ -18,10 +20,17 @@ use std::path::Path;
 pub trait Fit: AsAny + Send {
     /// The name of the engine that produced it (`exact`, `nuts`, ...).
     fn engine(&self) -> &'static str;
-    /// A readable summary.
-    fn summary(&self) -> String;
-    /// Machine-readable results.
-    fn to_json(&self) -> serde_json::Value;
+    /// What the engine found, rendered to text by [`Fit::summary`] and to
+    /// JSON by [`Fit::to_json`].
+    fn report(&self) -> Report;
+    /// A readable summary: the report as text.
+    fn summary(&self) -> String {
+        self.report().text()
+    }
+    /// Machine-readable results: the report as JSON.
+    fn to_json(&self) -> serde_json::Value {
+        self.report().json()
+    }
     /// Predict at test data (bound like the training data) and keep the
     /// predictions and test metrics in the fit (with the settings the
     /// engine was built with). Engines whose

@@ -5,4 +5,5 @@ pub mod plot;
 pub mod plot_evidence;
 pub mod plot_mcmc;
 pub mod progress;
+pub mod report;
 pub mod stan_csv;

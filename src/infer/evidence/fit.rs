@@ -12,9 +12,9 @@ use crate::error::Error;
 use crate::mc::control_variates::{Method, Samples, estimate, mean_var, se_of, thin};
 use crate::mc::spec::CvSpec;
 use crate::mc::vector_valued::{Task, vector_valued_poly};
+use crate::output::report::{Report, Table};
 use nalgebra::DMatrix;
 use serde_json::json;
-use std::fmt::Write;
 
 /// One rung's draws: log p(y|x) per chain, and the draws x and scores
 /// ∇log πₜ(x) in chain order.
@@ -258,64 +258,59 @@ impl crate::infer::fit::Fit for EvidenceFit {
         crate::output::figures::evidence(self, path)
     }
 
-    /// Machine-readable results.
-    fn to_json(&self) -> serde_json::Value {
-        json!({
-            "engine": "evidence",
-            "log_evidence": self.log_evidence,
-            "mcse": self.mcse,
-            "trapezoid": self.trapezoid,
-            "control_variates": self.method,
-            "seconds": self.seconds,
-            "gradient_evaluations": self.gradients,
-            "divergences": self.divergences,
-            "warnings": self.warnings,
-            "rungs": self.rungs.iter().map(|r| json!({
-                "t": r.t, "mean": r.mean, "var": r.var, "mean_se": r.mean_se, "var_se": r.var_se,
-                "mean_mc": r.mean_mc, "mean_mc_se": r.mean_mc_se, "var_mc": r.var_mc, "draws": r.draws,
-            })).collect::<Vec<_>>(),
-        })
-    }
-
-    /// The summary: the log evidence and the per-rung table.
-    fn summary(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
+    /// The log evidence, the per-rung table, warnings and notes.
+    fn report(&self) -> Report {
+        let mut r = Report::new("evidence");
+        r.line(format!(
             "engine: evidence ({} rungs, control variates: {}; {:.2} s, {} gradient evaluations)",
             self.rungs.len(),
             self.method,
             self.seconds,
             self.gradients
-        );
-        let _ = writeln!(
-            s,
+        ));
+        r.line(format!(
             "log evidence: {:.4} (Monte Carlo standard error {:.4}); plain trapezoid rule {:.4}",
             self.log_evidence, self.mcse, self.trapezoid
-        );
-        let _ = writeln!(
-            s,
-            "{:>4} {:>12} {:>14} {:>10} {:>14} {:>12}",
-            "rung", "t", "mean", "se", "mean (mc)", "var"
-        );
-        for (i, r) in self.rungs.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                "{:>4} {:>12.4e} {:>14.4} {:>10.2e} {:>14.4} {:>12.4}",
-                i + 1,
-                r.t,
-                r.mean,
-                r.mean_se,
-                r.mean_mc,
-                r.var
+        ));
+        let mut t = Table::new(0, None, 1, &[4, 12, 14, 10, 14, 12]);
+        t.header(&["rung", "t", "mean", "se", "mean (mc)", "var"]);
+        for (i, g) in self.rungs.iter().enumerate() {
+            t.row(
+                "",
+                vec![
+                    (i + 1).to_string(),
+                    format!("{:.4e}", g.t),
+                    format!("{:.4}", g.mean),
+                    format!("{:.2e}", g.mean_se),
+                    format!("{:.4}", g.mean_mc),
+                    format!("{:.4}", g.var),
+                ],
             );
         }
+        r.table(t);
         for w in &self.warnings {
-            let _ = writeln!(s, "warning: {w}");
+            r.warning(w.clone());
         }
         for n in &self.notes {
-            let _ = writeln!(s, "note: {n}");
+            r.note(n.clone());
         }
-        s
+        r.field("log_evidence", self.log_evidence)
+            .field("mcse", self.mcse)
+            .field("trapezoid", self.trapezoid)
+            .field("control_variates", self.method.clone())
+            .field("seconds", self.seconds)
+            .field("gradient_evaluations", self.gradients)
+            .field("divergences", self.divergences)
+            .field(
+                "rungs",
+                self.rungs
+                    .iter()
+                    .map(|g| json!({
+                        "t": g.t, "mean": g.mean, "var": g.var, "mean_se": g.mean_se, "var_se": g.var_se,
+                        "mean_mc": g.mean_mc, "mean_mc_se": g.mean_mc_se, "var_mc": g.var_mc, "draws": g.draws,
+                    }))
+                    .collect::<Vec<_>>(),
+            );
+        r
     }
 }

@@ -5,13 +5,14 @@ use super::model::ExactModel;
 use super::objective::LmlState;
 use super::predict::Predictions;
 use crate::error::Error;
+use crate::error::fixed;
 use crate::infer::fit::{Fit, UNUSED_HYPER_PRIORS};
 use crate::infer::hypers::{hypers_json, hypers_table};
 use crate::ir::bind::Bound;
 use crate::ir::value::Value;
 use crate::model::kernel::Inputs;
+use crate::output::report::{Report, Table};
 use serde_json::{Map, json};
-use std::fmt::Write;
 
 /// The result of exact GP regression.
 pub struct ExactFit {
@@ -154,20 +155,40 @@ impl Fit for ExactFit {
         crate::output::figures::exact(self, path)
     }
 
-    fn to_json(&self) -> serde_json::Value {
+    fn report(&self) -> Report {
         let b = &self.model.bound;
+        let mut r = Report::new("exact");
+        let dim = self.model.inputs.dim();
+        r.line(format!(
+            "engine: exact GP regression ({} points, {dim} input column{})",
+            self.model.inputs.len(),
+            if dim == 1 { "" } else { "s" }
+        ));
+        r.line(format!(
+            "log marginal likelihood: {}",
+            fixed(self.log_marginal_likelihood, 10)
+        ));
+        r.field("log_marginal_likelihood", self.log_marginal_likelihood);
+        if let Some(lp) = self.log_prior {
+            r.line(format!(
+                "log prior of the hypers: {} (MAP-II objective {})",
+                fixed(lp, 10),
+                fixed(self.log_marginal_likelihood + lp, 10)
+            ));
+        }
+        r.line("hypers:");
+        r.lines(hypers_table(b, &self.hypers, &self.model.layout));
         let names = self.model.layout.names(b);
         let mut grad = Map::new();
         for (n, g) in names.iter().zip(&self.gradient) {
             grad.insert(n.clone(), json!(g));
         }
-        let mut out = json!({
-            "engine": "exact",
-            "log_marginal_likelihood": self.log_marginal_likelihood,
-            "hypers": hypers_json(b, &self.hypers),
-            "learned": names,
-            "gradient_unconstrained": grad,
-            "optimizer": {
+        r.field("hypers", hypers_json(b, &self.hypers));
+        r.field("learned", json!(names));
+        r.field("gradient_unconstrained", grad);
+        r.field(
+            "optimizer",
+            json!({
                 "method": "L-BFGS",
                 "iterations": self.iterations,
                 "evaluations": self.evaluations,
@@ -178,67 +199,26 @@ impl Fit for ExactFit {
                 "starts": self.starts,
                 "best_start": self.best_start,
                 "run_aways": self.run_aways,
-            },
-            "jitter": self.state.chol.as_ref().map(|c| c.jitter).unwrap_or(0.0),
-            "n": self.model.inputs.len(),
-        });
-        if let Some(lp) = self.log_prior {
-            out["log_prior"] = json!(lp);
-            out["objective"] = json!(self.log_marginal_likelihood + lp);
-        }
-        let notes = self.notes();
-        if !notes.is_empty() {
-            out["notes"] = serde_json::json!(notes);
-        }
-        if let Some(p) = &self.predictions {
-            out["predictions"] = serde_json::to_value(p).unwrap_or(serde_json::Value::Null);
-        }
-        out
-    }
-
-    fn summary(&self) -> String {
-        let b = &self.model.bound;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "engine: exact GP regression ({} points, {} input column{})",
-            self.model.inputs.len(),
-            self.model.inputs.dim(),
-            if self.model.inputs.dim() == 1 {
-                ""
-            } else {
-                "s"
-            }
+            }),
         );
-        let _ = writeln!(
-            s,
-            "log marginal likelihood: {}",
-            crate::error::fixed(self.log_marginal_likelihood, 10)
-        );
+        let jitter = self.state.chol.as_ref().map(|c| c.jitter).unwrap_or(0.0);
+        r.field("jitter", jitter);
+        r.field("n", self.model.inputs.len());
         if let Some(lp) = self.log_prior {
-            let _ = writeln!(
-                s,
-                "log prior of the hypers: {} (MAP-II objective {})",
-                crate::error::fixed(lp, 10),
-                crate::error::fixed(self.log_marginal_likelihood + lp, 10)
-            );
+            r.field("log_prior", lp);
+            r.field("objective", self.log_marginal_likelihood + lp);
         }
-        let learned = !self.model.layout.slots.is_empty();
-        let _ = writeln!(s, "hypers:");
-        s.push_str(&hypers_table(b, &self.hypers, &self.model.layout));
-        if learned {
-            let _ = writeln!(
-                s,
+        if !self.model.layout.slots.is_empty() {
+            r.line(format!(
                 "optimizer: L-BFGS, {} iteration{} ({} evaluations), |gradient| = {:.2e} ({})",
                 self.iterations,
                 if self.iterations == 1 { "" } else { "s" },
                 self.evaluations,
                 self.gradient_norm(),
                 self.reason
-            );
+            ));
             if self.starts.len() > 1 {
-                let _ = writeln!(
-                    s,
+                r.line(format!(
                     "restarts: {} runs, the best from {} ({}: {})",
                     self.starts.len(),
                     if self.best_start == 0 {
@@ -256,61 +236,58 @@ impl Fit for ExactFit {
                         .map(|v| format!("{v:.4}"))
                         .collect::<Vec<_>>()
                         .join(", ")
-                );
+                ));
             }
             if !self.converged {
-                let _ = writeln!(
-                    s,
-                    "warning: the optimizer stopped before the gradient norm fell below 1e-5"
-                );
+                r.warning("the optimizer stopped before the gradient norm fell below 1e-5");
             }
-            for r in &self.run_aways {
-                let _ = writeln!(s, "warning: {r}");
+            for w in &self.run_aways {
+                r.warning(w.clone());
             }
         }
         for n in self.notes() {
-            let _ = writeln!(s, "note: {n}");
+            r.note(n);
         }
-        if let Some(c) = &self.state.chol
-            && c.jitter > 0.0
-        {
-            let _ = writeln!(
-                s,
-                "note: jitter {:.1e} was added to the covariance diagonal",
-                c.jitter
-            );
+        if jitter > 0.0 {
+            r.note(format!(
+                "jitter {jitter:.1e} was added to the covariance diagonal"
+            ));
         }
         if let Some(p) = &self.predictions {
-            let _ = write!(
-                s,
+            let mut head = format!(
                 "predictions: {} test point{}",
                 p.mean.len(),
                 if p.mean.len() == 1 { "" } else { "s" }
             );
-            if let (Some(r), Some(m)) = (p.rmse, p.mean_log_predictive_density) {
-                let _ = write!(s, ", RMSE {r:.4}, mean log predictive density {m:.4}");
+            if let (Some(rm), Some(m)) = (p.rmse, p.mean_log_predictive_density) {
+                head.push_str(&format!(
+                    ", RMSE {rm:.4}, mean log predictive density {m:.4}"
+                ));
             }
-            s.push('\n');
+            r.line(head);
             let show = p.mean.len().min(10);
-            let _ = writeln!(
-                s,
-                "  {:>6}  {:>12}  {:>12}  {:>12}",
-                "point", "mean", "sd(f)", "sd(y)"
-            );
+            let mut t = Table::new(2, None, 2, &[6, 12, 12, 12]);
+            t.header(&["point", "mean", "sd(f)", "sd(y)"]);
             for i in 0..show {
-                let _ = writeln!(
-                    s,
-                    "  {:>6}  {:>12.6}  {:>12.6}  {:>12.6}",
-                    i,
-                    p.mean[i],
-                    p.var_f[i].sqrt(),
-                    p.var_y[i].sqrt()
+                t.row(
+                    "",
+                    vec![
+                        i.to_string(),
+                        format!("{:.6}", p.mean[i]),
+                        format!("{:.6}", p.var_f[i].sqrt()),
+                        format!("{:.6}", p.var_y[i].sqrt()),
+                    ],
                 );
             }
+            r.table(t);
             if p.mean.len() > show {
-                let _ = writeln!(s, "  ... {} more in the JSON output", p.mean.len() - show);
+                r.line(format!(
+                    "  ... {} more in the JSON output",
+                    p.mean.len() - show
+                ));
             }
+            r.field_ser("predictions", p);
         }
-        s
+        r
     }
 }

@@ -11,9 +11,9 @@ use crate::ir::value::Value;
 use crate::mc::control_variates::{CvEstimate, Method as CvMethod, Samples};
 use crate::mc::spec::CvSpec;
 use crate::mc::vector_valued::{Task, vector_valued_poly};
+use crate::output::report::{Report, Table};
 use nalgebra::DMatrix;
 use serde_json::{Map, json};
-use std::fmt::Write;
 use std::sync::Arc;
 
 /// One estimate E[expr] over the draws, per component.
@@ -239,53 +239,12 @@ impl crate::infer::fit::Fit for McmcFit {
         crate::output::figures::mcmc(self, path)
     }
 
-    /// Machine-readable results.
-    fn to_json(&self) -> serde_json::Value {
-        let mut summary = Map::new();
-        for (n, s) in self.names.iter().zip(&self.summaries) {
-            summary.insert(n.clone(), summary_json(s));
-        }
-        let mut est = Map::new();
-        for e in &self.estimates {
-            let mut j = json!({"mc": e.summary.mean, "mc_se": e.summary.mcse, "sd": e.summary.sd, "ess_bulk": e.summary.ess_bulk, "method": "none"});
-            if let Some(cv) = &e.cv {
-                j["cv"] = json!(cv.cv);
-                j["cv_se"] = json!(cv.cv_se);
-                j["method"] = json!(cv.method);
-                j["variance_reduction"] = json!(cv.variance_reduction());
-            }
-            est.insert(e.name.clone(), j);
-        }
-        let (min_ess, max_rhat) = self.extremes();
-        json!({
-            "engine": self.engine,
-            "summary": summary,
-            "estimates": est,
-            "sampling_seconds": self.sampling_seconds,
-            "warmup_seconds": self.warmup_seconds,
-            "divergences": self.divergences,
-            "max_depth_hits": self.max_depth_hits,
-            "chains": self.draws.len(),
-            "draws": self.kept(),
-            "draws_requested": self.cfg.draws,
-            "stop_reason": self.reason,
-            "warmup": self.cfg.warmup,
-            "step_size": self.step_sizes,
-            "ebfmi": self.ebfmi,
-            "gradient_evaluations": self.gradients,
-            "ess_bulk_min": min_ess,
-            "rhat_max": max_rhat,
-            "warnings": self.warnings,
-        })
-    }
-
-    /// The summary table and warnings.
-    fn summary(&self) -> String {
-        let mut s = String::new();
+    /// The summary table, estimates, control variates and warnings.
+    fn report(&self) -> Report {
+        let mut r = Report::new(self.engine);
         let total: usize = self.draws.iter().map(|c| c.len()).sum();
         let chains = self.draws.len();
-        let _ = writeln!(
-            s,
+        r.line(format!(
             "engine: {} ({chains} chain{} × {} draws after {} warm-up; {:.2} s sampling, {} gradient evaluations)",
             self.engine,
             if chains == 1 { "" } else { "s" },
@@ -293,15 +252,14 @@ impl crate::infer::fit::Fit for McmcFit {
             self.cfg.warmup,
             self.sampling_seconds,
             self.gradients
-        );
+        ));
         if self.kept() < self.cfg.draws {
-            let _ = writeln!(
-                s,
+            r.line(format!(
                 "stopped early ({}): {} of {} draws per chain taken",
                 self.reason,
                 self.kept(),
                 self.cfg.draws
-            );
+            ));
         }
         let width = self
             .names
@@ -321,23 +279,32 @@ impl crate::infer::fit::Fit for McmcFit {
         } else {
             params
         };
-        if show > 0 || !self.estimates.is_empty() {
-            let _ = writeln!(
-                s,
-                "{:width$}  {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8} {:>8}",
-                "", "mean", "mcse", "sd", "5%", "50%", "95%", "rhat", "ess_bulk", "ess_tail"
-            );
-        }
-        let row = |s: &mut String, n: &str, x: &Summary| {
-            let _ = writeln!(
-                s,
-                "{n:width$}  {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>7.3} {:>8.0} {:>8.0}",
-                x.mean, x.mcse, x.sd, x.q5, x.q50, x.q95, x.rhat, x.ess_bulk, x.ess_tail
-            );
+        const WIDTHS: [usize; 9] = [10, 10, 10, 10, 10, 10, 7, 8, 8];
+        let table = || Table::new(0, Some(width), 1, &WIDTHS);
+        let cells = |x: &Summary| -> Vec<String> {
+            let f4 = |v: f64| format!("{v:.4}");
+            vec![
+                f4(x.mean),
+                f4(x.mcse),
+                f4(x.sd),
+                f4(x.q5),
+                f4(x.q50),
+                f4(x.q95),
+                format!("{:.3}", x.rhat),
+                format!("{:.0}", x.ess_bulk),
+                format!("{:.0}", x.ess_tail),
+            ]
         };
-        for (n, x) in self.names.iter().zip(&self.summaries).take(show) {
-            row(&mut s, n, x);
+        let mut t = table();
+        if show > 0 || !self.estimates.is_empty() {
+            t.header(&[
+                "mean", "mcse", "sd", "5%", "50%", "95%", "rhat", "ess_bulk", "ess_tail",
+            ]);
         }
+        for (n, x) in self.names.iter().zip(&self.summaries).take(show) {
+            t.row(n.clone(), cells(x));
+        }
+        r.table(t);
         if show < self.names.len() {
             let rest = &self.summaries[params..];
             let rhat = rest
@@ -349,45 +316,43 @@ impl crate::infer::fit::Fit for McmcFit {
                 .map(|x| x.ess_bulk)
                 .fold(f64::INFINITY, f64::min);
             let gp = self.names[params].split('.').next().unwrap_or("f");
-            let _ = writeln!(
-                s,
+            r.line(format!(
                 "{gp}: {latent} latent values (listed in --json and --csv output); max R-hat {rhat:.3}, min bulk ESS {ess:.0}"
-            );
+            ));
         }
         if !self.estimates.is_empty() {
-            let _ = writeln!(s, "estimates:");
+            r.line("estimates:");
+            let mut t = table();
             for e in &self.estimates {
-                row(&mut s, &e.name, &e.summary);
+                t.row(e.name.clone(), cells(&e.summary));
             }
+            r.table(t);
         }
         if let Some(method) = self
             .estimates
             .iter()
             .find_map(|e| e.cv.as_ref().map(|c| c.method.clone()))
         {
-            let _ = writeln!(s, "control variates ({method}):");
-            let _ = writeln!(
-                s,
-                "{:width$}  {:>12} {:>10} {:>12} {:>10} {:>10}",
-                "", "cv", "cv_se", "mc", "mc_se", "var. red."
-            );
+            r.line(format!("control variates ({method}):"));
+            let mut t = Table::new(0, Some(width), 1, &[12, 10, 12, 10, 10]);
+            t.header(&["cv", "cv_se", "mc", "mc_se", "var. red."]);
             for e in &self.estimates {
                 if let Some(c) = &e.cv {
-                    let _ = writeln!(
-                        s,
-                        "{:width$}  {:>12.6} {:>10.2e} {:>12.6} {:>10.2e} {:>10.1}",
-                        e.name,
-                        c.cv,
-                        c.cv_se,
-                        c.mc,
-                        c.mc_se,
-                        c.variance_reduction()
+                    t.row(
+                        e.name.clone(),
+                        vec![
+                            format!("{:.6}", c.cv),
+                            format!("{:.2e}", c.cv_se),
+                            format!("{:.6}", c.mc),
+                            format!("{:.2e}", c.mc_se),
+                            format!("{:.1}", c.variance_reduction()),
+                        ],
                     );
                 }
             }
+            r.table(t);
         }
-        let _ = writeln!(
-            s,
+        r.line(format!(
             "divergences: {} of {total}; step sizes: {}",
             self.divergences,
             self.step_sizes
@@ -395,11 +360,43 @@ impl crate::infer::fit::Fit for McmcFit {
                 .map(|e| format!("{e:.3}"))
                 .collect::<Vec<_>>()
                 .join(", ")
-        );
+        ));
         for w in &self.warnings {
-            let _ = writeln!(s, "warning: {w}");
+            r.warning(w.clone());
         }
-        s
+        let mut summary = Map::new();
+        for (n, s) in self.names.iter().zip(&self.summaries) {
+            summary.insert(n.clone(), summary_json(s));
+        }
+        let mut est = Map::new();
+        for e in &self.estimates {
+            let mut j = json!({"mc": e.summary.mean, "mc_se": e.summary.mcse, "sd": e.summary.sd, "ess_bulk": e.summary.ess_bulk, "method": "none"});
+            if let Some(cv) = &e.cv {
+                j["cv"] = json!(cv.cv);
+                j["cv_se"] = json!(cv.cv_se);
+                j["method"] = json!(cv.method);
+                j["variance_reduction"] = json!(cv.variance_reduction());
+            }
+            est.insert(e.name.clone(), j);
+        }
+        let (min_ess, max_rhat) = self.extremes();
+        r.field("summary", summary)
+            .field("estimates", est)
+            .field("sampling_seconds", self.sampling_seconds)
+            .field("warmup_seconds", self.warmup_seconds)
+            .field("divergences", self.divergences)
+            .field("max_depth_hits", self.max_depth_hits)
+            .field("chains", chains)
+            .field("draws", self.kept())
+            .field("draws_requested", self.cfg.draws)
+            .field("stop_reason", self.reason.clone())
+            .field("warmup", self.cfg.warmup)
+            .field("step_size", json!(self.step_sizes))
+            .field("ebfmi", json!(self.ebfmi))
+            .field("gradient_evaluations", self.gradients)
+            .field("ess_bulk_min", min_ess)
+            .field("rhat_max", max_rhat);
+        r
     }
 }
 

@@ -4,14 +4,15 @@
 use super::core::Core;
 use super::posterior::Whitened;
 use super::predict::{Predictions, TestMetrics, predict};
+use crate::error::fixed;
 use crate::error::{Error, ErrorKind};
 use crate::infer::fit::UNUSED_HYPER_PRIORS;
 use crate::infer::hyper_prior::{self, has_priors, log_prior_value};
 use crate::infer::hypers::{hypers_json, hypers_table};
 use crate::ir::bind::Bound;
 use crate::ir::value::Value;
+use crate::output::report::Report;
 use serde_json::json;
-use std::fmt::Write;
 
 /// What a variational engine found.
 pub struct VariationalFit {
@@ -144,73 +145,51 @@ impl crate::infer::fit::Fit for VariationalFit {
         crate::output::figures::variational(self, path)
     }
 
-    /// Machine-readable results.
-    fn to_json(&self) -> serde_json::Value {
+    fn report(&self) -> Report {
         let b = &self.core.model.bound;
-        let mut out = json!({
-            "engine": self.engine,
-            "elbo": self.elbo,
-            "elbo_trace": self.trace,
-            "steps": self.steps,
-            "reason": self.reason,
-            "hypers": hypers_json(b, &self.hypers),
-            "learned": self.core.model.layout.names(b),
-            "n": self.core.prior.len(),
-            "latent_gps": self.core.model.classes,
-        });
-        if let Some(lp) = self.log_prior {
-            out["log_prior"] = json!(lp);
-            out["objective"] = json!(self.elbo + lp);
-        }
-        let notes = self.notes();
-        if !notes.is_empty() {
-            out["notes"] = json!(notes);
-        }
-        if !self.rho_trace.is_empty() {
-            out["rho_trace"] = json!(self.rho_trace);
-        }
-        if let Some(t) = &self.test {
-            out["test"] = serde_json::to_value(t).unwrap_or(serde_json::Value::Null);
-        }
-        if let Some(p) = &self.predictions {
-            out["predictions"] = serde_json::to_value(p).unwrap_or(serde_json::Value::Null);
-        }
-        out
-    }
-
-    /// A readable summary.
-    fn summary(&self) -> String {
-        let b = &self.core.model.bound;
-        let mut s = String::new();
+        let mut r = Report::new(self.engine);
         let what = crate::output::figures::engine_words(self.engine);
         let cls = if self.core.model.classes > 1 {
             format!(", {} latent GPs", self.core.model.classes)
         } else {
             String::new()
         };
-        let _ = writeln!(s, "engine: {what} ({} points{cls})", self.core.prior.len());
-        let _ = writeln!(
-            s,
+        r.line(format!(
+            "engine: {what} ({} points{cls})",
+            self.core.prior.len()
+        ));
+        r.line(format!(
             "ELBO: {} after {} step{} ({})",
-            crate::error::fixed(self.elbo, 10),
+            fixed(self.elbo, 10),
             self.steps,
             if self.steps == 1 { "" } else { "s" },
             self.reason
-        );
+        ));
+        r.field("elbo", self.elbo)
+            .field("elbo_trace", json!(self.trace))
+            .field("steps", self.steps)
+            .field("reason", self.reason.clone())
+            .field("hypers", hypers_json(b, &self.hypers))
+            .field("learned", json!(self.core.model.layout.names(b)))
+            .field("n", self.core.prior.len())
+            .field("latent_gps", self.core.model.classes);
         if let Some(lp) = self.log_prior {
-            let _ = writeln!(
-                s,
+            r.line(format!(
                 "log prior of the hypers: {} (MAP-II objective ELBO + log prior {})",
-                crate::error::fixed(lp, 10),
-                crate::error::fixed(self.elbo + lp, 10)
-            );
+                fixed(lp, 10),
+                fixed(self.elbo + lp, 10)
+            ));
+            r.field("log_prior", lp).field("objective", self.elbo + lp);
         }
         if !b.graph.hypers.is_empty() {
-            let _ = writeln!(s, "hypers:");
-            s.push_str(&hypers_table(b, &self.hypers, &self.core.model.layout));
+            r.line("hypers:");
+            r.lines(hypers_table(b, &self.hypers, &self.core.model.layout));
         }
         for n in self.notes() {
-            let _ = writeln!(s, "note: {n}");
+            r.note(n);
+        }
+        if !self.rho_trace.is_empty() {
+            r.field("rho_trace", json!(self.rho_trace));
         }
         if let Some(t) = &self.test {
             let n = self
@@ -218,22 +197,24 @@ impl crate::infer::fit::Fit for VariationalFit {
                 .as_ref()
                 .map(|p| p.mean_f.len())
                 .unwrap_or(0);
-            let _ = write!(
-                s,
+            let mut line = format!(
                 "test ({n} points): mean log predictive density {:.4}",
                 t.mean_log_predictive_density
             );
             if let (Some(a), Some(e), Some(m)) = (t.accuracy, t.ece, t.mce) {
-                let _ = write!(s, ", accuracy {a:.4}, ECE {e:.4}, MCE {m:.4}");
+                line.push_str(&format!(", accuracy {a:.4}, ECE {e:.4}, MCE {m:.4}"));
             }
-            s.push('\n');
+            r.line(line);
+            r.field_ser("test", t);
         } else if let Some(p) = &self.predictions {
-            let _ = writeln!(
-                s,
+            r.line(format!(
                 "predictions: {} test points (in the JSON output)",
                 p.mean_f.len()
-            );
+            ));
         }
-        s
+        if let Some(p) = &self.predictions {
+            r.field_ser("predictions", p);
+        }
+        r
     }
 }
