@@ -408,3 +408,23 @@ fn a_byte_order_mark_may_open_a_model() {
     let err = assert_clean_failure(&run(&["check", &m]));
     assert!(err.contains("bom_bad.tempest:1:"), "{err}");
 }
+
+/// A likelihood declared with too few parameters and then used is the
+/// definition's error, not a crash where it is used (found by
+/// `no_panic::edited_models_never_panic`).
+#[test]
+fn a_likelihood_without_parameters_is_an_error_where_used() {
+    let dir = out_dir("hostile_likelihood_arity");
+    for params in ["", "y : real"] {
+        let text = format!(
+            "likelihood bad({params}) {{ 1.0 }}\ndata {{ n : int  y : vector[n] }}\nparam {{ m : real }}\nmodel {{ y ~ bad(m) }}\n"
+        );
+        let m = file(&dir, "bad.tempest", &text);
+        let (o, _) = run_bounded(&["check", &m], Stdio::piped(), Stdio::piped());
+        let err = assert_clean_failure(&o);
+        assert!(
+            err.contains("a likelihood takes the observation and the latent value first"),
+            "{err}"
+        );
+    }
+}

@@ -32,6 +32,27 @@ pub struct LatentObservation {
     pub replicated: bool,
 }
 
+/// The power t of observation `obs` (1 when none is written), checked to
+/// be finite and ≥ 0 (at the power's span).
+pub fn likelihood_power<T: crate::model::custom::Scalar>(
+    env: &crate::ir::eval::Env<'_, T>,
+    obs: usize,
+) -> Result<T, Error> {
+    let t = env.temperature_of(obs)?;
+    let v = t.to_constant();
+    if v < 0.0 || !v.is_finite() {
+        let o = &env.bound.graph.observations[obs];
+        let span = o.temperature.as_ref().map(|e| e.span).unwrap_or(o.span);
+        return Err(Error::at(
+            ErrorKind::Numerical,
+            span,
+            format!("the power of a likelihood must be finite and ≥ 0, found {v}"),
+        )
+        .with_label("temperature"));
+    }
+    Ok(t)
+}
+
 /// An error for a model an engine cannot run.
 pub fn unsupported(span: Span, msg: impl Into<String>) -> Error {
     Error::at(ErrorKind::Unsupported, span, msg).with_label("here")

@@ -686,6 +686,11 @@ impl Checker<'_> {
                     );
                     return None;
                 }
+                // A likelihood declared with fewer than two parameters has
+                // its error at the definition already.
+                if f.params.len() < 2 {
+                    return None;
+                }
                 let discrete = f.params[0].1 == Ty::Int;
                 (
                     DistRef::User(index),

@@ -8,7 +8,9 @@
 use super::def::ExactSettings;
 use crate::error::{Error, ErrorKind};
 use crate::infer::hypers::HyperLayout;
-use crate::infer::structure::{LatentObservation, latent_observation, unsupported};
+use crate::infer::structure::{
+    LatentObservation, latent_observation, likelihood_power, unsupported,
+};
 use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
 use crate::ir::expr::TExpr;
@@ -191,26 +193,7 @@ impl ExactModel {
             )
             .with_label("noise scale"));
         }
-        let t = match &g.observations[self.obs].temperature {
-            Some(e) => env.scalar(e)?,
-            None => T::one(),
-        };
-        if t.to_constant() < 0.0 || !t.to_constant().is_finite() {
-            let span = g.observations[self.obs]
-                .temperature
-                .as_ref()
-                .map(|e| e.span)
-                .unwrap_or_default();
-            return Err(Error::at(
-                ErrorKind::Numerical,
-                span,
-                format!(
-                    "the power of a likelihood must be ≥ 0, found {}",
-                    t.to_constant()
-                ),
-            )
-            .with_label("temperature"));
-        }
+        let t = likelihood_power(env, self.obs)?;
         Ok(Pieces {
             kernel,
             loc,

@@ -6,7 +6,7 @@
 use super::def::ViSettings;
 use crate::error::{Error, ErrorKind};
 use crate::infer::hypers::HyperLayout;
-use crate::infer::structure::{LatentObservation, latent_observation};
+use crate::infer::structure::{LatentObservation, latent_observation, likelihood_power};
 use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
 use crate::ir::pointwise::Pointwise;
@@ -154,21 +154,7 @@ impl ViModel {
                 args.push(env.eval(a)?);
             }
         }
-        let t = match &o.temperature {
-            Some(e) => env.scalar(e)?,
-            None => T::one(),
-        };
-        if t.to_constant() < 0.0 {
-            let span = o.temperature.as_ref().map(|e| e.span).unwrap_or(o.span);
-            return Err(Error::at(
-                ErrorKind::Numerical,
-                span,
-                format!(
-                    "the power of a likelihood must be ≥ 0, found {}",
-                    t.to_constant()
-                ),
-            ));
-        }
+        let t = likelihood_power(&env, self.latent.obs)?;
         Ok(ViPieces {
             kernel,
             mean,
