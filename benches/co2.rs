@@ -1,7 +1,8 @@
 //! The Mauna Loa CO2 model of examples/co2.tempest (n = 741, 12 hypers, a
 //! rational-quadratic term written in the model file): the whole fit with
 //! the hypers learned; one log marginal likelihood with its gradient
-//! against one Cholesky factorisation of the same matrix (the floor); and
+//! against one Cholesky factorisation of the same matrix (the floor:
+//! tempest's, on the pool's threads, and faer's on one thread); and
 //! the Gram matrix with its reverse pass for a model-file copy of `rbf`
 //! against the built-in; the pieces of one gradient (the value, the weight
 //! W = ααᵀ − A⁻¹, the Gram matrix, the reverse pass); and the vectorised
@@ -67,6 +68,16 @@ fn bench(c: &mut Criterion) {
     }
     g.bench_function("cholesky", |bch| {
         bch.iter(|| black_box(cholesky_jitter(black_box(&a), 0.0, 1e-2, "K").expect("chol")))
+    });
+    let fa = faer::Mat::from_fn(a.nrows(), a.ncols(), |i, j| a[(i, j)]);
+    g.bench_function("cholesky_faer_one_thread", |bch| {
+        bch.iter(|| {
+            black_box(faer::linalg::solvers::Llt::new(
+                black_box(fa.as_ref()),
+                faer::Side::Lower,
+            ))
+            .expect("chol")
+        })
     });
     let state = em.lml(&theta).expect("lml");
     g.bench_function("lml", |bch| {

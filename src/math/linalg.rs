@@ -1,22 +1,30 @@
-//! Dense linear algebra: Cholesky with jitter escalation in f64 (faer's
-//! blocked factorisation, run on one thread so results never depend on the
-//! machine: faer's multi-threaded factorisation and inverse give results
-//! that differ in the last bits with the number of threads), and a plain
+//! Dense linear algebra: Cholesky with jitter escalation in f64 (the
+//! blocked factorisation of [`crate::math::factor`], whose result does not
+//! depend on the number of threads: faer's own multi-threaded
+//! factorisation and inverse differ in the last bits with it), and a plain
 //! generic Cholesky for dual numbers (used to check hand-derived gradients
 //! against forward-mode autodiff).
 
 use crate::error::{Error, ErrorKind};
+use crate::math::factor::factor_lower_in_place;
 use crate::math::scalar::Real;
 use crate::math::simd::settle;
-use faer::linalg::solvers::{DenseSolveCore, Llt, Solve};
-use faer::{Mat, Par, Side};
+use faer::{Mat, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
 
 /// A Cholesky factor A + jitter·I = L Lᵀ, with the jitter that was needed.
 pub struct JitteredCholesky {
-    llt: Llt<f64>,
+    /// L [N, N] by columns, zero above the diagonal (a pooled buffer).
+    l: Vec<f64>,
+    n: usize,
     /// The jitter added to the diagonal (0 when none was needed).
     pub jitter: f64,
+}
+
+impl Drop for JitteredCholesky {
+    fn drop(&mut self) {
+        crate::math::pool::give(std::mem::take(&mut self.l));
+    }
 }
 
 /// A view of a (column-major) nalgebra matrix as a faer matrix.
@@ -55,18 +63,27 @@ pub fn matmul(a: &DMatrix<f64>, ta: bool, b: &DMatrix<f64>, tb: bool) -> DMatrix
 impl JitteredCholesky {
     /// The lower-triangular factor L, [N, N].
     pub fn l(&self) -> DMatrix<f64> {
-        let l = self.llt.L();
-        DMatrix::from_fn(l.nrows(), l.ncols(), |i, j| l[(i, j)])
+        DMatrix::from_column_slice(self.n, self.n, &self.l)
+    }
+    /// The number of rows N.
+    pub fn dim(&self) -> usize {
+        self.n
     }
     /// log |A + jitter·I| = 2 Σ log Lᵢᵢ.
     pub fn log_det(&self) -> f64 {
-        let l = self.llt.L();
-        (0..l.nrows()).map(|i| l[(i, i)].ln()).sum::<f64>() * 2.0
+        let n = self.n;
+        (0..n).map(|i| self.l[i * n + i].ln()).sum::<f64>() * 2.0
     }
     /// Solve (A + jitter·I) x = b.
     pub fn solve(&self, b: &DVector<f64>) -> DVector<f64> {
-        let rhs = Mat::from_fn(b.len(), 1, |i, _| b[i]);
-        let x = self.llt.solve(&rhs);
+        let mut x = Mat::from_fn(b.len(), 1, |i, _| b[i]);
+        let l = self.factor();
+        faer::linalg::triangular_solve::solve_lower_triangular_in_place(l, x.as_mut(), Par::Seq);
+        faer::linalg::triangular_solve::solve_upper_triangular_in_place(
+            l.transpose(),
+            x.as_mut(),
+            Par::Seq,
+        );
         settle();
         DVector::from_fn(b.len(), |i, _| x[(i, 0)])
     }
@@ -74,7 +91,7 @@ impl JitteredCholesky {
     pub fn solve_lower(&self, b: &DMatrix<f64>) -> DMatrix<f64> {
         let mut x = to_faer(b);
         faer::linalg::triangular_solve::solve_lower_triangular_in_place(
-            self.llt.L(),
+            self.factor(),
             x.as_mut(),
             Par::Seq,
         );
@@ -85,23 +102,21 @@ impl JitteredCholesky {
     pub fn solve_upper_t(&self, b: &DMatrix<f64>) -> DMatrix<f64> {
         let mut x = to_faer(b);
         faer::linalg::triangular_solve::solve_upper_triangular_in_place(
-            self.llt.L().transpose(),
+            self.factor().transpose(),
             x.as_mut(),
             Par::Seq,
         );
         settle();
         from_faer(&x)
     }
-    /// (A + jitter·I)⁻¹.
+    /// (A + jitter·I)⁻¹ [N, N] (by [`crate::math::adjoint::inverse`]'s
+    /// column blocks, the same bits on any number of threads).
     pub fn inverse(&self) -> DMatrix<f64> {
-        let inv = self.llt.inverse();
-        settle();
-        from_faer(&inv)
+        crate::math::adjoint::inverse(self)
     }
-    /// The faer factorisation, for the column-blocked inverse of
-    /// [`crate::math::adjoint::lml_weight`].
-    pub(crate) fn llt(&self) -> &Llt<f64> {
-        &self.llt
+    /// The factor L as a faer view [N, N] (zero above the diagonal).
+    pub fn factor(&self) -> MatRef<'_, f64> {
+        MatRef::from_column_major_slice(&self.l, self.n, self.n)
     }
 }
 
@@ -116,22 +131,60 @@ pub fn cholesky_jitter(
     what: &str,
 ) -> Result<JitteredCholesky, Error> {
     let n = a.nrows();
-    if let Some(k) = a.iter().position(|x| !x.is_finite()) {
-        return Err(Error::new(
+    cholesky_jitter_with(
+        n,
+        |l: &mut [f64]| {
+            for j in 0..n {
+                l[j * n + j..(j + 1) * n].copy_from_slice(&a.as_slice()[j * n + j..(j + 1) * n]);
+            }
+            Ok(())
+        },
+        initial,
+        max_rel,
+        what,
+    )
+}
+
+/// [`cholesky_jitter`] for a symmetric matrix A [N, N] that `build` writes
+/// into the lower triangle (diagonal included) of a column-major buffer
+/// of N² values, whose other entries it may leave as they are; it is
+/// called again before each try with more jitter, so the matrix is never
+/// copied. The factor is formed in place.
+pub fn cholesky_jitter_with(
+    n: usize,
+    mut build: impl FnMut(&mut [f64]) -> Result<(), Error>,
+    initial: f64,
+    max_rel: f64,
+    what: &str,
+) -> Result<JitteredCholesky, Error> {
+    let len = n.checked_mul(n).ok_or_else(|| {
+        Error::new(
             ErrorKind::Numerical,
-            format!(
-                "{what} has a non-finite entry {} at ({}, {})",
-                a[k],
-                k % n.max(1),
-                k / n.max(1)
-            ),
+            format!("{what} ({n} × {n}) is too large"),
         )
-        .with_note("check the kernel's hyperparameters and the inputs"));
+    })?;
+    let mut l = crate::math::pool::take(len);
+    build(&mut l)?;
+    for j in 0..n {
+        if let Some(k) = l[j * n + j..(j + 1) * n]
+            .iter()
+            .position(|x| !x.is_finite())
+        {
+            let v = l[j * n + j + k];
+            crate::math::pool::give(l);
+            return Err(Error::new(
+                ErrorKind::Numerical,
+                format!("{what} has a non-finite entry {v} at ({}, {j})", j + k),
+            )
+            .with_note("check the kernel's hyperparameters and the inputs"));
+        }
     }
     let mean_diag = if n == 0 {
         1.0
     } else {
-        (a.diagonal().sum() / n as f64).abs().max(f64::MIN_POSITIVE)
+        ((0..n).map(|i| l[i * n + i]).sum::<f64>() / n as f64)
+            .abs()
+            .max(f64::MIN_POSITIVE)
     };
     let mut tries = vec![initial];
     let mut rel = 1e-10;
@@ -141,21 +194,18 @@ pub fn cholesky_jitter(
         }
         rel *= 10.0;
     }
-    for jitter in tries {
-        let llt = if jitter > 0.0 {
-            let mut m = to_faer(a);
-            for i in 0..n {
-                m[(i, i)] += jitter;
-            }
-            Llt::new(m.as_ref(), Side::Lower)
-        } else {
-            Llt::new(view(a), Side::Lower)
-        };
-        settle();
-        if let Ok(llt) = llt {
-            return Ok(JitteredCholesky { llt, jitter });
+    for (t, jitter) in tries.into_iter().enumerate() {
+        if t > 0 {
+            build(&mut l)?;
+        }
+        for i in 0..n {
+            l[i * n + i] += jitter;
+        }
+        if factor_lower_in_place(faer::MatMut::from_column_major_slice_mut(&mut l, n, n)).is_ok() {
+            return Ok(JitteredCholesky { l, n, jitter });
         }
     }
+    crate::math::pool::give(l);
     Err(Error::new(
         ErrorKind::Numerical,
         format!("{what} ({n} × {n}) is not positive definite, even with jitter {:.1e} added to its diagonal", max_rel * mean_diag),
@@ -216,6 +266,48 @@ mod tests {
         let bad = DMatrix::from_row_slice(2, 2, &[1.0, 0.0, 0.0, -1.0]);
         let e = cholesky_jitter(&bad, 0.0, 1e-2, "K").err().unwrap();
         assert_eq!(e.kind, ErrorKind::Numerical);
+    }
+
+    /// A large singular matrix (the blocked path) built in place: each try
+    /// rebuilds it, the factor is of A + jitter·I, and a reused buffer's
+    /// old contents above the diagonal never leak into the result.
+    #[test]
+    fn jitter_rescues_a_large_singular_matrix_built_in_place() {
+        let n = crate::math::factor::PAR_CHOLESKY_MIN + 40;
+        // Rank 2: x xᵀ + y yᵀ.
+        let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.1).sin()).collect();
+        let y: Vec<f64> = (0..n).map(|i| (i as f64 * 0.03).cos()).collect();
+        let a = DMatrix::from_fn(n, n, |i, j| x[i] * x[j] + y[i] * y[j]);
+        // Leave garbage in the pool for the buffer to come from.
+        crate::math::pool::give(vec![f64::NAN; n * n]);
+        let mut builds = 0;
+        let c = cholesky_jitter_with(
+            n,
+            |l| {
+                builds += 1;
+                for j in 0..n {
+                    for i in j..n {
+                        l[j * n + i] = a[(i, j)];
+                    }
+                }
+                Ok(())
+            },
+            0.0,
+            1e-2,
+            "K",
+        )
+        .unwrap();
+        assert!(c.jitter > 0.0, "{}", c.jitter);
+        let k = (c.jitter / (1e-10 * a.diagonal().mean())).log10().round() as usize;
+        assert_eq!(builds, 2 + k, "one build, then one per try with jitter");
+        let l = c.l();
+        assert!(l.iter().all(|v| v.is_finite()));
+        let mut want = a.clone();
+        for i in 0..n {
+            want[(i, i)] += c.jitter;
+        }
+        assert!((&l * l.transpose() - want).amax() < 1e-9);
+        assert_eq!(c.inverse().nrows(), n);
     }
 
     #[test]

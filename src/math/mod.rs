@@ -2,9 +2,11 @@
 //! (the matrix-level reverse mode).
 
 pub mod adjoint;
+pub mod factor;
 pub mod lbfgs;
 pub mod linalg;
 pub mod optim;
+pub mod pool;
 pub mod quadrature;
 pub mod scalar;
 pub mod simd;

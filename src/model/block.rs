@@ -639,6 +639,30 @@ impl<'k> Plan<'k> {
         k
     }
 
+    /// The lower triangle (diagonal included) of K(X, X) [N, N] written
+    /// into `out` by columns (N² values; those above the diagonal are
+    /// left as they are). The plan must be built with Y = X.
+    pub fn gram_lower_into(&self, x: &Inputs, out: &mut [f64]) {
+        let n = x.len();
+        if n == 0 {
+            return;
+        }
+        let root = (self.nodes.len() - 1) * BLOCK;
+        out[..n * n]
+            .par_chunks_mut(n)
+            .enumerate()
+            .with_min_len(8)
+            .for_each_init(
+                || self.work(),
+                |w, (j, col)| {
+                    for b in Self::blocks(x, x, j, true) {
+                        self.forward(b, false, w);
+                        col[b.start..b.start + b.m].copy_from_slice(&w.vals[root..root + b.m]);
+                    }
+                },
+            );
+    }
+
     /// K(X, Y) [N, M] (no point of X is the same as a point of Y).
     pub fn cross(&self, x: &Inputs, y: &Inputs) -> DMatrix<f64> {
         let cols: Vec<Vec<f64>> = (0..y.len())
@@ -763,6 +787,22 @@ impl KernelValue<f64> {
             Some(p) => Ok(p.gram(x)),
             None => self.gram(x),
         }
+    }
+
+    /// The lower triangle (diagonal included) of K(X, X) [N, N] written
+    /// into `out` by columns (N² values; those above the diagonal may be
+    /// left as they are): by blocks when the kernel has a plan, else from
+    /// [`KernelValue::gram`].
+    pub fn gram_lower_into(&self, x: &Inputs, out: &mut [f64]) -> Result<(), crate::error::Error> {
+        self.validate(x.dim())?;
+        match Plan::new(self, x, x) {
+            Some(p) => p.gram_lower_into(x, out),
+            None => {
+                let k = self.gram(x)?;
+                out[..k.len()].copy_from_slice(k.as_slice());
+            }
+        }
+        Ok(())
     }
 
     /// K(X, Y) [N, M]: by blocks when the kernel has a plan, else entry by

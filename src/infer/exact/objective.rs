@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::infer::gradients::{half_trace_w_dk_via, leaf_adjoints, seed_chunk};
 use crate::math::adjoint::lml_weight;
 use crate::math::linalg::{
-    JitteredCholesky, cholesky_generic, cholesky_jitter, solve_lower_generic,
+    JitteredCholesky, cholesky_generic, cholesky_jitter, cholesky_jitter_with, solve_lower_generic,
 };
 use crate::math::scalar::{CHUNK, Dual8};
 use crate::model::custom::Scalar;
@@ -63,12 +63,16 @@ impl ExactModel {
                 t: 0.0,
             });
         }
-        let mut a = p.kernel.gram_fast(&self.inputs)?;
-        for (i, s) in p.tempered_noise().into_iter().enumerate() {
-            a[(i, i)] += s;
-        }
-        let chol = cholesky_jitter(
-            &a,
+        let noise = p.tempered_noise();
+        let chol = cholesky_jitter_with(
+            n,
+            |a| {
+                p.kernel.gram_lower_into(&self.inputs, a)?;
+                for (i, s) in noise.iter().enumerate() {
+                    a[i * n + i] += s;
+                }
+                Ok(())
+            },
             self.jitter,
             self.max_jitter,
             "the covariance matrix K + noise",
@@ -160,6 +164,7 @@ impl ExactModel {
             let m = CHUNK.min(theta.len() - start);
             grad[start..start + m].copy_from_slice(&g[..m]);
         }
+        crate::math::pool::give(w.data.into());
         Ok((state, grad))
     }
 

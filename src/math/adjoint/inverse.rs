@@ -1,24 +1,26 @@
-//! W = ααᵀ − A⁻¹ formed from the Cholesky factor of A, in parallel column
-//! blocks for large N with a result that does not depend on the number of
-//! threads.
+//! W = ααᵀ − A⁻¹ and A⁻¹ formed from the Cholesky factor of A, in
+//! parallel column blocks for large N with a result that does not depend
+//! on the number of threads.
 
+use crate::math::factor::split_cols;
 use crate::math::linalg::JitteredCholesky;
+use crate::math::pool;
 use crate::math::simd::settle;
-use faer::linalg::solvers::DenseSolveCore;
-use faer::{Mat, Par};
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::matmul::triangular::{BlockStructure, matmul};
+use faer::{MatMut, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
 
-/// Rows from which [`lml_weight`] works in parallel
-/// column blocks.
+/// Rows from which the inverse is formed in parallel column blocks.
 pub const PAR_INVERSE_MIN: usize = 256;
 
 /// Columns per block of the parallel inverse.
 const INVERSE_BLOCK: usize = 64;
 
 /// W = ααᵀ − (A + jitter·I)⁻¹ [N, N] for α [N] and the factor of A
-/// [N, N], formed as the inverse is copied out: twice the adjoint K̄ of the
-/// log marginal likelihood, so the gradient in a kernel parameter θ is
-/// ½ tr(W ∂A/∂θ).
+/// [N, N]: twice the adjoint K̄ of the log marginal likelihood, so the
+/// gradient in a kernel parameter θ is ½ tr(W ∂A/∂θ). Exactly symmetric.
 ///
 /// Above [`PAR_INVERSE_MIN`] rows the inverse is formed in independent
 /// column blocks on the threads of the current rayon pool: M = L⁻¹ by
@@ -27,92 +29,127 @@ const INVERSE_BLOCK: usize = 64;
 /// one thread with the same operations whatever the number of threads,
 /// so the result is the same bit for bit for any thread count.
 pub fn lml_weight(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<f64> {
-    let llt = chol.llt();
-    if llt.L().nrows() >= PAR_INVERSE_MIN {
-        return lml_weight_blocked(chol, alpha);
-    }
-    let inv = llt.inverse();
-    settle();
-    let mut out = DMatrix::zeros(inv.nrows(), inv.ncols());
-    for (j, mut col) in out.column_iter_mut().enumerate() {
-        let aj = alpha[j];
-        for (i, (o, v)) in col.iter_mut().zip(inv.col(j).iter()).enumerate() {
-            *o = alpha[i] * aj - v;
-        }
-    }
+    let inv = inverse_lower(chol);
+    let w = symmetric(&inv, chol.dim(), |i, j, v| alpha[i] * alpha[j] - v);
+    pool::give(inv);
+    w
+}
+
+/// (A + jitter·I)⁻¹ [N, N] from the factor of A, as [`lml_weight`] forms
+/// it (the same bits on any number of threads).
+pub fn inverse(chol: &JitteredCholesky) -> DMatrix<f64> {
+    let inv = inverse_lower(chol);
+    let out = symmetric(&inv, chol.dim(), |_, _, v| v);
+    pool::give(inv);
     out
 }
 
-/// [`lml_weight`] by column blocks.
-fn lml_weight_blocked(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<f64> {
-    use faer::linalg::matmul::triangular::{BlockStructure, matmul};
-    use rayon::prelude::*;
-    let l = chol.llt().L();
+/// The lower triangle of (A + jitter·I)⁻¹ [N, N] by columns, in a
+/// pooled buffer ([`crate::math::pool`]; what is above the diagonal is
+/// unspecified).
+fn inverse_lower(chol: &JitteredCholesky) -> Vec<f64> {
+    let l = chol.factor();
     let n = l.nrows();
-    let blocks: Vec<(usize, usize)> = (0..n)
-        .step_by(INVERSE_BLOCK)
-        .map(|c0| (c0, (c0 + INVERSE_BLOCK).min(n)))
-        .collect();
-    // Columns c0..c1 of M = L⁻¹, rows c0.. (the rest are 0).
-    let parts: Vec<Mat<f64>> = blocks
-        .par_iter()
-        .map(|&(c0, c1)| {
-            let mut x = Mat::zeros(n - c0, c1 - c0);
-            for j in 0..c1 - c0 {
-                x[(j, j)] = 1.0;
-            }
-            faer::linalg::triangular_solve::solve_lower_triangular_in_place(
-                l.submatrix(c0, c0, n - c0, n - c0),
-                x.as_mut(),
-                Par::Seq,
-            );
-            settle();
-            x
-        })
-        .collect();
-    let mut m = Mat::<f64>::zeros(n, n);
-    for (&(c0, c1), x) in blocks.iter().zip(&parts) {
-        m.as_mut()
-            .submatrix_mut(c0, c0, n - c0, c1 - c0)
-            .copy_from(x);
+    let mut out = pool::take(n * n);
+    if n < PAR_INVERSE_MIN {
+        use faer::linalg::cholesky::llt::inverse as llt;
+        let mut mem = MemBuffer::new(llt::inverse_scratch::<f64>(n, Par::Seq));
+        llt::inverse(
+            MatMut::from_column_major_slice_mut(&mut out, n, n),
+            l,
+            Par::Seq,
+            MemStack::new(&mut mem),
+        );
+        settle();
+        return out;
     }
+    // M = L⁻¹, columns c0..c1 at a time: rows c0.. of those columns start
+    // as the identity's and are solved in place (rows above c0 are 0 in M
+    // and are never read).
+    let mut mbuf = pool::take(n * n);
+    split_cols(
+        MatMut::from_column_major_slice_mut(&mut mbuf, n, n),
+        INVERSE_BLOCK,
+    )
+    .into_par_iter()
+    .for_each(|(c0, block)| {
+        let w = block.ncols();
+        let mut x = block.subrows_mut(c0, n - c0);
+        x.fill(0.0);
+        for j in 0..w {
+            x[(j, j)] = 1.0;
+        }
+        faer::linalg::triangular_solve::solve_lower_triangular_in_place(
+            l.submatrix(c0, c0, n - c0, n - c0),
+            x,
+            Par::Seq,
+        );
+        settle();
+    });
     // Rows c0.. of columns c0..c1 of A⁻¹ = Mᵀ M: the rows k < c0 of M
     // are 0 in these columns, and Mᵀ restricted to rows/columns c0.. is
     // upper triangular.
-    let outs: Vec<Mat<f64>> = blocks
-        .par_iter()
-        .map(|&(c0, c1)| {
-            let sub = m.as_ref().submatrix(c0, c0, n - c0, n - c0);
-            let rhs = m.as_ref().submatrix(c0, c0, n - c0, c1 - c0);
-            let mut out = Mat::zeros(n - c0, c1 - c0);
-            matmul(
-                out.as_mut(),
-                BlockStructure::Rectangular,
-                faer::Accum::Replace,
-                sub.transpose(),
-                BlockStructure::TriangularUpper,
-                rhs,
-                BlockStructure::Rectangular,
-                1.0,
-                Par::Seq,
-            );
-            settle();
-            out
-        })
-        .collect();
-    let mut w = DMatrix::zeros(n, n);
-    for (&(c0, c1), out) in blocks.iter().zip(&outs) {
-        for jj in 0..c1 - c0 {
-            let j = c0 + jj;
-            for ii in jj..n - c0 {
-                let i = c0 + ii;
-                let v = alpha[i] * alpha[j] - out[(ii, jj)];
-                w[(i, j)] = v;
-                w[(j, i)] = v;
+    let m = MatRef::from_column_major_slice(&mbuf, n, n);
+    split_cols(
+        MatMut::from_column_major_slice_mut(&mut out, n, n),
+        INVERSE_BLOCK,
+    )
+    .into_par_iter()
+    .for_each(|(c0, block)| {
+        let w = block.ncols();
+        matmul(
+            block.subrows_mut(c0, n - c0),
+            BlockStructure::Rectangular,
+            faer::Accum::Replace,
+            m.submatrix(c0, c0, n - c0, n - c0).transpose(),
+            BlockStructure::TriangularUpper,
+            m.submatrix(c0, c0, n - c0, w),
+            BlockStructure::Rectangular,
+            1.0,
+            Par::Seq,
+        );
+        settle();
+    });
+    pool::give(mbuf);
+    out
+}
+
+/// The symmetric matrix S [N, N] with Sᵢⱼ = Sⱼᵢ = f(i, j, Lᵢⱼ) for i ≥ j,
+/// from the lower triangle of L [N, N] by columns; columns in parallel
+/// blocks, the part above the diagonal read from L's rows in tiles. S is
+/// in a pooled buffer (hand it back with [`pool::give`] when done).
+fn symmetric(lower: &[f64], n: usize, f: impl Fn(usize, usize, f64) -> f64 + Sync) -> DMatrix<f64> {
+    const TILE: usize = 32;
+    let col = |j: usize| &lower[j * n..(j + 1) * n];
+    let mut data = pool::take(n * n);
+    data.par_chunks_mut((n * INVERSE_BLOCK).max(1))
+        .enumerate()
+        .for_each(|(b, chunk)| {
+            let c0 = b * INVERSE_BLOCK;
+            let w = chunk.len() / n;
+            for jj in 0..w {
+                let j = c0 + jj;
+                let src = &col(j)[j..];
+                let col = &mut chunk[jj * n..(jj + 1) * n];
+                for (i, (o, v)) in col[j..].iter_mut().zip(src).enumerate() {
+                    *o = f(j + i, j, *v);
+                }
             }
-        }
-    }
-    w
+            // Above the diagonal: Sᵢⱼ = f(j, i, Lⱼᵢ) for i < j, reading
+            // column i of L over rows c0..c0 + w.
+            for r0 in (0..c0 + w).step_by(TILE) {
+                for i in r0..(r0 + TILE).min(c0 + w) {
+                    let src = col(i);
+                    for jj in 0..w {
+                        let j = c0 + jj;
+                        if i < j {
+                            chunk[jj * n + i] = f(j, i, src[j]);
+                        }
+                    }
+                }
+            }
+        });
+    DMatrix::from_vec(n, n, data)
 }
 
 #[cfg(test)]
@@ -129,7 +166,7 @@ mod tests {
         });
         let alpha = DVector::from_fn(n, |i, _| (i as f64 * 0.37).sin());
         let c = cholesky_jitter(&a, 0.0, 1e-2, "A").unwrap();
-        let mut want = c.inverse();
+        let mut want = a.clone().try_inverse().unwrap();
         want.neg_mut();
         want.ger(1.0, &alpha, &alpha, 1.0);
         let run = |t: usize| {
