@@ -340,7 +340,11 @@ fn block_evaluation_matches_entries_and_duals() {
             for i in 0..n {
                 let v = lower[j * n + i];
                 if i >= j {
-                    assert_eq!(v.to_bits(), gf[(i, j)].to_bits(), "{kexpr}: lower ({i}, {j})");
+                    assert_eq!(
+                        v.to_bits(),
+                        gf[(i, j)].to_bits(),
+                        "{kexpr}: lower ({i}, {j})"
+                    );
                 } else if !kexpr.contains("laplace") {
                     assert!(v.is_nan(), "{kexpr}: ({i}, {j}) above the diagonal written");
                 }

@@ -22,7 +22,7 @@
 
 use super::kernel::{Inputs, KernelKind, KernelValue};
 use crate::ir::program::{BlockRows, KernelProgram, Prepared};
-use crate::math::vector::{exp_in_place, sin_cos_in_place};
+use crate::math::vector::{exp_in_place, sin_cos_in_place, sum_by};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use std::f64::consts::PI;
@@ -327,8 +327,8 @@ impl<'k> Plan<'k> {
                     if let [l] = ell {
                         let d2 = &w.d2[dist * BLOCK..dist * BLOCK + m];
                         let l2 = l * l;
-                        for e in 0..m {
-                            aux[e] = d2[e] / l2;
+                        for (a, d) in aux.iter_mut().zip(d2) {
+                            *a = d / l2;
                         }
                     } else {
                         for (e, a) in aux.iter_mut().enumerate() {
@@ -413,21 +413,18 @@ impl<'k> Plan<'k> {
                 }
                 Node::Constant => out.fill(1.0),
                 Node::Sum(p, q) => {
-                    let (p, q) = (val(*p), val(*q));
-                    for e in 0..m {
-                        out[e] = p[e] + q[e];
+                    for ((o, a), b) in out.iter_mut().zip(val(*p)).zip(val(*q)) {
+                        *o = a + b;
                     }
                 }
                 Node::Product(p, q) => {
-                    let (p, q) = (val(*p), val(*q));
-                    for e in 0..m {
-                        out[e] = p[e] * q[e];
+                    for ((o, a), b) in out.iter_mut().zip(val(*p)).zip(val(*q)) {
+                        *o = a * b;
                     }
                 }
                 Node::Scale { c, k, .. } => {
-                    let k = val(*k);
-                    for e in 0..m {
-                        out[e] = c * k[e];
+                    for (o, a) in out.iter_mut().zip(val(*k)) {
+                        *o = c * a;
                     }
                 }
                 Node::Compiled {
@@ -481,14 +478,26 @@ impl<'k> Plan<'k> {
                     ..
                 } => {
                     if let [l] = ell {
-                        let mut acc = 0.0;
-                        for e in 0..m {
-                            let r2 = aux[e];
-                            if r2 != 0.0 && r2.is_finite() {
-                                acc += ai[e] * slope(*kind, r2, v[e]) * (-2.0 * r2 / l);
-                            }
-                        }
-                        pbar[*leaf] += acc;
+                        // ∂k/∂ℓ = dk/dr² · (−2r²/ℓ); for the rbf dk/dr² = −k/2.
+                        pbar[*leaf] += if *kind == KernelKind::Rbf {
+                            sum_by(m, |e| {
+                                let r2 = aux[e];
+                                if r2.is_finite() {
+                                    ai[e] * v[e] * r2
+                                } else {
+                                    0.0
+                                }
+                            }) / l
+                        } else {
+                            sum_by(m, |e| {
+                                let r2 = aux[e];
+                                if r2 != 0.0 && r2.is_finite() {
+                                    ai[e] * slope(*kind, r2, v[e]) * (-2.0 * r2 / l)
+                                } else {
+                                    0.0
+                                }
+                            })
+                        };
                     } else {
                         for e in 0..m {
                             let r2 = aux[e];
@@ -508,11 +517,8 @@ impl<'k> Plan<'k> {
                 Node::Periodic {
                     ell, period, leaf, ..
                 } => {
-                    let (mut dl, mut dp) = (0.0, 0.0);
-                    for e in 0..m {
-                        dl += ai[e] * v[e] * aux[e];
-                        dp += ai[e] * v[e] * aux2[e];
-                    }
+                    let dl = sum_by(m, |e| ai[e] * v[e] * aux[e]);
+                    let dp = sum_by(m, |e| ai[e] * v[e] * aux2[e]);
                     pbar[*leaf] += 4.0 * dl / (ell * ell * ell);
                     pbar[leaf + 1] += 2.0 / (ell * ell) * PI / (period * period) * dp;
                 }
@@ -545,25 +551,26 @@ impl<'k> Plan<'k> {
                 }
                 Node::Cosine { .. } | Node::White | Node::Constant => {}
                 Node::Sum(p, q) => {
-                    for e in 0..m {
-                        lo[p * BLOCK + e] += ai[e];
-                        lo[q * BLOCK + e] += ai[e];
+                    for s in [p, q] {
+                        for (a, x) in lo[s * BLOCK..s * BLOCK + m].iter_mut().zip(ai) {
+                            *a += x;
+                        }
                     }
                 }
                 Node::Product(p, q) => {
-                    for e in 0..m {
-                        let (vp, vq) = (vals[p * BLOCK + e], vals[q * BLOCK + e]);
-                        lo[p * BLOCK + e] += ai[e] * vq;
-                        lo[q * BLOCK + e] += ai[e] * vp;
+                    for (s, t) in [(p, q), (q, p)] {
+                        let vt = val(*t);
+                        for ((a, x), v) in lo[s * BLOCK..s * BLOCK + m].iter_mut().zip(ai).zip(vt) {
+                            *a += x * v;
+                        }
                     }
                 }
                 Node::Scale { c, k, leaf } => {
-                    let mut acc = 0.0;
-                    for e in 0..m {
-                        acc += ai[e] * vals[k * BLOCK + e];
-                        lo[k * BLOCK + e] += c * ai[e];
+                    let vk = &vals[k * BLOCK..k * BLOCK + m];
+                    pbar[*leaf] += sum_by(m, |e| ai[e] * vk[e]);
+                    for (a, x) in lo[k * BLOCK..k * BLOCK + m].iter_mut().zip(ai) {
+                        *a += c * x;
                     }
-                    pbar[*leaf] += acc;
                 }
                 Node::Compiled {
                     program,

@@ -213,7 +213,8 @@ impl KernelProgram {
         let mut ubar = vec![0.0; n];
         for (i, u) in ubar.iter_mut().enumerate() {
             if !prep.varying[i] {
-                *u = adj[i * BLOCK..i * BLOCK + m].iter().sum();
+                let a = &adj[i * BLOCK..i * BLOCK + m];
+                *u = crate::math::vector::sum_by(m, |e| a[e]);
             }
         }
         for i in (0..n).rev() {
@@ -254,9 +255,8 @@ impl KernelProgram {
 /// the branch an `if` did not take, never reaches a derivative).
 fn push1(adj: &mut [f64], a: usize, ai: &[f64], da: impl Fn(usize) -> f64) {
     for (e, &w) in ai.iter().enumerate() {
-        if w != 0.0 {
-            adj[a + e] += w * da(e);
-        }
+        let d = da(e);
+        adj[a + e] += if w != 0.0 { w * d } else { 0.0 };
     }
 }
 
@@ -264,11 +264,10 @@ fn push1(adj: &mut [f64], a: usize, ai: &[f64], da: impl Fn(usize) -> f64) {
 /// slot).
 fn push2(adj: &mut [f64], a: usize, b: usize, ai: &[f64], d: impl Fn(usize) -> (f64, f64)) {
     for (e, &w) in ai.iter().enumerate() {
-        if w != 0.0 {
-            let (da, db) = d(e);
-            adj[a + e] += w * da;
-            adj[b + e] += w * db;
-        }
+        let (da, db) = d(e);
+        let nz = w != 0.0;
+        adj[a + e] += if nz { w * da } else { 0.0 };
+        adj[b + e] += if nz { w * db } else { 0.0 };
     }
 }
 
