@@ -90,3 +90,37 @@ fn tempered_evidence_matches_numerical_integration_for_one_point() {
         );
     }
 }
+
+/// A power below zero that comes from data (not a literal the checker
+/// sees) is an error from every engine that runs the likelihood, at the
+/// power's place in the file, not a tempered fit of the wrong sign.
+#[test]
+fn a_negative_power_is_refused_by_every_engine() {
+    let gp = MODEL
+        .replace("y : vector[n] }", "y : vector[n]  tp : real }")
+        .replace("^ temperature", "^ tp");
+    let vi = gp.replace("infer exact {}", "infer mirror_descent { steps = 5 }");
+    let sampled = "data { n : int  x : vector[n]  y : vector[n]  tp : real }\n\
+                   param { mu : real ~ normal(0, 1) }\n\
+                   model { y ~ normal(mu, 1) ^ tp }\n\
+                   infer nuts { chains = 1, warmup = 20, draws = 20 }\n";
+    for text in [gp.as_str(), vi.as_str(), sampled] {
+        let m = model(text);
+        let data = Data::values()
+            .with("x", DataValue::Vector(vec![0.1, 0.5, 1.3]))
+            .with("y", DataValue::Vector(vec![0.3, -0.1, 0.8]))
+            .with("tp", DataValue::Real(-1.0));
+        let b = m
+            .bind(&data, &tempest::Overrides::default())
+            .unwrap_or_else(|e| panic!("{}", m.render(&e)));
+        let e = match tempest::run(&b, RunOptions::default()) {
+            Ok(_) => panic!("a negative power ran:\n{text}"),
+            Err(e) => m.render(&e),
+        };
+        assert!(
+            e.contains("the power of a likelihood must be finite and ≥ 0, found -1"),
+            "{text}\n{e}"
+        );
+        assert!(e.contains("^ tp"), "{e}");
+    }
+}

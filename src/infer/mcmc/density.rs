@@ -16,7 +16,7 @@ use super::tape::Tape;
 use crate::error::{Error, ErrorKind};
 use crate::infer::exact::model::ExactModel;
 use crate::infer::hypers::HyperLayout;
-use crate::infer::structure::latent_observation_with_params;
+use crate::infer::structure::{latent_observation_with_params, likelihood_power};
 use crate::ir::bind::{Bound, concrete_shape};
 use crate::ir::eval::Env;
 use crate::ir::expr::TExpr;
@@ -333,6 +333,12 @@ impl Density {
                 offset += n * classes;
             }
         }
+        // The powers do not depend on params (checked above): their values
+        // are checked once here, at their place in the file.
+        let env = Env::new(&bound, &hypers, &[], &[]);
+        for j in 0..g.observations.len() {
+            likelihood_power(&env, j)?;
+        }
         if offset == 0 {
             return Err(Error::new(
                 ErrorKind::Unsupported,
@@ -485,10 +491,7 @@ impl Density {
             if self.marginal.as_ref().is_some_and(|m| m.model.obs == j) {
                 continue;
             }
-            let t = match &o.temperature {
-                Some(e) => env.scalar(e)?,
-                None => 1.0,
-            };
+            let t = likelihood_power(&env, j)?;
             if t != 0.0 {
                 ll += self.term_value(&env, &o.dist, &self.bound.data[o.data], t)?;
             }
@@ -531,11 +534,7 @@ impl Density {
             if self.marginal.as_ref().is_some_and(|m| m.model.obs == j) {
                 continue;
             }
-            let t = self.power
-                * match &o.temperature {
-                    Some(e) => tape.env().scalar(e)?,
-                    None => 1.0,
-                };
+            let t = self.power * likelihood_power(tape.env(), j)?;
             if t == 0.0 {
                 continue;
             }
