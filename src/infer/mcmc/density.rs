@@ -107,6 +107,10 @@ pub struct Density {
     pub power: f64,
     /// The dimension of x.
     pub dim: usize,
+    /// Each observation's power as written in the model (1 when none),
+    /// checked finite and ≥ 0 when the density is built: it depends on
+    /// data and hypers only, so it is evaluated once.
+    powers: Vec<f64>,
 }
 
 fn unsupported(span: crate::syntax::ast::Span, msg: impl Into<String>) -> Error {
@@ -333,12 +337,12 @@ impl Density {
                 offset += n * classes;
             }
         }
-        // The powers do not depend on params (checked above): their values
-        // are checked once here, at their place in the file.
+        // The powers do not depend on params (checked above): evaluated
+        // and checked once here, at their place in the file.
         let env = Env::new(&bound, &hypers, &[], &[]);
-        for j in 0..g.observations.len() {
-            likelihood_power(&env, j)?;
-        }
+        let powers = (0..g.observations.len())
+            .map(|j| likelihood_power(&env, j))
+            .collect::<Result<Vec<f64>, _>>()?;
         if offset == 0 {
             return Err(Error::new(
                 ErrorKind::Unsupported,
@@ -354,6 +358,7 @@ impl Density {
             marginal,
             power: 1.0,
             dim: offset,
+            powers,
         })
     }
 
@@ -491,7 +496,7 @@ impl Density {
             if self.marginal.as_ref().is_some_and(|m| m.model.obs == j) {
                 continue;
             }
-            let t = likelihood_power(&env, j)?;
+            let t = self.powers[j];
             if t != 0.0 {
                 ll += self.term_value(&env, &o.dist, &self.bound.data[o.data], t)?;
             }
@@ -534,7 +539,7 @@ impl Density {
             if self.marginal.as_ref().is_some_and(|m| m.model.obs == j) {
                 continue;
             }
-            let t = self.power * likelihood_power(tape.env(), j)?;
+            let t = self.power * self.powers[j];
             if t == 0.0 {
                 continue;
             }
