@@ -11,6 +11,7 @@ use crate::math::scalar::Real;
 use crate::math::simd::settle;
 use faer::{Mat, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
 
 /// A Cholesky factor A + jitter·I = L Lᵀ, with the jitter that was needed.
 pub struct JitteredCholesky {
@@ -164,6 +165,8 @@ pub fn cholesky_jitter_with(
         )
     })?;
     let mut l = crate::math::pool::take(len);
+    let mut build =
+        |l: &mut Vec<f64>| build(l).inspect_err(|_| crate::math::pool::give(std::mem::take(l)));
     build(&mut l)?;
     for j in 0..n {
         if let Some(k) = l[j * n + j..(j + 1) * n]
@@ -211,6 +214,52 @@ pub fn cholesky_jitter_with(
         format!("{what} ({n} × {n}) is not positive definite, even with jitter {:.1e} added to its diagonal", max_rel * mean_diag),
     )
     .with_note("the kernel may be degenerate at these hyperparameters (e.g. a huge lengthscale) or the inputs may repeat; add a `white()` term or noise"))
+}
+
+/// Columns per parallel block of [`symmetric_from_lower`].
+const SYM_BLOCK: usize = 64;
+
+/// The symmetric matrix S [N, N] with Sᵢⱼ = Sⱼᵢ = f(i, j, Lᵢⱼ) for i ≥ j,
+/// from the lower triangle of L [N, N] by columns; columns in parallel
+/// blocks, the part above the diagonal read from L's rows in tiles. S is
+/// in a pooled buffer ([`crate::math::pool::give`] it back when done, or
+/// let it go).
+pub fn symmetric_from_lower(
+    lower: &[f64],
+    n: usize,
+    f: impl Fn(usize, usize, f64) -> f64 + Sync,
+) -> DMatrix<f64> {
+    const TILE: usize = 32;
+    let col = |j: usize| &lower[j * n..(j + 1) * n];
+    let mut data = crate::math::pool::take(n * n);
+    data.par_chunks_mut((n * SYM_BLOCK).max(1))
+        .enumerate()
+        .for_each(|(b, chunk)| {
+            let c0 = b * SYM_BLOCK;
+            let w = chunk.len() / n;
+            for jj in 0..w {
+                let j = c0 + jj;
+                let src = &col(j)[j..];
+                let col = &mut chunk[jj * n..(jj + 1) * n];
+                for (i, (o, v)) in col[j..].iter_mut().zip(src).enumerate() {
+                    *o = f(j + i, j, *v);
+                }
+            }
+            // Above the diagonal: Sᵢⱼ = f(j, i, Lⱼᵢ) for i < j, reading
+            // column i of L over rows c0..c0 + w.
+            for r0 in (0..c0 + w).step_by(TILE) {
+                for i in r0..(r0 + TILE).min(c0 + w) {
+                    let src = col(i);
+                    for jj in 0..w {
+                        let j = c0 + jj;
+                        if i < j {
+                            chunk[jj * n + i] = f(j, i, src[j]);
+                        }
+                    }
+                }
+            }
+        });
+    DMatrix::from_vec(n, n, data)
 }
 
 /// Cholesky factor L of a symmetric positive-definite matrix over any

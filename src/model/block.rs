@@ -478,26 +478,15 @@ impl<'k> Plan<'k> {
                     ..
                 } => {
                     if let [l] = ell {
-                        // ∂k/∂ℓ = dk/dr² · (−2r²/ℓ); for the rbf dk/dr² = −k/2.
-                        pbar[*leaf] += if *kind == KernelKind::Rbf {
-                            sum_by(m, |e| {
-                                let r2 = aux[e];
-                                if r2.is_finite() {
-                                    ai[e] * v[e] * r2
-                                } else {
-                                    0.0
-                                }
-                            }) / l
-                        } else {
-                            sum_by(m, |e| {
-                                let r2 = aux[e];
-                                if r2 != 0.0 && r2.is_finite() {
-                                    ai[e] * slope(*kind, r2, v[e]) * (-2.0 * r2 / l)
-                                } else {
-                                    0.0
-                                }
-                            })
-                        };
+                        // ∂k/∂ℓ = dk/dr² · (−2r²/ℓ).
+                        pbar[*leaf] += sum_by(m, |e| {
+                            let r2 = aux[e];
+                            if r2 != 0.0 && r2.is_finite() {
+                                ai[e] * slope(*kind, r2, v[e]) * (-2.0 * r2 / l)
+                            } else {
+                                0.0
+                            }
+                        });
                     } else {
                         for e in 0..m {
                             let r2 = aux[e];
@@ -617,32 +606,14 @@ impl<'k> Plan<'k> {
         })
     }
 
-    /// K(X, X) [N, N] (the plan must be built with Y = X).
+    /// K(X, X) [N, N] (the plan must be built with Y = X): the lower
+    /// triangle by [`Plan::gram_lower_into`], mirrored.
     pub fn gram(&self, x: &Inputs) -> DMatrix<f64> {
         let n = x.len();
-        let cols: Vec<Vec<f64>> = (0..n)
-            .into_par_iter()
-            .with_min_len(8)
-            .map_init(
-                || self.work(),
-                |w, j| {
-                    let mut col = Vec::with_capacity(n - j);
-                    for b in Self::blocks(x, x, j, true) {
-                        self.forward(b, false, w);
-                        let root = (self.nodes.len() - 1) * BLOCK;
-                        col.extend_from_slice(&w.vals[root..root + b.m]);
-                    }
-                    col
-                },
-            )
-            .collect();
-        let mut k = DMatrix::zeros(n, n);
-        for (j, col) in cols.into_iter().enumerate() {
-            for (off, v) in col.into_iter().enumerate() {
-                k[(j + off, j)] = v;
-                k[(j, j + off)] = v;
-            }
-        }
+        let mut lower = crate::math::pool::take(n * n);
+        self.gram_lower_into(x, &mut lower);
+        let k = crate::math::linalg::symmetric_from_lower(&lower, n, |_, _, v| v);
+        crate::math::pool::give(lower);
         k
     }
 

@@ -3,7 +3,7 @@
 //! on the number of threads.
 
 use crate::math::factor::split_cols;
-use crate::math::linalg::JitteredCholesky;
+use crate::math::linalg::{JitteredCholesky, symmetric_from_lower};
 use crate::math::pool;
 use crate::math::simd::settle;
 use faer::dyn_stack::{MemBuffer, MemStack};
@@ -30,7 +30,7 @@ const INVERSE_BLOCK: usize = 64;
 /// so the result is the same bit for bit for any thread count.
 pub fn lml_weight(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<f64> {
     let inv = inverse_lower(chol);
-    let w = symmetric(&inv, chol.dim(), |i, j, v| alpha[i] * alpha[j] - v);
+    let w = symmetric_from_lower(&inv, chol.dim(), |i, j, v| alpha[i] * alpha[j] - v);
     pool::give(inv);
     w
 }
@@ -39,7 +39,7 @@ pub fn lml_weight(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<f64>
 /// it (the same bits on any number of threads).
 pub fn inverse(chol: &JitteredCholesky) -> DMatrix<f64> {
     let inv = inverse_lower(chol);
-    let out = symmetric(&inv, chol.dim(), |_, _, v| v);
+    let out = symmetric_from_lower(&inv, chol.dim(), |_, _, v| v);
     pool::give(inv);
     out
 }
@@ -112,44 +112,6 @@ fn inverse_lower(chol: &JitteredCholesky) -> Vec<f64> {
     });
     pool::give(mbuf);
     out
-}
-
-/// The symmetric matrix S [N, N] with Sᵢⱼ = Sⱼᵢ = f(i, j, Lᵢⱼ) for i ≥ j,
-/// from the lower triangle of L [N, N] by columns; columns in parallel
-/// blocks, the part above the diagonal read from L's rows in tiles. S is
-/// in a pooled buffer (hand it back with [`pool::give`] when done).
-fn symmetric(lower: &[f64], n: usize, f: impl Fn(usize, usize, f64) -> f64 + Sync) -> DMatrix<f64> {
-    const TILE: usize = 32;
-    let col = |j: usize| &lower[j * n..(j + 1) * n];
-    let mut data = pool::take(n * n);
-    data.par_chunks_mut((n * INVERSE_BLOCK).max(1))
-        .enumerate()
-        .for_each(|(b, chunk)| {
-            let c0 = b * INVERSE_BLOCK;
-            let w = chunk.len() / n;
-            for jj in 0..w {
-                let j = c0 + jj;
-                let src = &col(j)[j..];
-                let col = &mut chunk[jj * n..(jj + 1) * n];
-                for (i, (o, v)) in col[j..].iter_mut().zip(src).enumerate() {
-                    *o = f(j + i, j, *v);
-                }
-            }
-            // Above the diagonal: Sᵢⱼ = f(j, i, Lⱼᵢ) for i < j, reading
-            // column i of L over rows c0..c0 + w.
-            for r0 in (0..c0 + w).step_by(TILE) {
-                for i in r0..(r0 + TILE).min(c0 + w) {
-                    let src = col(i);
-                    for jj in 0..w {
-                        let j = c0 + jj;
-                        if i < j {
-                            chunk[jj * n + i] = f(j, i, src[j]);
-                        }
-                    }
-                }
-            }
-        });
-    DMatrix::from_vec(n, n, data)
 }
 
 #[cfg(test)]
