@@ -1,12 +1,12 @@
 //! Reuse of large scratch buffers between evaluations.
 //!
 //! One log marginal likelihood with its gradient at N = 741 goes through
-//! five N × N matrices (the Gram matrix and its factor, L⁻¹, A⁻¹, the
-//! weight W). Freshly allocated, each costs the operating system's page
-//! faults on first touch (about 1 µs per 4 KiB page measured on the
-//! project's machines: 1.2 ms for one 4.4 MB matrix, a quarter of a
-//! Cholesky factorisation) and the allocator hands such blocks back to
-//! the system when they are freed. Buffers handed back with [`give`] are
+//! four N × N matrices (the Gram matrix, built and factored in one
+//! buffer; L⁻¹; A⁻¹; the weight W). Freshly allocated, each costs the
+//! operating system's page faults on first touch (about 1 µs per 4 KiB
+//! page measured on the project's machines: 1.2 ms for one 4.4 MB matrix,
+//! nearly half of its 2.7 ms factorisation) and the allocator hands such
+//! blocks back to the system when they are freed. Buffers handed back with [`give`] are
 //! kept (up to [`MAX_BYTES`] in all) and handed out again by [`take`] for
 //! the next request of the same length.
 //!
