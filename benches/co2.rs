@@ -3,9 +3,11 @@
 //! the hypers learned; one log marginal likelihood with its gradient
 //! against one Cholesky factorisation of the same matrix (the floor:
 //! tempest's, on the pool's threads, and faer's on one thread); and
-//! the Gram matrix with its reverse pass for a model-file copy of `rbf`
-//! against the built-in; the pieces of one gradient (the value, the weight
-//! W = ααᵀ − A⁻¹, the Gram matrix, the reverse pass); and the vectorised
+//! the Gram matrix (whole, and its lower triangle in place) with its
+//! reverse pass for a model-file copy of `rbf` against the built-in; the
+//! pieces of one gradient (the value, the weight W = ααᵀ − A⁻¹, the Gram
+//! matrix, its lower triangle as the value writes it, the reverse pass);
+//! and the vectorised
 //! exponential against the library's on 10⁵ arguments. See benches/README.md for the figures and the
 //! comparison with scikit-learn (benches/co2_sklearn.py).
 
@@ -106,6 +108,15 @@ fn bench(c: &mut Criterion) {
     g.bench_function("gram", |bch| {
         bch.iter(|| black_box(p.kernel.gram_fast(&em.inputs).expect("gram")))
     });
+    let nn = em.inputs.len();
+    let mut buf = vec![0.0; nn * nn];
+    g.bench_function("gram_lower", |bch| {
+        bch.iter(|| {
+            p.kernel
+                .gram_lower_into(&em.inputs, black_box(&mut buf))
+                .expect("gram")
+        })
+    });
     let w = a.clone();
     g.bench_function("kernel_reverse_pass", |bch| {
         bch.iter(|| black_box(leaf_adjoints(&p.kernel, &em.inputs, &w).expect("adjoints")))
@@ -118,6 +129,17 @@ fn bench(c: &mut Criterion) {
             .expect("pieces");
         g.bench_function(format!("gram/{kernel}"), |bch| {
             bch.iter(|| black_box(p.kernel.gram_fast(&em.inputs).expect("gram")))
+        });
+        g.bench_function(format!("gram_lower/{kernel}"), |bch| {
+            bch.iter(|| {
+                p.kernel
+                    .gram_lower_into(&em.inputs, black_box(&mut buf))
+                    .expect("gram")
+            })
+        });
+        let w = p.kernel.gram_fast(&em.inputs).expect("gram");
+        g.bench_function(format!("kernel_reverse_pass/{kernel}"), |bch| {
+            bch.iter(|| black_box(leaf_adjoints(&p.kernel, &em.inputs, &w).expect("adjoints")))
         });
         g.bench_function(format!("lml_grad/{kernel}"), |bch| {
             bch.iter(|| black_box(em.lml_grad(black_box(&theta)).expect("grad").1))

@@ -306,8 +306,13 @@ fn block_evaluation_matches_entries_and_duals() {
     exprs.extend([
         "s^2 * rq(ell, alpha, dims = [0, 2]) * periodic(ell, p) + rbf(ells) * polynomial(alpha, c + 20)",
         "odd(ell, alpha) + 0.5 * white()",
+        "flat(alpha, ell) * rbf(ell) + twice(ell, alpha)",
     ]);
-    let odd = "kernel odd(ell : positive, alpha : positive)(x, x2) {\n  let r = sqrt(sqdist(x, x2) + 0.01) / ell\n  (if r < 0.5 then 1 - r^2 / 6 else sin(r) / r) * alpha + exp(-abs(x[0] - x2[1])) * dot(x, x2) / (1 + alpha^2)\n}\n";
+    // odd: a branch, coordinates, inner products, a let read three times;
+    // flat: a value that does not vary over the entries; twice: an
+    // operand repeated (u * u), a division by a varying value, a power
+    // with a parameter exponent.
+    let odd = "kernel odd(ell : positive, alpha : positive)(x, x2) {\n  let r = sqrt(sqdist(x, x2) + 0.01) / ell\n  (if r < 0.5 then 1 - r^2 / 6 else sin(r) / r) * alpha + exp(-abs(x[0] - x2[1])) * dot(x, x2) / (1 + alpha^2)\n}\nkernel flat(alpha : positive, ell : positive)(x, x2) { alpha^2 / ell }\nkernel twice(ell : positive, alpha : positive)(x, x2) {\n  let u = sqdist(x, x2) / ell\n  (u * u + u) / (1 + u) ^ alpha\n}\n";
     let mut planned = 0;
     for kexpr in exprs {
         let text = format!(

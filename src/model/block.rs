@@ -277,13 +277,25 @@ impl<'k> Plan<'k> {
     /// Scratch for one worker.
     pub fn work(&self) -> Work {
         let n = self.nodes.len() * BLOCK;
+        let mut pv = vec![0.0; self.prog_slots];
+        for node in &self.nodes {
+            if let Node::Compiled {
+                program,
+                prep,
+                slots,
+                ..
+            } = node
+            {
+                program.block_init(prep, &mut pv[*slots..*slots + program.block_slots()]);
+            }
+        }
         Work {
             vals: vec![0.0; n],
             aux: vec![0.0; n],
             aux2: vec![0.0; n],
             adj: vec![0.0; n],
             d2: vec![0.0; self.dists.len() * BLOCK],
-            pv: vec![0.0; self.prog_slots],
+            pv,
             pa: vec![0.0; self.prog_slots],
         }
     }
@@ -298,8 +310,8 @@ impl<'k> Plan<'k> {
             if dims.is_none() && yr.len() == 1 {
                 // One input column: a contiguous run of X.
                 let y0 = yr[0];
-                for (e, d) in d2.iter_mut().enumerate() {
-                    let u = b.x.row(b.start + e)[0] - y0;
+                for (d, x) in d2.iter_mut().zip(b.x.rows_flat(b.start, m)) {
+                    let u = x - y0;
                     *d = u * u;
                 }
             } else {
@@ -325,10 +337,12 @@ impl<'k> Plan<'k> {
                     ..
                 } => {
                     if let [l] = ell {
+                        // r² = d² · ℓ⁻² (a multiplication: a division per
+                        // entry was a third of the pass).
                         let d2 = &w.d2[dist * BLOCK..dist * BLOCK + m];
-                        let l2 = l * l;
+                        let inv = 1.0 / (l * l);
                         for (a, d) in aux.iter_mut().zip(d2) {
-                            *a = d / l2;
+                            *a = d * inv;
                         }
                     } else {
                         for (e, a) in aux.iter_mut().enumerate() {
@@ -352,11 +366,12 @@ impl<'k> Plan<'k> {
                     aux2.fill(0.0);
                     let n_dims = dims.map_or(yr.len(), |d| d.len());
                     let (mut d, mut sn, mut cs) = ([0.0; BLOCK], [0.0; BLOCK], [0.0; BLOCK]);
+                    let (xs, dim, w_ang) = (b.x.rows_flat(b.start, m), yr.len(), PI / period);
                     for k in 0..n_dims {
                         let j = dims.map_or(k, |d| d[k]);
                         for e in 0..m {
-                            d[e] = b.x.row(b.start + e)[j] - yr[j];
-                            sn[e] = PI * d[e] / period;
+                            d[e] = xs[e * dim + j] - yr[j];
+                            sn[e] = d[e] * w_ang;
                         }
                         sin_cos_in_place(&mut sn[..m], &mut cs[..m]);
                         for e in 0..m {
@@ -459,10 +474,8 @@ impl<'k> Plan<'k> {
     fn backward(&self, b: Block, w: &mut Work, pbar: &mut [f64]) {
         let m = b.m;
         let yr = b.y.row(b.j);
-        let root = self.nodes.len() - 1;
-        for i in 0..root {
-            w.adj[i * BLOCK..i * BLOCK + m].fill(0.0);
-        }
+        // Every node but the root has exactly one parent (the plan is a
+        // tree), which runs first and writes the node's adjoints.
         for (i, node) in self.nodes.iter().enumerate().rev() {
             let (lo, hi) = w.adj.split_at_mut(i * BLOCK);
             let ai = &hi[..m];
@@ -551,16 +564,14 @@ impl<'k> Plan<'k> {
                 Node::Cosine { .. } | Node::White | Node::Constant => {}
                 Node::Sum(p, q) => {
                     for s in [p, q] {
-                        for (a, x) in lo[s * BLOCK..s * BLOCK + m].iter_mut().zip(ai) {
-                            *a += x;
-                        }
+                        lo[s * BLOCK..s * BLOCK + m].copy_from_slice(ai);
                     }
                 }
                 Node::Product(p, q) => {
                     for (s, t) in [(p, q), (q, p)] {
                         let vt = val(*t);
                         for ((a, x), v) in lo[s * BLOCK..s * BLOCK + m].iter_mut().zip(ai).zip(vt) {
-                            *a += x * v;
+                            *a = x * v;
                         }
                     }
                 }
@@ -568,7 +579,7 @@ impl<'k> Plan<'k> {
                     let vk = &vals[k * BLOCK..k * BLOCK + m];
                     pbar[*leaf] += sum_by(m, |e| ai[e] * vk[e]);
                     for (a, x) in lo[k * BLOCK..k * BLOCK + m].iter_mut().zip(ai) {
-                        *a += c * x;
+                        *a = c * x;
                     }
                 }
                 Node::Compiled {
@@ -673,7 +684,8 @@ impl<'k> Plan<'k> {
     }
 
     /// p̄ⱼ = ½ Σᵢₖ Wᵢₖ ∂K(X, X)ᵢₖ/∂pⱼ for every leaf, for a symmetric W
-    /// [N, N] (the plan must be built with Y = X).
+    /// [N, N] of which only the lower triangle is read (the plan must be
+    /// built with Y = X).
     pub fn adjoints(&self, x: &Inputs, wt: &DMatrix<f64>) -> Vec<f64> {
         let n = x.len();
         let l = self.leaves;
@@ -687,9 +699,10 @@ impl<'k> Plan<'k> {
                     for b in Self::blocks(x, x, j, true) {
                         self.forward(b, true, w);
                         let root = (self.nodes.len() - 1) * BLOCK;
-                        for e in 0..b.m {
-                            let i = b.start + e;
-                            w.adj[root + e] = if i == j { 0.5 * wt[(i, i)] } else { wt[(i, j)] };
+                        let col = &wt.as_slice()[j * n + b.start..j * n + b.start + b.m];
+                        w.adj[root..root + b.m].copy_from_slice(col);
+                        if let Some(d) = b.diag {
+                            w.adj[root + d] *= 0.5;
                         }
                         self.backward(b, w, &mut acc);
                     }
@@ -756,8 +769,9 @@ fn slope(kind: KernelKind, r2: f64, k: f64) -> f64 {
 /// [`KernelValue::leaves`]), by one reverse pass over column blocks
 /// ([`Plan::adjoints`]): the cost does not grow with the number of
 /// parameters. `None` when the kernel has no reverse rule (interpreted
-/// model-file or Rust parts). The result does not depend on the number of
-/// threads.
+/// model-file or Rust parts). Only the lower triangle (diagonal
+/// included) of the symmetric W is read. The result does not depend on
+/// the number of threads.
 pub fn leaf_adjoints(
     kernel: &KernelValue<f64>,
     x: &Inputs,

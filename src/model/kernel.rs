@@ -296,6 +296,10 @@ impl Inputs {
     pub fn row(&self, i: usize) -> &[f64] {
         &self.data[i * self.d..(i + 1) * self.d]
     }
+    /// Rows `start..start + m` back to back, row-major [m, D].
+    pub fn rows_flat(&self, start: usize, m: usize) -> &[f64] {
+        &self.data[start * self.d..(start + m) * self.d]
+    }
     /// Rows `range` as inputs of their own.
     pub fn slice(&self, range: std::ops::Range<usize>) -> Inputs {
         Inputs {

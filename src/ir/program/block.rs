@@ -34,13 +34,45 @@ pub struct BlockRows<'a> {
 }
 
 /// A program with its parameters bound: the uniform instructions'
-/// values, computed once.
+/// values, computed once, and the routing of the block reverse pass.
 #[derive(Clone, Debug)]
 pub struct Prepared {
     /// Whether each instruction's value varies from entry to entry.
     varying: Vec<bool>,
     /// Each uniform instruction's value (unused for varying ones).
     uni: Vec<f64>,
+    /// Whether each varying slot receives an adjoint in the reverse pass
+    /// (the output, or an operand of a reached instruction that passes
+    /// one back); the others have a zero adjoint and are skipped.
+    reached: Vec<bool>,
+    /// Where each operand of each instruction sends its adjoint.
+    to: Vec<[To; 3]>,
+    /// The scratch row of each power instruction's ln(base) (usize::MAX
+    /// for other instructions).
+    aux: Vec<usize>,
+}
+
+/// How an operand's adjoint is delivered in the block reverse pass.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum To {
+    /// The first contribution to a varying slot: written.
+    Assign,
+    /// A later contribution to a varying slot: added.
+    Add,
+    /// A uniform slot: summed over the block into one scalar.
+    Sum,
+    /// No adjoint (a condition, or an instruction that is not reached).
+    Skip,
+}
+
+/// The operand slots that receive adjoints, in the order the reverse
+/// pass delivers them.
+fn adjoint_operands(inst: &Inst) -> ([usize; 2], usize) {
+    match *inst {
+        Inst::Neg(a) | Inst::PowI(a, _) | Inst::Call(_, a) => ([a, 0], 1),
+        Inst::Select(_, a, b) | Inst::Bin(_, a, b) => ([a, b], 2),
+        _ => ([0, 0], 0),
+    }
 }
 
 impl KernelProgram {
@@ -61,18 +93,82 @@ impl KernelProgram {
         // read by a uniform instruction.
         let mut uni = vec![0.0; n];
         self.forward::<f64>(p, &[], &[], &mut uni);
-        Prepared { varying, uni }
+        // The reverse pass visits the reached varying instructions from the
+        // last; the first delivery to a slot writes it, later ones add.
+        // Slots that do not depend on a parameter need no adjoint.
+        let mut param = vec![false; n];
+        for (i, inst) in self.insts.iter().enumerate() {
+            param[i] = match *inst {
+                Inst::Param(_) => true,
+                Inst::Const(_) | Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) => false,
+                Inst::Neg(a) | Inst::Not(a) | Inst::PowI(a, _) | Inst::Call(_, a) => param[a],
+                Inst::Bin(_, a, b) => param[a] || param[b],
+                Inst::Select(c, a, b) => param[c] || param[a] || param[b],
+            };
+        }
+        let mut reached = vec![false; n];
+        reached[self.out] = true;
+        let mut to = vec![[To::Skip; 3]; n];
+        for i in (0..n).rev() {
+            if !varying[i] || !reached[i] {
+                continue;
+            }
+            let (ops, k) = adjoint_operands(&self.insts[i]);
+            for (slot, t) in ops[..k].iter().zip(to[i].iter_mut()) {
+                *t = if !param[*slot] {
+                    To::Skip
+                } else if !varying[*slot] {
+                    To::Sum
+                } else if reached[*slot] {
+                    To::Add
+                } else {
+                    reached[*slot] = true;
+                    To::Assign
+                };
+            }
+        }
+        let mut aux = vec![usize::MAX; n];
+        let mut next = n;
+        for (i, inst) in self.insts.iter().enumerate() {
+            if matches!(inst, Inst::Bin(BinOp::Pow, ..)) {
+                aux[i] = next;
+                next += 1;
+            }
+        }
+        Prepared {
+            varying,
+            uni,
+            reached,
+            to,
+            aux,
+        }
     }
 
     /// The number of value slots a block needs: one row of [`BLOCK`]
-    /// entries per instruction.
+    /// entries per instruction, and one more per power (its ln(base)).
     pub fn block_slots(&self) -> usize {
-        self.insts.len() * BLOCK
+        let pows = self
+            .insts
+            .iter()
+            .filter(|i| matches!(i, Inst::Bin(BinOp::Pow, ..)))
+            .count();
+        (self.insts.len() + pows) * BLOCK
+    }
+
+    /// Write the uniform instructions' values into their rows of `vals`
+    /// [block_slots] once, before the first [`KernelProgram::block_forward`]
+    /// with these values (which never writes them).
+    pub fn block_init(&self, prep: &Prepared, vals: &mut [f64]) {
+        for (i, v) in prep.uni.iter().enumerate() {
+            if !prep.varying[i] {
+                vals[i * BLOCK..(i + 1) * BLOCK].fill(*v);
+            }
+        }
     }
 
     /// k for every entry of the block, written to `out` [m]; `vals`
-    /// [insts × BLOCK] keeps every instruction's values for
-    /// [`KernelProgram::block_backward`].
+    /// [block_slots], prepared by [`KernelProgram::block_init`], keeps every
+    /// instruction's values for [`KernelProgram::block_backward`].
     pub fn block_forward(
         &self,
         prep: &Prepared,
@@ -81,13 +177,14 @@ impl KernelProgram {
         out: &mut [f64],
     ) {
         let m = rows.m;
+        let n = self.insts.len();
+        let (vals, aux_rows) = vals.split_at_mut(n * BLOCK);
         for (i, inst) in self.insts.iter().enumerate() {
-            let (before, rest) = vals.split_at_mut(i * BLOCK);
-            let dst = &mut rest[..m];
             if !prep.varying[i] {
-                dst.fill(prep.uni[i]);
                 continue;
             }
+            let (before, rest) = vals.split_at_mut(i * BLOCK);
+            let dst = &mut rest[..m];
             let src = |s: usize| &before[s * BLOCK..s * BLOCK + m];
             match *inst {
                 Inst::Const(_) | Inst::Param(_) => unreachable_uniform(dst),
@@ -122,6 +219,19 @@ impl KernelProgram {
                         dst[e] = if c[e] != 0.0 { a[e] } else { b[e] };
                     }
                 }
+                Inst::Bin(BinOp::Pow, a, b) => {
+                    let r = prep.aux[i] - n;
+                    let ln_u = &mut aux_rows[r * BLOCK..r * BLOCK + m];
+                    pow_block(src(a), src(b), ln_u, dst)
+                }
+                Inst::Bin(BinOp::Div | BinOp::EwDiv, a, b)
+                    if !prep.varying[b] && reciprocal(prep.uni[b]).is_some() =>
+                {
+                    // Division by a uniform value: one reciprocal, then
+                    // multiplications.
+                    let r = reciprocal(prep.uni[b]).unwrap_or(f64::NAN);
+                    dst.iter_mut().zip(src(a)).for_each(|(d, v)| *d = v * r);
+                }
                 Inst::Bin(op, a, b) => bin_block(op, src(a), src(b), dst),
             }
         }
@@ -132,6 +242,13 @@ impl KernelProgram {
     /// entries, adds Σₑ seedₑ ∂kₑ/∂pⱼ to `g[j]` for every parameter.
     /// `vals` comes from [`KernelProgram::block_forward`] on the same
     /// block; `adj` [insts × BLOCK] is scratch.
+    ///
+    /// Each reached slot's adjoints are written by the first instruction
+    /// that passes one back and added to by the later ones (the routing
+    /// is fixed in [`Prepared`]), so nothing is cleared; a uniform slot's
+    /// adjoint is one scalar, the sum over the block, kept in the first
+    /// entry of its row and pushed back through the uniform instructions
+    /// once.
     pub fn block_backward(
         &self,
         prep: &Prepared,
@@ -143,61 +260,95 @@ impl KernelProgram {
     ) {
         let n = self.insts.len();
         for i in 0..n {
-            adj[i * BLOCK..i * BLOCK + m].fill(0.0);
+            if !prep.varying[i] {
+                adj[i * BLOCK] = 0.0;
+            }
         }
-        adj[self.out * BLOCK..self.out * BLOCK + m].copy_from_slice(&seed[..m]);
+        if prep.varying[self.out] {
+            adj[self.out * BLOCK..self.out * BLOCK + m].copy_from_slice(&seed[..m]);
+        } else {
+            adj[self.out * BLOCK] = crate::math::vector::sum_by(m, |e| seed[e]);
+        }
         let val = |s: usize| &vals[s * BLOCK..s * BLOCK + m];
         for i in (0..n).rev() {
-            if !prep.varying[i] {
+            if !prep.varying[i] || !prep.reached[i] {
                 continue;
             }
             let (lo, hi) = adj.split_at_mut(i * BLOCK);
             let ai = &hi[..m];
+            let [ta, tb, _] = prep.to[i];
             match self.insts[i] {
-                Inst::Neg(a) => push1(lo, a * BLOCK, ai, |_| -1.0),
+                Inst::Neg(a) => push(lo, ta, a, ai, |_| -1.0),
                 Inst::PowI(a, k) => {
-                    if k != 0 {
-                        let va = val(a);
-                        push1(lo, a * BLOCK, ai, |e| k as f64 * va[e].powi(k - 1));
-                    }
+                    let va = val(a);
+                    push(lo, ta, a, ai, |e| {
+                        if k == 0 {
+                            0.0
+                        } else {
+                            k as f64 * va[e].powi(k - 1)
+                        }
+                    });
                 }
                 Inst::Call(b, a) => {
                     let (va, vi) = (val(a), val(i));
-                    push1(lo, a * BLOCK, ai, |e| call_partial(b, va[e], vi[e]));
+                    push(lo, ta, a, ai, |e| call_partial(b, va[e], vi[e]));
                 }
                 Inst::Select(c, a, b) => {
                     let vc = val(c);
-                    push2(lo, a * BLOCK, b * BLOCK, ai, |e| {
-                        if vc[e] != 0.0 { (1.0, 0.0) } else { (0.0, 1.0) }
-                    });
+                    push(lo, ta, a, ai, |e| if vc[e] != 0.0 { 1.0 } else { 0.0 });
+                    push(lo, tb, b, ai, |e| if vc[e] != 0.0 { 0.0 } else { 1.0 });
                 }
                 Inst::Bin(op, a, b) => {
                     let (va, vb, vi) = (val(a), val(b), val(i));
-                    let (a, b) = (a * BLOCK, b * BLOCK);
-                    // The common operations with their partials written out
-                    // (one loop each); the rest through the scalar rules.
+                    // The common operations with their partials written out;
+                    // the rest through the scalar rules.
                     match op {
-                        BinOp::Add => push2(lo, a, b, ai, |_| (1.0, 1.0)),
-                        BinOp::Sub => push2(lo, a, b, ai, |_| (1.0, -1.0)),
-                        BinOp::Mul | BinOp::EwMul => push2(lo, a, b, ai, |e| (vb[e], va[e])),
-                        BinOp::Div | BinOp::EwDiv => {
-                            push2(lo, a, b, ai, |e| (1.0 / vb[e], -vi[e] / vb[e]))
+                        BinOp::Add => {
+                            push(lo, ta, a, ai, |_| 1.0);
+                            push(lo, tb, b, ai, |_| 1.0);
                         }
+                        BinOp::Sub => {
+                            push(lo, ta, a, ai, |_| 1.0);
+                            push(lo, tb, b, ai, |_| -1.0);
+                        }
+                        BinOp::Mul | BinOp::EwMul => {
+                            push(lo, ta, a, ai, |e| vb[e]);
+                            push(lo, tb, b, ai, |e| va[e]);
+                        }
+                        BinOp::Div | BinOp::EwDiv => match reciprocal(prep.uni[b]) {
+                            Some(r) if !prep.varying[b] => {
+                                push(lo, ta, a, ai, |_| r);
+                                push(lo, tb, b, ai, |e| -vi[e] * r);
+                            }
+                            _ => {
+                                push(lo, ta, a, ai, |e| 1.0 / vb[e]);
+                                push(lo, tb, b, ai, |e| -vi[e] / vb[e]);
+                            }
+                        },
                         BinOp::Pow => {
-                            // ∂/∂b = v·ln a, the logarithms vectorised.
-                            let mut ln_a = [0.0; BLOCK];
-                            ln_a[..m].copy_from_slice(va);
-                            crate::math::vector::ln_in_place(&mut ln_a[..m]);
-                            push2(lo, a, b, ai, |e| {
-                                let (u, w, v) = (va[e], vb[e], vi[e]);
-                                if u > 0.0 && w != 0.0 {
-                                    (w * v / u, v * ln_a[e])
+                            // ∂/∂a = b·v/a, ∂/∂b = v·ln a, with ln a kept by
+                            // the forward pass.
+                            let ln_a = &vals[prep.aux[i] * BLOCK..prep.aux[i] * BLOCK + m];
+                            let fast = |e: usize| va[e] > 0.0 && vb[e] != 0.0;
+                            push(lo, ta, a, ai, |e| {
+                                if fast(e) {
+                                    vb[e] * vi[e] / va[e]
                                 } else {
-                                    bin_partials(op, u, w, v)
+                                    bin_partials(op, va[e], vb[e], vi[e]).0
                                 }
-                            })
+                            });
+                            push(lo, tb, b, ai, |e| {
+                                if fast(e) {
+                                    vi[e] * ln_a[e]
+                                } else {
+                                    bin_partials(op, va[e], vb[e], vi[e]).1
+                                }
+                            });
                         }
-                        _ => push2(lo, a, b, ai, |e| bin_partials(op, va[e], vb[e], vi[e])),
+                        _ => {
+                            push(lo, ta, a, ai, |e| bin_partials(op, va[e], vb[e], vi[e]).0);
+                            push(lo, tb, b, ai, |e| bin_partials(op, va[e], vb[e], vi[e]).1);
+                        }
                     }
                 }
                 Inst::Const(_)
@@ -208,41 +359,35 @@ impl KernelProgram {
                 | Inst::Not(_) => {}
             }
         }
-        // Uniform slots: their adjoints summed over the block, then one
-        // scalar reverse pass through the uniform instructions.
-        let mut ubar = vec![0.0; n];
-        for (i, u) in ubar.iter_mut().enumerate() {
-            if !prep.varying[i] {
-                let a = &adj[i * BLOCK..i * BLOCK + m];
-                *u = crate::math::vector::sum_by(m, |e| a[e]);
-            }
-        }
+        // One scalar reverse pass through the uniform instructions, their
+        // adjoints in the first entry of their rows.
+        let u = |i: usize| i * BLOCK;
         for i in (0..n).rev() {
-            if prep.varying[i] || ubar[i] == 0.0 {
+            if prep.varying[i] || adj[u(i)] == 0.0 {
                 continue;
             }
-            let a_i = ubar[i];
+            let a_i = adj[u(i)];
             let v = &prep.uni;
             match self.insts[i] {
                 Inst::Param(k) => g[k] += a_i,
-                Inst::Neg(a) => ubar[a] -= a_i,
+                Inst::Neg(a) => adj[u(a)] -= a_i,
                 Inst::PowI(a, k) => {
                     if k != 0 {
-                        ubar[a] += a_i * k as f64 * v[a].powi(k - 1);
+                        adj[u(a)] += a_i * k as f64 * v[a].powi(k - 1);
                     }
                 }
-                Inst::Call(b, a) => ubar[a] += a_i * call_partial(b, v[a], v[i]),
+                Inst::Call(b, a) => adj[u(a)] += a_i * call_partial(b, v[a], v[i]),
                 Inst::Select(c, a, b) => {
                     if v[c] != 0.0 {
-                        ubar[a] += a_i;
+                        adj[u(a)] += a_i;
                     } else {
-                        ubar[b] += a_i;
+                        adj[u(b)] += a_i;
                     }
                 }
                 Inst::Bin(op, a, b) => {
                     let (da, db) = bin_partials(op, v[a], v[b], v[i]);
-                    ubar[a] += a_i * da;
-                    ubar[b] += a_i * db;
+                    adj[u(a)] += a_i * da;
+                    adj[u(b)] += a_i * db;
                 }
                 Inst::Const(_) | Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) | Inst::Not(_) => {}
             }
@@ -250,24 +395,39 @@ impl KernelProgram {
     }
 }
 
-/// adj[a + e] += aᵢ[e] · ∂ₐ(e) over the entries with a non-zero
-/// adjoint (a partial that is not finite where the adjoint is zero, as in
-/// the branch an `if` did not take, never reaches a derivative).
-fn push1(adj: &mut [f64], a: usize, ai: &[f64], da: impl Fn(usize) -> f64) {
-    for (e, &w) in ai.iter().enumerate() {
-        let d = da(e);
-        adj[a + e] += if w != 0.0 { w * d } else { 0.0 };
-    }
+/// 1/b where multiplying by it is as good as dividing by b (b finite,
+/// normal and its reciprocal normal); `None` otherwise.
+fn reciprocal(b: f64) -> Option<f64> {
+    let r = 1.0 / b;
+    (b.is_normal() && r.is_normal()).then_some(r)
 }
 
-/// [`push1`] for an instruction with two operands (which may be the same
-/// slot).
-fn push2(adj: &mut [f64], a: usize, b: usize, ai: &[f64], d: impl Fn(usize) -> (f64, f64)) {
-    for (e, &w) in ai.iter().enumerate() {
-        let (da, db) = d(e);
-        let nz = w != 0.0;
-        adj[a + e] += if nz { w * da } else { 0.0 };
-        adj[b + e] += if nz { w * db } else { 0.0 };
+/// Delivers aᵢ[e] · ∂(e) to the operand in slot `s` as `to` says, over the
+/// entries with a non-zero adjoint (a partial that is not finite where
+/// the adjoint is zero, as in the branch an `if` did not take, never
+/// reaches a derivative).
+#[inline(always)]
+fn push(adj: &mut [f64], to: To, s: usize, ai: &[f64], d: impl Fn(usize) -> f64) {
+    let m = ai.len();
+    let term = |e: usize| {
+        let w = ai[e];
+        if w != 0.0 { w * d(e) } else { 0.0 }
+    };
+    match to {
+        To::Assign => {
+            let dst = &mut adj[s * BLOCK..s * BLOCK + m];
+            for (e, o) in dst.iter_mut().enumerate() {
+                *o = term(e);
+            }
+        }
+        To::Add => {
+            let dst = &mut adj[s * BLOCK..s * BLOCK + m];
+            for (e, o) in dst.iter_mut().enumerate() {
+                *o += term(e);
+            }
+        }
+        To::Sum => adj[s * BLOCK] += crate::math::vector::sum_by(m, term),
+        To::Skip => {}
     }
 }
 
@@ -326,7 +486,7 @@ fn bin_block(op: BinOp, a: &[f64], b: &[f64], dst: &mut [f64]) {
         BinOp::Sub => (0..m).for_each(|e| dst[e] = a[e] - b[e]),
         BinOp::Mul | BinOp::EwMul => (0..m).for_each(|e| dst[e] = a[e] * b[e]),
         BinOp::Div | BinOp::EwDiv => (0..m).for_each(|e| dst[e] = a[e] / b[e]),
-        BinOp::Pow => pow_block(a, b, dst),
+        BinOp::Pow => pow_block(a, b, &mut [0.0; BLOCK][..m], dst),
         test => (0..m).for_each(|e| dst[e] = truth(test.holds(a[e], b[e]) == Some(true))),
     }
 }
@@ -336,38 +496,33 @@ fn bin_block(op: BinOp, a: &[f64], b: &[f64], dst: &mut [f64]) {
 /// result is within about 40 ulp of `powf`; beyond it, `powf` itself.
 const POW_EXP_LIMIT: f64 = 32.0;
 
-/// uᵂ over a block: for a positive finite base with |w·ln u| ≤
-/// [`POW_EXP_LIMIT`], e^(w·ln u) with the vectorised logarithm and
-/// exponential ([`crate::math::vector::ln_in_place`],
+/// uᵂ over a block, with ln u written to `ln_u` [m] for the reverse
+/// pass: for a positive finite base with |w·ln u| ≤ [`POW_EXP_LIMIT`],
+/// e^(w·ln u) with the vectorised logarithm and exponential
+/// ([`crate::math::vector::ln_in_place`],
 /// [`crate::math::vector::exp_in_place`]);
 /// otherwise the scalar program's rule ([`crate::ir::ops::pow`]), so signs,
 /// zeros, subnormals and infinities follow it exactly.
-fn pow_block(a: &[f64], b: &[f64], dst: &mut [f64]) {
-    const CHUNK: usize = 64;
-    let mut e0 = 0;
-    for out in dst.chunks_mut(CHUNK) {
-        let mut slow = [false; CHUNK];
-        let m = out.len();
-        let mut ln_u = [0.0; CHUNK];
-        ln_u[..m].copy_from_slice(&a[e0..e0 + m]);
-        crate::math::vector::ln_in_place(&mut ln_u[..m]);
-        for (e, d) in out.iter_mut().enumerate() {
-            let (u, w) = (a[e0 + e], b[e0 + e]);
-            let t = w * ln_u[e];
-            if u > 0.0 && u.is_finite() && t.abs() <= POW_EXP_LIMIT {
-                *d = t;
-            } else {
-                *d = 0.0;
-                slow[e] = true;
+fn pow_block(a: &[f64], b: &[f64], ln_u: &mut [f64], dst: &mut [f64]) {
+    let m = dst.len();
+    ln_u[..m].copy_from_slice(&a[..m]);
+    crate::math::vector::ln_in_place(&mut ln_u[..m]);
+    let mut slow = false;
+    for e in 0..m {
+        let (u, w) = (a[e], b[e]);
+        let t = w * ln_u[e];
+        let fast = u > 0.0 && u.is_finite() && t.abs() <= POW_EXP_LIMIT;
+        dst[e] = if fast { t } else { 0.0 };
+        slow |= !fast;
+    }
+    crate::math::vector::exp_in_place(dst);
+    if slow {
+        for e in 0..m {
+            let (u, w) = (a[e], b[e]);
+            if !(u > 0.0 && u.is_finite() && (w * ln_u[e]).abs() <= POW_EXP_LIMIT) {
+                dst[e] = crate::ir::ops::pow(u, w);
             }
         }
-        crate::math::vector::exp_in_place(out);
-        for (e, d) in out.iter_mut().enumerate() {
-            if slow[e] {
-                *d = crate::ir::ops::pow(a[e0 + e], b[e0 + e]);
-            }
-        }
-        e0 += out.len();
     }
 }
 
@@ -385,7 +540,7 @@ mod tests {
             let u: Vec<f64> = (0..7).map(|k| 1.0 + (i * 7 + k) as f64 * 0.37).collect();
             let w: Vec<f64> = (0..7).map(|k| -3.0 + (i % 13 + k) as f64 * 0.41).collect();
             let mut out = vec![0.0; 7];
-            pow_block(&u, &w, &mut out);
+            pow_block(&u, &w, &mut vec![0.0; u.len()], &mut out);
             for k in 0..7 {
                 let want = u[k].powf(w[k]);
                 worst = worst.max(((out[k] - want) / want).abs());
@@ -417,7 +572,7 @@ mod tests {
             40.0,
         ];
         let mut out = [0.0; 10];
-        pow_block(&u, &w, &mut out);
+        pow_block(&u, &w, &mut vec![0.0; u.len()], &mut out);
         for k in 0..10 {
             let want = crate::ir::ops::pow(u[k], w[k]);
             assert!(
