@@ -29,9 +29,11 @@ pub fn sum_by(n: usize, f: impl Fn(usize) -> f64) -> f64 {
 }
 
 /// Defines `pub fn $name`, which runs `$portable` compiled with AVX-512F
-/// or AVX2 (`$avx512`, `$avx2`) where the processor has them, as found at
-/// run time, and as it is elsewhere. `$portable` must be
-/// `#[inline(always)]` so that each version is compiled for its target.
+/// or AVX2 and FMA (`$avx512`, `$avx2`) where the processor has them, as
+/// found at run time, and as it is elsewhere. `$portable` must be
+/// `#[inline(always)]` so that each version is compiled for its target;
+/// its const parameter says whether it may fuse multiply–adds ([`fmadd`]),
+/// true only in the versions for processors that have them.
 macro_rules! multiversion {
     ($(#[$m:meta])* pub fn $name:ident($($arg:ident: $ty:ty),*) => $portable:ident, $avx2:ident, $avx512:ident($($call:ident),*)) => {
         $(#[$m])*
@@ -43,26 +45,36 @@ macro_rules! multiversion {
                 return;
             }
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the processor has AVX2 (tested just above).
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                // SAFETY: the processor has AVX2 and FMA (tested just above).
                 unsafe { $avx2($($call),*) };
                 return;
             }
-            $portable($($call),*);
+            $portable::<false>($($call),*);
         }
 
         #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx512f")]
+        #[target_feature(enable = "avx512f,fma")]
         fn $avx512($($arg: $ty),*) {
-            $portable($($call),*);
+            $portable::<true>($($call),*);
         }
 
         #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,fma")]
         fn $avx2($($arg: $ty),*) {
-            $portable($($call),*);
+            $portable::<true>($($call),*);
         }
     };
+}
+
+/// a·b + c: one fused multiply–add (one rounding) when `FUSED`, which
+/// the vectorised functions set only where the processor has the
+/// instruction; a product and a sum otherwise.
+#[inline(always)]
+fn fmadd<const FUSED: bool>(a: f64, b: f64, c: f64) -> f64 {
+    if FUSED { a.mul_add(b, c) } else { a * b + c }
 }
 
 /// eˣ, with 0 for arguments below −708 (where eˣ < 3.3e-308 is at most
@@ -73,8 +85,15 @@ macro_rules! multiversion {
 pub fn exp_or_zero(x: f64) -> f64 {
     // The argument is clamped before the call (not only selected after
     // it): the compiler may evaluate both sides of the choice.
+    // NaN must stay NaN: `max` would replace it with −708.
     let e = x.max(-708.0).exp();
-    if x < -708.0 { 0.0 } else { e }
+    if x < -708.0 {
+        0.0
+    } else if x.is_nan() {
+        x
+    } else {
+        e
+    }
 }
 
 /// Whether lo ≤ x ≤ hi (false for NaN).
@@ -131,27 +150,49 @@ multiversion! {
     pub fn exp_in_place(xs: &mut [f64]) => exp_portable, exp_avx2, exp_avx512(xs)
 }
 
-/// [`exp_in_place`] for any target (inlined into each compiled version).
+/// [`exp_in_place`] for any target (inlined into each compiled version):
+/// the branch-free kernel over every entry, 0 chosen below −708 in the
+/// same pass (short-range kernels put most entries there), and the
+/// library's exponential afterwards for the rare entries above 708 or NaN.
 #[inline(always)]
-fn exp_portable(xs: &mut [f64]) {
-    map_guarded(xs, -708.0, 708.0, exp_reduced, exp_or_zero);
+fn exp_portable<const FUSED: bool>(xs: &mut [f64]) {
+    const CHUNK: usize = 64;
+    for c in xs.chunks_mut(CHUNK) {
+        let mut orig = [0.0; CHUNK];
+        orig[..c.len()].copy_from_slice(c);
+        let mut special = false;
+        for x in c.iter_mut() {
+            let v = *x;
+            special |= !(v <= 708.0);
+            let e = exp_reduced::<FUSED>(clamp_finite(v, -708.0, 708.0));
+            *x = if v < -708.0 { 0.0 } else { e };
+        }
+        if special {
+            for (x, &v) in c.iter_mut().zip(&orig) {
+                if !(v <= 708.0) {
+                    *x = v.exp();
+                }
+            }
+        }
+    }
 }
 
 /// eˣ for x in [−708, 708], branch-free: x = k ln 2 + r with |r| ≤ ½ ln 2,
 /// eʳ by its Taylor polynomial to r¹³ (remainder below 10⁻¹⁷ relative),
 /// times 2ᵏ formed from its bits (a normal number throughout the range).
 #[inline(always)]
-fn exp_reduced(x: f64) -> f64 {
+fn exp_reduced<const FUSED: bool>(x: f64) -> f64 {
     const LOG2_E: f64 = std::f64::consts::LOG2_E;
     // 1.5·2⁵²: adding it rounds to an integer held in the low bits.
     const SHIFT: f64 = 6_755_399_441_055_744.0;
     // ln 2 split so that k·LN2_HI is exact for |k| < 2¹¹.
     const LN2_HI: f64 = 0.6931471803691238;
     const LN2_LO: f64 = 1.9082149292705877e-10;
-    let t = x * LOG2_E + SHIFT;
+    let fma = fmadd::<FUSED>;
+    let t = fma(x, LOG2_E, SHIFT);
     let kf = t - SHIFT;
     let k = (t.to_bits() as i64).wrapping_sub(SHIFT.to_bits() as i64);
-    let r = (x - kf * LN2_HI) - kf * LN2_LO;
+    let r = fma(-kf, LN2_LO, fma(-kf, LN2_HI, x));
     // q(r) = Σᵢ rⁱ/(i + 2)! for i ≤ 11, by Estrin's scheme (a short
     // dependency chain, so the vector unit stays busy).
     const C: [f64; 12] = [
@@ -171,11 +212,11 @@ fn exp_reduced(x: f64) -> f64 {
     let r2 = r * r;
     let r4 = r2 * r2;
     let r8 = r4 * r4;
-    let b0 = (C[0] + C[1] * r) + (C[2] + C[3] * r) * r2;
-    let b1 = (C[4] + C[5] * r) + (C[6] + C[7] * r) * r2;
-    let b2 = (C[8] + C[9] * r) + (C[10] + C[11] * r) * r2;
-    let q = (b0 + b1 * r4) + b2 * r8;
-    let z = r + r2 * q;
+    let b0 = fma(fma(C[3], r, C[2]), r2, fma(C[1], r, C[0]));
+    let b1 = fma(fma(C[7], r, C[6]), r2, fma(C[5], r, C[4]));
+    let b2 = fma(fma(C[11], r, C[10]), r2, fma(C[9], r, C[8]));
+    let q = fma(b2, r8, fma(b1, r4, b0));
+    let z = fma(r2, q, r);
     let two_k = f64::from_bits(((k + 1023) as u64) << 52);
     (1.0 + z) * two_k
 }
@@ -190,15 +231,15 @@ multiversion! {
 
 /// [`ln_in_place`] for any target (inlined into each compiled version).
 #[inline(always)]
-fn ln_portable(xs: &mut [f64]) {
-    map_guarded(xs, f64::MIN_POSITIVE, f64::MAX, ln_normal, f64::ln);
+fn ln_portable<const FUSED: bool>(xs: &mut [f64]) {
+    map_guarded(xs, f64::MIN_POSITIVE, f64::MAX, ln_normal::<FUSED>, f64::ln);
 }
 
 /// ln x for a positive normal finite x, branch-free: x = 2ᵏ(1 + f) with
 /// 1 + f in [√2/2, √2), and ln(1 + f) by the classic fdlibm polynomial in
 /// s = f/(2 + f).
 #[inline(always)]
-fn ln_normal(x: f64) -> f64 {
+fn ln_normal<const FUSED: bool>(x: f64) -> f64 {
     const LN2_HI: f64 = 0.6931471803691238;
     const LN2_LO: f64 = 1.9082149292705877e-10;
     const LG1: f64 = 0.6666666666666735;
@@ -220,8 +261,9 @@ fn ln_normal(x: f64) -> f64 {
     let s = f / (2.0 + f);
     let z = s * s;
     let w = z * z;
-    let t1 = w * (LG2 + w * (LG4 + w * LG6));
-    let t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)));
+    let fma = fmadd::<FUSED>;
+    let t1 = w * fma(w, fma(w, LG6, LG4), LG2);
+    let t2 = z * fma(w, fma(w, fma(w, LG7, LG5), LG3), LG1);
     let r = t2 + t1;
     s * (hfsq + r) + dk * LN2_LO - hfsq + f + dk * LN2_HI
 }
@@ -240,7 +282,7 @@ const SIN_COS_LIMIT: f64 = 1e5;
 
 /// [`sin_cos_in_place`] for any target (inlined into each compiled version).
 #[inline(always)]
-fn sin_cos_portable(xs: &mut [f64], cos: &mut [f64]) {
+fn sin_cos_portable<const FUSED: bool>(xs: &mut [f64], cos: &mut [f64]) {
     debug_assert_eq!(xs.len(), cos.len());
     const CHUNK: usize = 64;
     for (c, o) in xs.chunks_mut(CHUNK).zip(cos.chunks_mut(CHUNK)) {
@@ -249,7 +291,7 @@ fn sin_cos_portable(xs: &mut [f64], cos: &mut [f64]) {
         let mut special = false;
         for (x, o) in c.iter_mut().zip(o.iter_mut()) {
             special |= !within(*x, -SIN_COS_LIMIT, SIN_COS_LIMIT);
-            (*x, *o) = sin_cos_reduced(clamp_finite(*x, -SIN_COS_LIMIT, SIN_COS_LIMIT));
+            (*x, *o) = sin_cos_reduced::<FUSED>(clamp_finite(*x, -SIN_COS_LIMIT, SIN_COS_LIMIT));
         }
         if special {
             for ((x, o), &v) in c.iter_mut().zip(o.iter_mut()).zip(&orig) {
@@ -266,7 +308,7 @@ fn sin_cos_portable(xs: &mut [f64], cos: &mut [f64]) {
 /// polynomials of the classic fdlibm kernels on r, and the quadrant n mod 4
 /// choosing and signing them.
 #[inline(always)]
-fn sin_cos_reduced(x: f64) -> (f64, f64) {
+fn sin_cos_reduced<const FUSED: bool>(x: f64) -> (f64, f64) {
     const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
     const SHIFT: f64 = 6_755_399_441_055_744.0;
     const PIO2_1: f64 = 1.5707963267341256;
@@ -288,11 +330,12 @@ fn sin_cos_reduced(x: f64) -> (f64, f64) {
     let nf = t - SHIFT;
     let n = (t.to_bits() as i64).wrapping_sub(SHIFT.to_bits() as i64);
     let r = ((x - nf * PIO2_1) - nf * PIO2_2) - nf * PIO2_3;
+    let fma = fmadd::<FUSED>;
     let z = r * r;
     let w = z * z;
-    let rs = S2 + z * (S3 + z * S4) + z * w * (S5 + z * S6);
-    let sin_r = r + z * r * (S1 + z * rs);
-    let rc = z * (C1 + z * (C2 + z * C3)) + w * w * (C4 + z * (C5 + z * C6));
+    let rs = fma(z * w, fma(z, S6, S5), fma(z, fma(z, S4, S3), S2));
+    let sin_r = fma(z * r, fma(z, rs, S1), r);
+    let rc = fma(w * w, fma(z, fma(z, C6, C5), C4), z * fma(z, fma(z, C3, C2), C1));
     let hz = 0.5 * z;
     let one_minus = 1.0 - hz;
     let cos_r = one_minus + (((1.0 - one_minus) - hz) + z * rc);
@@ -321,58 +364,46 @@ mod tests {
         assert!((sum_by(x.len(), |e| x[e]) - running).abs() < 1e-12);
     }
 
-    /// The block sines and cosines are within two ulp of 1 of the
-    /// library's up to |angle| 10⁵, the library's own beyond and for NaN
-    /// and infinities, and the same bits from every version this
-    /// processor runs.
+    /// Every version this processor runs ([`versions`]): the block sines
+    /// and cosines are within two ulp of 1 of the library's up to |angle|
+    /// 10⁵, and the library's own beyond and for NaN and infinities.
     #[test]
     fn sines_and_cosines_match_the_library() {
         let mut angles: Vec<f64> = (0..200_003)
             .map(|i| (i as f64 - 100_000.0) * 0.999_37 + 0.123)
             .collect();
         angles.extend([1e5 + 1.0, -3e7, f64::INFINITY, f64::NAN, 0.0, -0.0, 1e-300]);
-        let mut s = angles.clone();
-        let mut c = vec![0.0; s.len()];
-        sin_cos_in_place(&mut s, &mut c);
-        for (k, &x) in angles.iter().enumerate() {
-            let (ws, wc) = x.sin_cos();
-            if x.abs() > 1e5 || !x.is_finite() {
-                let same =
-                    |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
-                assert!(same(s[k], ws) && same(c[k], wc), "{x}: {} {}", s[k], c[k]);
-            } else {
-                assert!(
-                    (s[k] - ws).abs() <= 2.0 * f64::EPSILON,
-                    "sin {x}: {} vs {ws}",
-                    s[k]
-                );
-                assert!(
-                    (c[k] - wc).abs() <= 2.0 * f64::EPSILON,
-                    "cos {x}: {} vs {wc}",
-                    c[k]
-                );
-            }
-        }
-        let same = |f: &dyn Fn(&mut [f64], &mut [f64]), what: &str| {
-            let mut ps = angles.clone();
-            let mut pc = vec![0.0; ps.len()];
-            f(&mut ps, &mut pc);
-            for k in 0..ps.len() {
-                let eq = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
-                assert!(eq(ps[k], s[k]) && eq(pc[k], c[k]), "{what} {}", angles[k]);
+        let check = |f: &dyn Fn(&mut [f64], &mut [f64]), what: &str| {
+            let mut s = angles.clone();
+            let mut c = vec![0.0; s.len()];
+            f(&mut s, &mut c);
+            for (k, &x) in angles.iter().enumerate() {
+                let (ws, wc) = x.sin_cos();
+                if x.abs() > 1e5 || !x.is_finite() {
+                    assert!(same(s[k], ws) && same(c[k], wc), "{what} {x}: {} {}", s[k], c[k]);
+                } else {
+                    let (es, ec) = ((s[k] - ws).abs(), (c[k] - wc).abs());
+                    assert!(es <= 2.0 * f64::EPSILON, "{what} sin {x}: {} vs {ws}", s[k]);
+                    assert!(ec <= 2.0 * f64::EPSILON, "{what} cos {x}: {} vs {wc}", c[k]);
+                }
             }
         };
-        same(&|a, b| sin_cos_portable(a, b), "portable");
+        check(&|a, b| sin_cos_in_place(a, b), "dispatched");
+        check(&|a, b| sin_cos_portable::<false>(a, b), "portable");
+        check(&|a, b| sin_cos_portable::<true>(a, b), "portable fused");
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the processor has AVX2.
-            same(&|a, b| unsafe { sin_cos_avx2(a, b) }, "avx2");
+        for v in versions() {
+            // SAFETY: `versions` lists only what the processor has.
+            match v {
+                "avx2" => check(&|a, b| unsafe { sin_cos_avx2(a, b) }, v),
+                _ => check(&|a, b| unsafe { sin_cos_avx512(a, b) }, v),
+            }
         }
     }
 
-    /// Within one ulp of the library's ln x over the whole range of
-    /// normal numbers and near 1, the library's own elsewhere, and the
-    /// same bits from every version this processor runs.
+    /// Every version this processor runs ([`versions`]): within one ulp
+    /// of the library's ln x over the whole range of normal numbers and
+    /// near 1, the library's own elsewhere.
     #[test]
     fn the_logarithm_matches_the_library_one() {
         let mut xs: Vec<f64> = (0..200_001)
@@ -395,45 +426,41 @@ mod tests {
             std::f64::consts::SQRT_2,
             std::f64::consts::FRAC_1_SQRT_2,
         ]);
-        let mut v = xs.clone();
-        ln_in_place(&mut v);
-        let mut worst = 0.0f64;
-        for (x, l) in xs.iter().zip(&v) {
-            let want = x.ln();
-            if *x >= f64::MIN_POSITIVE && x.is_finite() {
-                if want != 0.0 {
-                    let ulp = f64::EPSILON * want.abs();
-                    worst = worst.max((l - want).abs() / ulp);
+        let check = |f: &dyn Fn(&mut [f64]), what: &str| {
+            let mut v = xs.clone();
+            f(&mut v);
+            let mut worst = 0.0f64;
+            for (x, l) in xs.iter().zip(&v) {
+                let want = x.ln();
+                if *x >= f64::MIN_POSITIVE && x.is_finite() {
+                    if want != 0.0 {
+                        let ulp = f64::EPSILON * want.abs();
+                        worst = worst.max((l - want).abs() / ulp);
+                    } else {
+                        assert_eq!(*l, 0.0, "{what}: ln 1");
+                    }
                 } else {
-                    assert_eq!(*l, 0.0, "ln 1");
+                    assert!(same(*l, want), "{what} {x}: {l} vs {want}");
                 }
-            } else {
-                assert!(
-                    l.to_bits() == want.to_bits() || (l.is_nan() && want.is_nan()),
-                    "{x}: {l} vs {want}"
-                );
             }
-        }
-        assert!(worst <= 1.0, "worst error {worst} ulp");
-        let mut p = xs.clone();
-        ln_portable(&mut p);
-        for (a, b) in p.iter().zip(&v) {
-            assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
-        }
+            assert!(worst <= 1.0, "{what}: worst error {worst} ulp");
+        };
+        check(&|p| ln_in_place(p), "dispatched");
+        check(&|p| ln_portable::<false>(p), "portable");
+        check(&|p| ln_portable::<true>(p), "portable fused");
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            let mut p = xs.clone();
-            // SAFETY: the processor has AVX2.
-            unsafe { ln_avx2(&mut p) };
-            for (a, b) in p.iter().zip(&v) {
-                assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
+        for v in versions() {
+            // SAFETY: `versions` lists only what the processor has.
+            match v {
+                "avx2" => check(&|p| unsafe { ln_avx2(p) }, v),
+                _ => check(&|p| unsafe { ln_avx512(p) }, v),
             }
         }
     }
 
-    /// Within two ulp of the library's eˣ on [−708, 708] (a fine grid
-    /// and the ends), the library's own (0, ∞, NaN) outside, and the
-    /// same bits from every version this processor runs.
+    /// Every version this processor runs ([`versions`]): within two ulp
+    /// of the library's eˣ on [−708, 708] (a fine grid and the ends), 0
+    /// below and the library's own (∞, NaN) above and for NaN.
     #[test]
     fn the_exponential_matches_the_library_one() {
         let mut xs: Vec<f64> = (0..400_001)
@@ -455,37 +482,50 @@ mod tests {
             -0.0,
             1e-300,
         ]);
-        let mut v = xs.clone();
-        exp_in_place(&mut v);
-        let mut worst = 0.0f64;
-        for (x, e) in xs.iter().zip(&v) {
-            if x.abs() <= 708.0 {
-                let want = x.exp();
-                worst = worst.max(((e - want) / want).abs() / f64::EPSILON);
-            } else {
-                let want = exp_or_zero(*x);
-                assert!(
-                    e.to_bits() == want.to_bits() || (e.is_nan() && want.is_nan()),
-                    "{x}: {e} vs {want}"
-                );
+        let check = |f: &dyn Fn(&mut [f64]), what: &str| {
+            let mut v = xs.clone();
+            f(&mut v);
+            let mut worst = 0.0f64;
+            for (x, e) in xs.iter().zip(&v) {
+                if x.abs() <= 708.0 {
+                    let want = x.exp();
+                    worst = worst.max(((e - want) / want).abs() / f64::EPSILON);
+                } else {
+                    let want = exp_or_zero(*x);
+                    assert!(same(*e, want), "{what} {x}: {e} vs {want}");
+                }
             }
-        }
-        assert!(worst <= 2.0, "worst error {worst} ulp");
-        let same = |f: &dyn Fn(&mut [f64]), what: &str| {
-            let mut p = xs.clone();
-            f(&mut p);
-            for (a, b) in p.iter().zip(&v) {
-                assert!(
-                    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
-                    "{what}"
-                );
-            }
+            assert!(worst <= 2.0, "{what}: worst error {worst} ulp");
         };
-        same(&|p| exp_portable(p), "portable");
+        check(&|p| exp_in_place(p), "dispatched");
+        check(&|p| exp_portable::<false>(p), "portable");
+        check(&|p| exp_portable::<true>(p), "portable fused");
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the processor has AVX2.
-            same(&|p| unsafe { exp_avx2(p) }, "avx2");
+        for v in versions() {
+            // SAFETY: `versions` lists only what the processor has.
+            match v {
+                "avx2" => check(&|p| unsafe { exp_avx2(p) }, v),
+                _ => check(&|p| unsafe { exp_avx512(p) }, v),
+            }
         }
+    }
+
+    /// The same bits, or both NaN.
+    fn same(a: f64, b: f64) -> bool {
+        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+    }
+
+    /// The compiled versions this processor can run.
+    #[cfg(target_arch = "x86_64")]
+    fn versions() -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            v.push("avx2");
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            v.push("avx512");
+        }
+        v
     }
 }
