@@ -1,9 +1,8 @@
 //! The one element-wise likelihood path: its value in f64 equals the sum of
 //! its per-outcome terms in any scalar type, and its vector–Jacobian product
-//! matches central finite differences — for closed-form built-ins, a
-//! model-file likelihood (one forward pass with up to eight tangents), one
-//! with more varying coordinates than that (one pass per coordinate) and
-//! `categorical_logit`.
+//! matches central finite differences — for closed-form built-ins,
+//! model-file likelihoods (one f64 forward and reverse pass of their
+//! compiled program, over what varies only), and `categorical_logit`.
 
 mod common;
 use common::*;
@@ -18,12 +17,15 @@ likelihood skew(y : real, f : real, s : positive, a : real) {
   let z = (y - f) / s
   log(sigmoid(a * z)) - 0.5 * z^2 - log(s)
 }
+likelihood counts(y : int, f : real, s : positive) {
+  if y > 2 then y * f - exp(f) - lgamma(y + 1) else s * f - lgamma(s + y)
+}
 likelihood wide(y : real, a1 : real, a2 : real, a3 : real, a4 : real, a5 : real,
                 a6 : real, a7 : real, a8 : real, a9 : positive) {
   let m = a1 + 0.5 * a2 - a3 * a4 + sin(a5) + a6 * a7 - a8^2
   (-0.5) * ((y - m) / a9)^2 - log(a9)
 }
-data { n : int  x : vector[n]  y : vector[n]  y2 : vector[n]  y3 : vector[n]  y4 : int[n]  c : int[n] }
+data { n : int  x : vector[n]  y : vector[n]  y2 : vector[n]  y3 : vector[n]  y4 : int[n]  y5 : int[n]  c : int[n] }
 param { b : real  s : positive  w : real  v : vector[9]  S : matrix[n, 3] }
 model {
   s ~ normal(0.5, 2)
@@ -32,6 +34,7 @@ model {
   y3 ~ wide(v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], exp(v[9]))
   c ~ categorical_logit(S)
   y4 ~ neg_binomial_2_log(b * x, s)
+  y5 ~ counts(b * x, s)
 }
 "#;
 
@@ -121,7 +124,7 @@ fn the_element_wise_path_matches_its_terms_and_finite_differences() {
     let skew = Pointwise::new(g, dist(1));
     let args = [f.clone(), Value::Real(0.6), Value::Real(-0.4)];
     check(&skew, &y, &args, true, "skew");
-    // Nine arguments: on the heap, one forward pass per coordinate.
+    // Nine arguments.
     let wide = Pointwise::new(g, dist(2));
     let args: Vec<Value<f64>> = (0..9)
         .map(|k| match k {
@@ -175,5 +178,42 @@ fn arguments_of_the_wrong_length_are_refused_at_the_argument() {
             e.message
         );
         assert_eq!(e.span, span);
+    }
+}
+
+/// A compiled model-file likelihood differentiated in some of its
+/// arguments: those match central differences, the others get nothing
+/// (and a branch on the data picks the terms).
+#[test]
+fn a_compiled_likelihood_differentiates_only_what_varies() {
+    let m = model(MODEL);
+    let g = &m.graph;
+    let pw = Pointwise::new(g, &g.observations[5].dist);
+    let y = vector(&[0.0, 3.0, 1.0, 12.0]);
+    let f = vector(&[0.1, -0.8, 1.5, 0.4]);
+    let t = 0.7;
+    let h = 1e-6;
+    for varies in [[true, false], [false, true], [true, true]] {
+        let args = [f.clone(), vector(&[0.5, 1.5, 2.5, 3.5])];
+        let gr = pw.sum_vjp(&y, &args, &varies, false, t).unwrap();
+        assert_rel(gr.value, t * pw.sum(&y, &args).unwrap(), 1e-13, "value");
+        for (j, a) in args.iter().enumerate() {
+            for (k, got) in numbers(&gr.args[j]).iter().enumerate() {
+                let want = if varies[j] {
+                    let at = |e: f64| {
+                        let mut moved = args.to_vec();
+                        moved[j] = nudge(a, k, e);
+                        t * pw.sum(&y, &moved).unwrap()
+                    };
+                    (at(h) - at(-h)) / (2.0 * h)
+                } else {
+                    0.0
+                };
+                assert!(
+                    (want - got).abs() <= 1e-6 * want.abs().max(1.0),
+                    "{varies:?}: argument {j}, number {k}: {got} vs {want}"
+                );
+            }
+        }
     }
 }

@@ -254,8 +254,10 @@ pub struct Function {
     pub n_locals: usize,
     /// The compiled form when everything in it is a number (set by lowering).
     pub compiled: Option<std::sync::Arc<super::compile::ScalarProgram>>,
-    /// For a kernel, its compiled program with a reverse pass, when its body
-    /// is within what programs cover (set by lowering).
+    /// Its compiled program with a reverse pass, when its body is within
+    /// what programs cover (set by lowering): for a kernel over its
+    /// parameters and inputs, for a likelihood over its outcome and
+    /// parameters ([`super::program::KernelProgram::compile_likelihood`]).
     pub kernel_program: Option<std::sync::Arc<super::program::KernelProgram>>,
     /// The definition.
     pub span: Span,

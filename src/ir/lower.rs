@@ -52,6 +52,8 @@ pub fn lower(checked: Checked) -> Result<Graph> {
     for f in &mut g.functions {
         if f.kind == crate::syntax::ast::FunctionKind::Likelihood {
             f.compiled = super::compile::ScalarProgram::compile(f).map(std::sync::Arc::new);
+            f.kernel_program =
+                super::program::KernelProgram::compile_likelihood(f).map(std::sync::Arc::new);
         } else {
             f.kernel_program = super::program::KernelProgram::compile(f).map(std::sync::Arc::new);
         }

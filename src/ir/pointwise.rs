@@ -214,12 +214,46 @@ impl<'g> Pointwise<'g> {
             DistRef::Builtin(d) if !seeds.is_empty() && has_closed_form(d, outcome) => Some(d),
             _ => None,
         };
+        // A model-file likelihood with a compiled program: one f64 forward
+        // and reverse pass per outcome over the slots that depend on what
+        // varies (its parameters are the outcome, then the arguments).
+        let program = match self.dist.dist {
+            DistRef::User(f) if !seeds.is_empty() => self.graph.functions[f]
+                .kernel_program
+                .as_deref()
+                .filter(|p| p.n_params() == args.len() + 1),
+            _ => None,
+        };
+        let live = program.map(|p| {
+            let need: Vec<bool> = std::iter::once(outcome)
+                .chain(varies.iter().copied())
+                .collect();
+            p.live(&need)
+        });
+        let mut pv = vec![0.0; args.len() + 1];
+        let mut pg = vec![0.0; args.len() + 1];
         let mut a = vec![0.0; args.len()];
         let mut total = 0.0;
         for i in 0..y.len().unwrap_or(1) {
             let yi = y
                 .element(i)
                 .ok_or_else(|| Error::internal("outcome element"))?;
+            if let (Some(p), Some(live)) = (program, &live) {
+                pv[0] = yi;
+                for (slot, v) in pv[1..].iter_mut().zip(args) {
+                    *slot = v.element(i).unwrap_or(0.0);
+                }
+                total += p.value_grad(&pv, live, &mut pg);
+                for (k, adj) in g.args.iter_mut().enumerate() {
+                    if varies[k] {
+                        add_at(adj, i, t * pg[k + 1]);
+                    }
+                }
+                if outcome {
+                    add_at(&mut g.outcome, i, t * pg[0]);
+                }
+                continue;
+            }
             if self.is_categorical() {
                 let row = class_scores(&args[0], i, self.dist.span)?;
                 total += categorical_logit(yi as usize, &row);

@@ -163,13 +163,13 @@ fn exp_portable<const FUSED: bool>(xs: &mut [f64]) {
         let mut special = false;
         for x in c.iter_mut() {
             let v = *x;
-            special |= !(v <= 708.0);
+            special |= v.is_nan() || v > 708.0;
             let e = exp_reduced::<FUSED>(clamp_finite(v, -708.0, 708.0));
             *x = if v < -708.0 { 0.0 } else { e };
         }
         if special {
             for (x, &v) in c.iter_mut().zip(&orig) {
-                if !(v <= 708.0) {
+                if v.is_nan() || v > 708.0 {
                     *x = v.exp();
                 }
             }
@@ -335,7 +335,11 @@ fn sin_cos_reduced<const FUSED: bool>(x: f64) -> (f64, f64) {
     let w = z * z;
     let rs = fma(z * w, fma(z, S6, S5), fma(z, fma(z, S4, S3), S2));
     let sin_r = fma(z * r, fma(z, rs, S1), r);
-    let rc = fma(w * w, fma(z, fma(z, C6, C5), C4), z * fma(z, fma(z, C3, C2), C1));
+    let rc = fma(
+        w * w,
+        fma(z, fma(z, C6, C5), C4),
+        z * fma(z, fma(z, C3, C2), C1),
+    );
     let hz = 0.5 * z;
     let one_minus = 1.0 - hz;
     let cos_r = one_minus + (((1.0 - one_minus) - hz) + z * rc);
@@ -380,7 +384,12 @@ mod tests {
             for (k, &x) in angles.iter().enumerate() {
                 let (ws, wc) = x.sin_cos();
                 if x.abs() > 1e5 || !x.is_finite() {
-                    assert!(same(s[k], ws) && same(c[k], wc), "{what} {x}: {} {}", s[k], c[k]);
+                    assert!(
+                        same(s[k], ws) && same(c[k], wc),
+                        "{what} {x}: {} {}",
+                        s[k],
+                        c[k]
+                    );
                 } else {
                     let (es, ec) = ((s[k] - ws).abs(), (c[k] - wc).abs());
                     assert!(es <= 2.0 * f64::EPSILON, "{what} sin {x}: {} vs {ws}", s[k]);

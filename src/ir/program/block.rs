@@ -10,10 +10,9 @@
 //! and pushed back through the uniform instructions once.
 #![allow(clippy::needless_range_loop)] // loops over parallel arrays
 
-use super::{Inst, KernelProgram, Side, bin_partials, truth};
+use super::{Inst, KernelProgram, Side, bin_partials, call_partial_of as call_partial, truth};
 use crate::ir::compile::call1;
 use crate::ir::expr::Builtin;
-use crate::math::scalar::Dual1;
 use crate::model::block::BLOCK;
 use crate::model::kernel::Inputs;
 use crate::syntax::ast::BinOp;
@@ -463,17 +462,6 @@ fn call_block(b: Builtin, a: &[f64], dst: &mut [f64]) {
             .iter_mut()
             .zip(a)
             .for_each(|(d, v)| *d = call1::<f64>(b, *v)),
-    }
-}
-
-/// d b(a)/da at a, with v = b(a): closed forms for the common built-ins,
-/// one dual evaluation of the same definition for the rest.
-fn call_partial(b: Builtin, a: f64, v: f64) -> f64 {
-    match b {
-        Builtin::Exp => v,
-        Builtin::Log => 1.0 / a,
-        Builtin::Sqrt => 0.5 / v,
-        _ => call1(b, Dual1::new(a, [1.0])).tangent()[0],
     }
 }
 

@@ -198,6 +198,17 @@ fn bin_partials(op: BinOp, a: f64, b: f64, v: f64) -> (f64, f64) {
     }
 }
 
+/// d b(a)/da at a, with v = b(a): closed forms for the common built-ins,
+/// one dual evaluation of the same definition for the rest.
+fn call_partial_of(b: Builtin, a: f64, v: f64) -> f64 {
+    match b {
+        Builtin::Exp => v,
+        Builtin::Log => 1.0 / a,
+        Builtin::Sqrt => 0.5 / v,
+        _ => call1(b, Dual1::new(a, [1.0])).tangent()[0],
+    }
+}
+
 fn truth(x: bool) -> f64 {
     if x { 1.0 } else { 0.0 }
 }
@@ -206,7 +217,20 @@ impl KernelProgram {
     /// Compile a kernel definition, or `None` when its body is outside what
     /// programs cover (see the module documentation).
     pub fn compile(f: &Function) -> Option<KernelProgram> {
-        let n_params = f.params.len().checked_sub(2)?;
+        Self::compile_with(f, f.params.len().checked_sub(2)?, true)
+    }
+
+    /// Compile a likelihood definition as a program over all its
+    /// parameters (the outcome first) and no inputs, or `None` when its
+    /// body is outside what programs cover. [`KernelProgram::value_grad`]
+    /// gives its value and derivatives by one reverse pass.
+    pub fn compile_likelihood(f: &Function) -> Option<KernelProgram> {
+        Self::compile_with(f, f.params.len(), false)
+    }
+
+    /// The first `n_params` parameters are scalars; with `inputs`, the
+    /// two after them are the kernel's inputs.
+    fn compile_with(f: &Function, n_params: usize, inputs: bool) -> Option<KernelProgram> {
         if !f.params[..n_params].iter().all(|(_, t)| is_scalar(t)) {
             return None;
         }
@@ -219,8 +243,10 @@ impl KernelProgram {
             let s = c.push(Inst::Param(p));
             c.locals[p] = Some(Slot::Value(s));
         }
-        c.locals[n_params] = Some(Slot::Input(Side::X));
-        c.locals[n_params + 1] = Some(Slot::Input(Side::Y));
+        if inputs {
+            c.locals[n_params] = Some(Slot::Input(Side::X));
+            c.locals[n_params + 1] = Some(Slot::Input(Side::Y));
+        }
         for (slot, e) in &c.f.lets {
             if !is_scalar(&e.ty) {
                 return None;
@@ -320,6 +346,101 @@ impl KernelProgram {
             let (mut vals, mut adj) = (vec![0.0; n], vec![0.0; n]);
             self.grad_with(p, x, y, g, None, &mut vals, &mut adj)
         }
+    }
+
+    /// Which slots depend on a parameter flagged in `need` [n_params]:
+    /// the slots [`KernelProgram::value_grad`] passes adjoints through.
+    pub fn live(&self, need: &[bool]) -> Vec<bool> {
+        let mut live = vec![false; self.insts.len()];
+        for (i, inst) in self.insts.iter().enumerate() {
+            live[i] = match *inst {
+                Inst::Param(k) => need.get(k).copied().unwrap_or(false),
+                Inst::Const(_) | Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) | Inst::Not(_) => {
+                    false
+                }
+                Inst::Neg(a) | Inst::PowI(a, _) | Inst::Call(_, a) => live[a],
+                Inst::Bin(_, a, b) | Inst::Select(_, a, b) => live[a] || live[b],
+            };
+        }
+        live
+    }
+
+    /// f(p) for a program without inputs (a likelihood,
+    /// [`KernelProgram::compile_likelihood`]) and ∂f/∂pⱼ written into `g`
+    /// [n_params] for the parameters flagged in the `live` mask of
+    /// [`KernelProgram::live`] (0 for the others), by one forward pass in
+    /// f64 and one reverse pass over the live slots only: a term of data
+    /// alone, such as lgamma(y + 1) of an observed outcome, costs its
+    /// value and no derivative. No allocation for programs of up to 64
+    /// instructions.
+    pub fn value_grad(&self, p: &[f64], live: &[bool], g: &mut [f64]) -> f64 {
+        const SHORT: usize = 16;
+        let n = self.insts.len();
+        if n <= SHORT {
+            let mut vals = [0.0; SHORT];
+            let mut adj = [0.0; SHORT];
+            self.live_grad(p, live, g, &mut vals[..n], &mut adj[..n])
+        } else if n <= STACK_SLOTS {
+            let mut vals = [0.0; STACK_SLOTS];
+            let mut adj = [0.0; STACK_SLOTS];
+            self.live_grad(p, live, g, &mut vals[..n], &mut adj[..n])
+        } else {
+            let (mut vals, mut adj) = (vec![0.0; n], vec![0.0; n]);
+            self.live_grad(p, live, g, &mut vals, &mut adj)
+        }
+    }
+
+    fn live_grad(
+        &self,
+        p: &[f64],
+        live: &[bool],
+        g: &mut [f64],
+        vals: &mut [f64],
+        adj: &mut [f64],
+    ) -> f64 {
+        self.forward(p, &[], &[], vals);
+        g.iter_mut().for_each(|v| *v = 0.0);
+        if !live[self.out] {
+            return vals[self.out];
+        }
+        adj.iter_mut().for_each(|v| *v = 0.0);
+        adj[self.out] = 1.0;
+        for i in (0..self.insts.len()).rev() {
+            let a_i = adj[i];
+            if a_i == 0.0 || !live[i] {
+                continue;
+            }
+            match self.insts[i] {
+                Inst::Param(k) => g[k] += a_i,
+                Inst::Neg(a) => adj[a] -= a_i,
+                Inst::PowI(a, k) => {
+                    if k != 0 && live[a] {
+                        adj[a] += a_i * k as f64 * vals[a].powi(k - 1);
+                    }
+                }
+                Inst::Call(b, a) => {
+                    adj[a] += a_i * call_partial_of(b, vals[a], vals[i]);
+                }
+                Inst::Select(c, a, b) => {
+                    if vals[c] != 0.0 {
+                        adj[a] += a_i;
+                    } else {
+                        adj[b] += a_i;
+                    }
+                }
+                Inst::Bin(op, a, b) => {
+                    let (da, db) = bin_partials(op, vals[a], vals[b], vals[i]);
+                    if live[a] {
+                        adj[a] += a_i * da;
+                    }
+                    if live[b] {
+                        adj[b] += a_i * db;
+                    }
+                }
+                Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) | Inst::Const(_) | Inst::Not(_) => {}
+            }
+        }
+        vals[self.out]
     }
 
     /// The forward and reverse passes: ∂k/∂p written to `g`, and with
