@@ -168,19 +168,22 @@ pub fn cholesky_jitter_with(
     let mut build =
         |l: &mut Vec<f64>| build(l).inspect_err(|_| crate::math::pool::give(std::mem::take(l)));
     build(&mut l)?;
-    for j in 0..n {
-        if let Some(k) = l[j * n + j..(j + 1) * n]
+    // The first column (in order) with a non-finite entry, columns in
+    // parallel.
+    let bad = (0..n).into_par_iter().with_min_len(32).find_map_first(|j| {
+        l[j * n + j..(j + 1) * n]
             .iter()
             .position(|x| !x.is_finite())
-        {
-            let v = l[j * n + j + k];
-            crate::math::pool::give(l);
-            return Err(Error::new(
-                ErrorKind::Numerical,
-                format!("{what} has a non-finite entry {v} at ({}, {j})", j + k),
-            )
-            .with_note("check the kernel's hyperparameters and the inputs"));
-        }
+            .map(|k| (j, k))
+    });
+    if let Some((j, k)) = bad {
+        let v = l[j * n + j + k];
+        crate::math::pool::give(l);
+        return Err(Error::new(
+            ErrorKind::Numerical,
+            format!("{what} has a non-finite entry {v} at ({}, {j})", j + k),
+        )
+        .with_note("check the kernel's hyperparameters and the inputs"));
     }
     let mean_diag = if n == 0 {
         1.0
