@@ -276,7 +276,59 @@ fn syntax_error(e: pest::error::Error<Rule>, source: &str) -> Error {
             format!("expected {}, found {found}", join_or(&all))
         }
     };
-    Error::at(ErrorKind::Syntax, span, message).with_label("here")
+    let err = Error::at(ErrorKind::Syntax, span, message).with_label("here");
+    match (expr_expected, let_continuation(source, start)) {
+        (true, Some((op, name))) => err
+            .with_secondary(
+                Span::new(op, op + 1),
+                format!("this line continues the value of `{name}`"),
+            )
+            .with_note(format!(
+                "an expression can run over several lines, so a line that starts with `-` or `+` \
+                 continues the `let {name} = …` above it and the body has no value left; end the \
+                 `let` with `;`, or put the line in parentheses"
+            )),
+        _ => err,
+    }
+}
+
+/// At a `}` where a body's value was expected: the offset of the `-` or `+`
+/// that starts the last such line inside the last `let` before it, and
+/// that let's name — the body's value was read as the rest of the let's
+/// value.
+fn let_continuation(source: &str, pos: usize) -> Option<(usize, String)> {
+    if !source[pos..].starts_with('}') {
+        return None;
+    }
+    let before = &source[..pos];
+    // Lines back to the last one that starts with `let`, stopping at a line
+    // that opens or closes a block.
+    let mut end = before.len();
+    let mut candidate = None;
+    loop {
+        let first = before[..end].rfind('\n').map_or(0, |i| i + 1);
+        let line = &before[first..end];
+        let trimmed = line.trim_start();
+        let at = first + (line.len() - trimmed.len());
+        if let Some(rest) = trimmed.strip_prefix("let ") {
+            let name: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            return candidate.map(|op| (op, name));
+        }
+        if trimmed.contains('{') || trimmed.contains('}') {
+            return None;
+        }
+        if candidate.is_none() && (trimmed.starts_with('-') || trimmed.starts_with('+')) {
+            candidate = Some(at);
+        }
+        if first == 0 {
+            return None;
+        }
+        end = first - 1;
+    }
 }
 
 /// Operator tokens, listed as "an operator".
