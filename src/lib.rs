@@ -15,7 +15,7 @@
 //! Rust ([`UserLikelihood`], [`UserKernel`]) are registered in a [`Registry`]
 //! and used by name in model files; autodiff supplies their derivatives.
 //!
-//! Shapes follow one notation: inputs X are [N, D], outcomes y are [N], test
+//! Shapes follow one notation: inputs X are [N, D], outcomes y are \[N\], test
 //! inputs X* are [M, D].
 
 #![warn(missing_docs)]

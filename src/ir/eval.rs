@@ -143,7 +143,7 @@ impl<'a, T: Scalar> Env<'a, T> {
     }
 
     /// The log density of each observation of an observation term (not
-    /// tempered), shape [N].
+    /// tempered), shape \[N\].
     pub fn observation_terms(&self, obs: usize) -> Result<Vec<T>, Error> {
         let o = &self.bound.graph.observations[obs];
         let y = &self.bound.data[o.data];
@@ -159,7 +159,7 @@ impl<'a, T: Scalar> Env<'a, T> {
     }
 }
 
-/// The log density of each outcome of `y` under `dist`, shape [N] (or [1]),
+/// The log density of each outcome of `y` under `dist`, shape \[N\] (or \[1\]),
 /// by the one element-wise path ([`Pointwise::terms`]).
 pub fn dist_terms<T: Scalar>(
     env: &Env<T>,

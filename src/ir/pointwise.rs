@@ -9,8 +9,8 @@
 //! and the variational engines one point at a time ([`Pointwise::point`],
 //! [`Pointwise::classes`]). Built-in, model-file (compiled or interpreted)
 //! and Rust-registered densities are dispatched in one place
-//! ([`point_log_density`]); the common built-ins have hand-written
-//! derivatives in f64 ([`closed_form`]), the rest are differentiated by one
+//! (`point_log_density`); the common built-ins have hand-written
+//! derivatives in f64 (`closed_form`), the rest are differentiated by one
 //! forward-mode pass per element with one tangent per varying coordinate.
 
 use super::eval::call_likelihood;
@@ -142,7 +142,7 @@ impl<'g> Pointwise<'g> {
         })
     }
 
-    /// Each outcome's log density (not tempered), shape [N] (or [1] for a
+    /// Each outcome's log density (not tempered), shape \[N\] (or \[1\] for a
     /// scalar outcome), in any scalar type; `args` are the arguments'
     /// values, `span` the statement's.
     pub fn terms<T: Scalar>(
@@ -413,7 +413,7 @@ fn add_at(v: &mut Value<f64>, i: usize, d: f64) {
 
 const HALF_LOG_2PI: f64 = 0.918_938_533_204_672_8;
 
-/// Whether [`closed_form`] covers `d` (with the derivative in the outcome
+/// Whether `closed_form` covers `d` (with the derivative in the outcome
 /// when `outcome` is set: a param's prior).
 pub fn has_closed_form(d: Dist, outcome: bool) -> bool {
     match d {

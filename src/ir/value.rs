@@ -15,11 +15,11 @@ pub enum Value<T> {
     Real(T),
     /// A truth value.
     Bool(bool),
-    /// A vector [N].
+    /// A vector \[N\].
     Vector(DVector<T>),
     /// A matrix [N, M].
     Matrix(DMatrix<T>),
-    /// An integer array [N].
+    /// An integer array \[N\].
     IntArray(Vec<i64>),
     /// A string.
     Str(String),

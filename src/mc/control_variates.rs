@@ -16,7 +16,7 @@
 //!   degree-1 or -2 polynomial control variates, exact for polynomials of
 //!   that degree under Gaussian targets.
 //!
-//! Shapes: x and u are [n, d] (one row per sample), f is [n]; `chains`
+//! Shapes: x and u are [n, d] (one row per sample), f is \[n\]; `chains`
 //! gives the lengths of consecutive chains (n for one iid sample), used for
 //! Monte Carlo standard errors that account for autocorrelation.
 
@@ -263,7 +263,7 @@ impl Method {
     }
 }
 
-/// The control-variate estimate of E[f] by `method`.
+/// The control-variate estimate of E\[f\] by `method`.
 ///
 /// Errors ([`ErrorKind::Settings`]): shapes disagree, too few samples for
 /// the method (polynomial least squares needs more samples than features;

@@ -38,9 +38,9 @@ pub enum BaseKernel {
 pub struct KernelDerivs {
     /// k(x, x′).
     pub k: f64,
-    /// ∇ₓ k [d].
+    /// ∇ₓ k \[d\].
     pub dx: Vec<f64>,
-    /// ∇ₓ′ k [d].
+    /// ∇ₓ′ k \[d\].
     pub dy: Vec<f64>,
     /// Σⱼ ∂²k/∂xⱼ∂x′ⱼ.
     pub trace: f64,

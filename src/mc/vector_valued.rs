@@ -1,4 +1,4 @@
-//! Vector-valued control variates: T related integrals Π_t[f_t], each with
+//! Vector-valued control variates: T related integrals Π_t\[f_t\], each with
 //! samples from its own target Π_t, estimated jointly with a separable
 //! matrix-valued Stein kernel K₀(x, y)_{tt′} = B_{tt′} k₀^{tt′}(x, y), where
 //! k₀^{tt′} is the Stein kernel of the base kernel with the score of Π_t at x
@@ -12,7 +12,7 @@
 //!
 //!   β̂ = [Eᵀ A⁻¹ E]⁻¹ Eᵀ A⁻¹ y,   α = A⁻¹ (y − E β̂),   A = G + λ D,
 //!
-//! and β̂_t estimates Π_t[f_t]. A learned B = L Lᵀ (L lower triangular with a
+//! and β̂_t estimates Π_t\[f_t\]. A learned B = L Lᵀ (L lower triangular with a
 //! positive diagonal, starting at I) minimises
 //! Σ_a r_a²/m_{t(a)} + κ αᵀGα + ‖B‖²_F at the closed-form (α, β), by Adam on
 //! L (the gradient in B by the envelope theorem).
@@ -24,14 +24,14 @@ use crate::math::linalg::cholesky_jitter;
 use nalgebra::{DMatrix, DVector};
 
 /// One task: samples from Π_t [m_t, d], their scores under Π_t [m_t, d],
-/// and the integrand values f_t [m_t].
+/// and the integrand values f_t \[m_t\].
 #[derive(Clone, Debug)]
 pub struct Task {
     /// Samples, [m_t, d].
     pub x: DMatrix<f64>,
     /// Scores ∇log π_t at the samples, [m_t, d].
     pub u: DMatrix<f64>,
-    /// Integrand values, [m_t].
+    /// Integrand values, \[m_t\].
     pub f: Vec<f64>,
 }
 
@@ -179,7 +179,7 @@ impl Problem {
     }
 }
 
-/// Estimate Π_t[f_t] for every task jointly.
+/// Estimate Π_t\[f_t\] for every task jointly.
 ///
 /// Errors ([`ErrorKind::Settings`]): no tasks, tasks of different
 /// dimension, a task with fewer than 4 samples, shapes that disagree, B not

@@ -4,7 +4,7 @@
 //! | quantity | formula |
 //! |---|---|
 //! | natural parameters | θ₁ = S⁻¹m, Θ₂ = −½ S⁻¹ |
-//! | mean parameters | μ₁ = E[f] = m, μ₂ = E[f fᵀ] = S + m mᵀ |
+//! | mean parameters | μ₁ = E\[f\] = m, μ₂ = E[f fᵀ] = S + m mᵀ |
 //! | log-partition | A(θ) = ½ mᵀS⁻¹m + ½ log\|S\| + (N/2) log 2π |
 //! | entropy | ½ log\|2πe S\| |
 //! | KL(q ‖ p) | ½ [tr(Sₚ⁻¹S) + (mₚ − m)ᵀSₚ⁻¹(mₚ − m) − N + log\|Sₚ\| − log\|S\|] |
@@ -26,7 +26,7 @@ const LOG_2PI: f64 = 1.837_877_066_409_345_5;
 /// N(mean, cov) over N values.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gaussian {
-    /// m, [N].
+    /// m, \[N\].
     pub mean: DVector<f64>,
     /// S, [N, N], symmetric positive definite.
     pub cov: DMatrix<f64>,
@@ -38,7 +38,7 @@ fn spd_inverse(a: &DMatrix<f64>, what: &str) -> Result<(DMatrix<f64>, f64), Erro
 }
 
 impl Gaussian {
-    /// From natural parameters θ₁ [N] and Θ₂ [N, N] (Θ₂ negative definite).
+    /// From natural parameters θ₁ \[N\] and Θ₂ [N, N] (Θ₂ negative definite).
     pub fn from_natural(theta1: &DVector<f64>, theta2: &DMatrix<f64>) -> Result<Gaussian, Error> {
         let prec = theta2 * -2.0;
         let (cov, _) = spd_inverse(&prec, "the precision −2Θ₂").map_err(|e| {
@@ -57,7 +57,7 @@ impl Gaussian {
         let (prec, _) = spd_inverse(&self.cov, "the covariance")?;
         Ok((&prec * &self.mean, prec * -0.5))
     }
-    /// The mean parameters (E[f], E[f fᵀ]).
+    /// The mean parameters (E\[f\], E[f fᵀ]).
     pub fn mean_params(&self) -> (DVector<f64>, DMatrix<f64>) {
         (
             self.mean.clone(),

@@ -500,7 +500,7 @@ impl<T: Scalar> KernelValue<T> {
         Ok(DMatrix::from_fn(x.len(), y.len(), |i, j| cols[j][i]))
     }
 
-    /// The diagonal k(xᵢ, xᵢ), shape [N].
+    /// The diagonal k(xᵢ, xᵢ), shape \[N\].
     pub fn diag(&self, x: &Inputs) -> Result<DVector<T>, Error> {
         self.validate(x.dim())?;
         let mut d = DVector::from_element(x.len(), T::zero());

@@ -126,7 +126,7 @@ pub fn variational(f: &VariationalFit, path: &Path) -> Result<(), Error> {
 }
 
 /// A sampling fit: trace and density of the first params (at most
-/// [`PLOT_VARS`]) per chain.
+/// `PLOT_VARS`) per chain.
 ///
 /// Errors: a model with nothing sampled.
 pub fn mcmc(f: &McmcFit, path: &Path) -> Result<(), Error> {

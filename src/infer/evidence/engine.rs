@@ -17,7 +17,7 @@ use crate::infer::mcmc::engine::McmcEngine;
 use crate::mc::spec::CvSpec;
 use std::time::Instant;
 
-/// The ladder tᵢ = ((i − 1)/(rungs − 1))^power, [rungs], from 0 to 1.
+/// The ladder tᵢ = ((i − 1)/(rungs − 1))^power, \[rungs\], from 0 to 1.
 pub fn ladder(rungs: usize, power: f64) -> Vec<f64> {
     (0..rungs)
         .map(|i| (i as f64 / (rungs - 1) as f64).powf(power))

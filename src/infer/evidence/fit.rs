@@ -23,9 +23,9 @@ pub struct RungDraws {
     pub t: f64,
     /// log p(y|x) per chain, per draw.
     pub loglik: Vec<Vec<f64>>,
-    /// The draws (unconstrained), chains concatenated, [n][d].
+    /// The draws (unconstrained), chains concatenated, \[n\]\[d\].
     pub x: Vec<Vec<f64>>,
-    /// Their scores under the power posterior, [n][d].
+    /// Their scores under the power posterior, \[n\]\[d\].
     pub u: Vec<Vec<f64>>,
     /// Gradient evaluations after warm-up.
     pub gradients: usize,

@@ -34,7 +34,7 @@ pub struct ExactModel {
     pub obs: usize,
     /// Training inputs X, [N, D].
     pub inputs: Inputs,
-    /// Outcomes y, [N].
+    /// Outcomes y, \[N\].
     pub y: DVector<f64>,
     /// Terms added to f(X) in the location, with their sign.
     pub offset: Vec<(TExpr, f64)>,
@@ -207,16 +207,16 @@ impl ExactModel {
 pub struct Pieces<T> {
     /// The kernel.
     pub kernel: KernelValue<T>,
-    /// Mean plus offset at each point, [N].
+    /// Mean plus offset at each point, \[N\].
     pub loc: DVector<T>,
-    /// Noise standard deviation at each point, [N].
+    /// Noise standard deviation at each point, \[N\].
     pub sigma: Vec<T>,
     /// The power t of the likelihood.
     pub t: T,
 }
 
 impl<T: Scalar> Pieces<T> {
-    /// The noise variance of the tempered likelihood, σ²/t, [N].
+    /// The noise variance of the tempered likelihood, σ²/t, \[N\].
     pub fn tempered_noise(&self) -> Vec<T> {
         self.sigma.iter().map(|&s| s * s / self.t).collect()
     }

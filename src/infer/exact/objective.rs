@@ -36,7 +36,7 @@ pub struct LmlState {
     pub lml: f64,
     /// Cholesky of A; `None` when t = 0 (the posterior is the prior).
     pub chol: Option<JitteredCholesky>,
-    /// α = A⁻¹ r, [N].
+    /// α = A⁻¹ r, \[N\].
     pub alpha: DVector<f64>,
     /// The power t of the likelihood.
     pub t: f64,

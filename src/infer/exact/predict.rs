@@ -15,11 +15,11 @@ use serde::Serialize;
 /// Predictions at M test points.
 #[derive(Clone, Debug, Serialize)]
 pub struct Predictions {
-    /// Predictive mean of y (and of f + offset), [M].
+    /// Predictive mean of y (and of f + offset), \[M\].
     pub mean: Vec<f64>,
-    /// Latent predictive variance, [M].
+    /// Latent predictive variance, \[M\].
     pub var_f: Vec<f64>,
-    /// Observation predictive variance var_f + σ², [M].
+    /// Observation predictive variance var_f + σ², \[M\].
     pub var_y: Vec<f64>,
     /// Test outcomes, when the test data has them.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -791,7 +791,7 @@ impl Density {
         Ok(g.value)
     }
 
-    /// The two parts of the score at x, each [dim]: ∇(log prior + log
+    /// The two parts of the score at x, each \[dim\]: ∇(log prior + log
     /// Jacobian (+ −½‖v‖²)) and ∇log p(y|x). The score of the power
     /// posterior at any t is then prior + t · likelihood, with no further
     /// evaluation of the model per t.

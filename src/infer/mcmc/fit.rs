@@ -16,7 +16,7 @@ use nalgebra::DMatrix;
 use serde_json::{Map, json};
 use std::sync::Arc;
 
-/// One estimate E[expr] over the draws, per component.
+/// One estimate E\[expr\] over the draws, per component.
 #[derive(Clone, Debug)]
 pub struct Estimate {
     /// The estimate's name (with `[k]` for vector components).
@@ -39,7 +39,7 @@ pub struct McmcFit {
     /// Column names (Stan's `name.i` convention).
     pub names: Vec<String>,
     /// The draws' values per chain, per draw, per column of `names`
-    /// (params constrained, then latent GP values) [chains][draws][columns].
+    /// (params constrained, then latent GP values) \[chains\]\[draws\]\[columns\].
     pub values: Vec<Vec<Vec<f64>>>,
     /// Summaries per column.
     pub summaries: Vec<Summary>,
@@ -72,7 +72,7 @@ pub struct McmcFit {
 const LATENT_ROWS: usize = 20;
 
 impl McmcFit {
-    /// Column `k`'s draws per chain [chains][draws].
+    /// Column `k`'s draws per chain \[chains\]\[draws\].
     pub fn column(&self, k: usize) -> Vec<Vec<f64>> {
         self.values
             .iter()
@@ -81,7 +81,7 @@ impl McmcFit {
     }
 
     /// Summarise the draws, with their output values
-    /// ([`Density::stan_values`], [chains][draws][columns]).
+    /// ([`Density::stan_values`], \[chains\]\[draws\]\[columns\]).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         engine: &'static str,

@@ -1,9 +1,9 @@
 //! What the variational engines share: the hypers θ and the prior they
 //! define, the ELBO, and its gradient with respect to θ.
 //!
-//! ELBO(q, θ) = Σₙ E_q[ℓₙ] − Σ_c KL(q_c ‖ p). Its gradient with respect to θ
+//! ELBO(q, θ) = Σₙ E_q\[ℓₙ\] − Σ_c KL(q_c ‖ p). Its gradient with respect to θ
 //! is taken at fixed (m, S) of each q_c:
-//! ½ tr(W ∂K/∂θ) + (K⁻¹(m − μ₀))ᵀ 1 ∂μ₀/∂θ + ∂ Σₙ E_q[ℓₙ]/∂θ, with
+//! ½ tr(W ∂K/∂θ) + (K⁻¹(m − μ₀))ᵀ 1 ∂μ₀/∂θ + ∂ Σₙ E_q\[ℓₙ\]/∂θ, with
 //! W = K⁻¹(S + (m − μ₀)(m − μ₀)ᵀ)K⁻¹ − K⁻¹ (see [`super::posterior`]);
 //! kernel entries and likelihood arguments are differentiated by forward-mode
 //! autodiff, eight directions at a time.

@@ -56,7 +56,7 @@ impl Rule {
 /// Per-point expectations; matrices are [N, C] (C = 1 for a scalar latent).
 #[derive(Clone, Debug)]
 pub struct Expectations {
-    /// eₙ = E[ℓₙ].
+    /// eₙ = E\[ℓₙ\].
     pub value: Vec<f64>,
     /// ∂eₙ/∂mₙ.
     pub gm: DMatrix<f64>,
@@ -139,7 +139,7 @@ pub fn expectations(
     Ok(out)
 }
 
-/// Σₙ E[ℓₙ] with the likelihood's arguments as duals (latent values held
+/// Σₙ E\[ℓₙ\] with the likelihood's arguments as duals (latent values held
 /// fixed): its tangents are the derivatives with respect to the hypers that
 /// enter the likelihood (noise scales, offsets, the temperature).
 pub fn expected_total<T: Scalar>(

@@ -28,7 +28,7 @@ pub struct ViModel {
     pub classes: usize,
     /// Training inputs X, [N, D].
     pub inputs: Inputs,
-    /// Outcomes y, [N].
+    /// Outcomes y, \[N\].
     pub y: Vec<f64>,
     /// Which hypers are learned.
     pub layout: HyperLayout,
@@ -50,7 +50,7 @@ pub struct ViPieces<T> {
 /// A likelihood's arguments at N points and its power.
 #[derive(Clone)]
 pub struct LikArgs<T> {
-    /// The arguments (the latent one holds the offset: [N] or a number).
+    /// The arguments (the latent one holds the offset: \[N\] or a number).
     pub args: Vec<Value<T>>,
     /// The power t of the likelihood.
     pub t: T,

@@ -59,7 +59,7 @@ impl Prior {
 /// q(v) = N(z, R Rᵀ) in whitened coordinates, with log|R Rᵀ|.
 #[derive(Clone, Debug)]
 pub struct Whitened {
-    /// z, [N].
+    /// z, \[N\].
     pub z: DVector<f64>,
     /// R, [N, N] (triangular).
     pub r: DMatrix<f64>,
@@ -126,7 +126,7 @@ impl Whitened {
         Whitened { z, r, log_det }
     }
 
-    /// Marginal means and variances of f, [N] each.
+    /// Marginal means and variances of f, \[N\] each.
     pub fn marginals(&self, prior: &Prior) -> (DVector<f64>, DVector<f64>) {
         let m = (&prior.l * &self.z).add_scalar(prior.mean);
         let lr = matmul(&prior.l, false, &self.r, false);
@@ -163,7 +163,7 @@ impl Whitened {
     }
 
     /// Predictive mean and latent variance at new inputs, given
-    /// u = L⁻¹ K(X, X*) [N, M] and k** [M].
+    /// u = L⁻¹ K(X, X*) [N, M] and k** \[M\].
     pub fn predict(
         &self,
         prior: &Prior,

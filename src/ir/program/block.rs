@@ -28,7 +28,7 @@ pub struct BlockRows<'a> {
     pub m: usize,
     /// The (column-selected) point y.
     pub y: &'a [f64],
-    /// Σₖ (xₖ − yₖ)² for each row of the block, [m].
+    /// Σₖ (xₖ − yₖ)² for each row of the block, \[m\].
     pub d2: &'a [f64],
 }
 
@@ -75,7 +75,7 @@ fn adjoint_operands(inst: &Inst) -> ([usize; 2], usize) {
 }
 
 impl KernelProgram {
-    /// Bind the parameters `p` [n_params] for block evaluation.
+    /// Bind the parameters `p` \[n_params\] for block evaluation.
     pub fn prepare(&self, p: &[f64]) -> Prepared {
         let n = self.insts.len();
         let mut varying = vec![false; n];
@@ -155,7 +155,7 @@ impl KernelProgram {
     }
 
     /// Write the uniform instructions' values into their rows of `vals`
-    /// [block_slots] once, before the first [`KernelProgram::block_forward`]
+    /// \[block_slots\] once, before the first [`KernelProgram::block_forward`]
     /// with these values (which never writes them).
     pub fn block_init(&self, prep: &Prepared, vals: &mut [f64]) {
         for (i, v) in prep.uni.iter().enumerate() {
@@ -165,8 +165,8 @@ impl KernelProgram {
         }
     }
 
-    /// k for every entry of the block, written to `out` [m]; `vals`
-    /// [block_slots], prepared by [`KernelProgram::block_init`], keeps every
+    /// k for every entry of the block, written to `out` \[m\]; `vals`
+    /// \[block_slots\], prepared by [`KernelProgram::block_init`], keeps every
     /// instruction's values for [`KernelProgram::block_backward`].
     pub fn block_forward(
         &self,
@@ -237,7 +237,7 @@ impl KernelProgram {
         out[..m].copy_from_slice(&vals[self.out * BLOCK..self.out * BLOCK + m]);
     }
 
-    /// The reverse pass over a block: with `seed` [m] the adjoints of the
+    /// The reverse pass over a block: with `seed` \[m\] the adjoints of the
     /// entries, adds Σₑ seedₑ ∂kₑ/∂pⱼ to `g[j]` for every parameter.
     /// `vals` comes from [`KernelProgram::block_forward`] on the same
     /// block; `adj` [insts × BLOCK] is scratch.

@@ -49,8 +49,8 @@ pub(super) fn push_input_adjoint(
 }
 
 impl KernelProgram {
-    /// k(x, y) with ∂k/∂pⱼ written into `g` [n_params], and ∂k/∂xₖ and
-    /// ∂k/∂yₖ added to `gx` [D] and `gy` [D], by one forward and one reverse
+    /// k(x, y) with ∂k/∂pⱼ written into `g` \[n_params\], and ∂k/∂xₖ and
+    /// ∂k/∂yₖ added to `gx` \[D\] and `gy` \[D\], by one forward and one reverse
     /// pass (the same reverse pass as [`KernelProgram::eval_grad`]).
     pub fn eval_grad_inputs(
         &self,

@@ -334,7 +334,7 @@ impl KernelProgram {
         }
     }
 
-    /// k(x, y) and ∂k/∂pⱼ for every parameter, written into `g` [n_params],
+    /// k(x, y) and ∂k/∂pⱼ for every parameter, written into `g` \[n_params\],
     /// by one forward and one reverse pass.
     pub fn eval_grad(&self, p: &[f64], x: &[f64], y: &[f64], g: &mut [f64]) -> f64 {
         let n = self.insts.len();
@@ -348,7 +348,7 @@ impl KernelProgram {
         }
     }
 
-    /// Which slots depend on a parameter flagged in `need` [n_params]:
+    /// Which slots depend on a parameter flagged in `need` \[n_params\]:
     /// the slots [`KernelProgram::value_grad`] passes adjoints through.
     pub fn live(&self, need: &[bool]) -> Vec<bool> {
         let mut live = vec![false; self.insts.len()];
@@ -367,7 +367,7 @@ impl KernelProgram {
 
     /// f(p) for a program without inputs (a likelihood,
     /// [`KernelProgram::compile_likelihood`]) and ∂f/∂pⱼ written into `g`
-    /// [n_params] for the parameters flagged in the `live` mask of
+    /// \[n_params\] for the parameters flagged in the `live` mask of
     /// [`KernelProgram::live`] (0 for the others), by one forward pass in
     /// f64 and one reverse pass over the live slots only: a term of data
     /// alone, such as lgamma(y + 1) of an observed outcome, costs its

@@ -7,10 +7,10 @@ use nalgebra::{DMatrix, DVector};
 
 /// (Ā, r̄) for the Gaussian log density
 /// ℓ = −½ rᵀA⁻¹r − ½ log|A| − (N/2) log 2π, with A symmetric positive
-/// definite [N, N] given by its factor, r [N] and α = A⁻¹r [N], given
+/// definite [N, N] given by its factor, r \[N\] and α = A⁻¹r \[N\], given
 /// ḡ = ∂f/∂ℓ.
 ///
-/// Ā = ½ ḡ (ααᵀ − A⁻¹) [N, N] (½ ḡ times [`lml_weight`]) and r̄ = −ḡ α [N].
+/// Ā = ½ ḡ (ααᵀ − A⁻¹) [N, N] (½ ḡ times [`lml_weight`]) and r̄ = −ḡ α \[N\].
 /// In GP regression, A = K + σ²I and r = y − m: K̄ = Ā, m̄ = ḡ α.
 pub fn gaussian_lml_vjp(
     chol: &JitteredCholesky,
@@ -22,14 +22,14 @@ pub fn gaussian_lml_vjp(
     (a_bar, alpha * -g)
 }
 
-/// q = bᵀA⁻¹b and α = A⁻¹b [N], for b [N] and the factor of A [N, N].
+/// q = bᵀA⁻¹b and α = A⁻¹b \[N\], for b \[N\] and the factor of A [N, N].
 pub fn quad_form(chol: &JitteredCholesky, b: &DVector<f64>) -> (f64, DVector<f64>) {
     let alpha = chol.solve(b);
     (b.dot(&alpha), alpha)
 }
 
-/// (Ā, b̄) for q = bᵀA⁻¹b, given α = A⁻¹b [N] and q̄ = ∂f/∂q:
-/// Ā = −q̄ ααᵀ [N, N] (dA⁻¹ = −A⁻¹ dA A⁻¹) and b̄ = 2 q̄ α [N].
+/// (Ā, b̄) for q = bᵀA⁻¹b, given α = A⁻¹b \[N\] and q̄ = ∂f/∂q:
+/// Ā = −q̄ ααᵀ [N, N] (dA⁻¹ = −A⁻¹ dA A⁻¹) and b̄ = 2 q̄ α \[N\].
 pub fn quad_form_vjp(alpha: &DVector<f64>, g: f64) -> (DMatrix<f64>, DVector<f64>) {
     (alpha * alpha.transpose() * -g, alpha * (2.0 * g))
 }

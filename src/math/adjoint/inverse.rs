@@ -18,7 +18,7 @@ pub const PAR_INVERSE_MIN: usize = 256;
 /// Columns per block of the parallel inverse.
 const INVERSE_BLOCK: usize = 64;
 
-/// W = ααᵀ − (A + jitter·I)⁻¹ [N, N] for α [N] and the factor of A
+/// W = ααᵀ − (A + jitter·I)⁻¹ [N, N] for α \[N\] and the factor of A
 /// [N, N]: twice the adjoint K̄ of the log marginal likelihood, so the
 /// gradient in a kernel parameter θ is ½ tr(W ∂A/∂θ). Exactly symmetric.
 ///

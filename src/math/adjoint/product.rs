@@ -13,18 +13,18 @@ pub fn matmul_vjp_b(a: &DMatrix<f64>, c_bar: &DMatrix<f64>) -> DMatrix<f64> {
     a.tr_mul(c_bar)
 }
 
-/// Ā = ȳ vᵀ [N, K] for y = A v, with A [N, K], v [K], given ȳ [N].
+/// Ā = ȳ vᵀ [N, K] for y = A v, with A [N, K], v \[K\], given ȳ \[N\].
 pub fn matvec_vjp_a(y_bar: &DVector<f64>, v: &DVector<f64>) -> DMatrix<f64> {
     y_bar * v.transpose()
 }
 
-/// v̄ = Aᵀ ȳ [K] for y = A v, with A [N, K], v [K], given ȳ [N].
+/// v̄ = Aᵀ ȳ \[K\] for y = A v, with A [N, K], v \[K\], given ȳ \[N\].
 pub fn matvec_vjp_v(a: &DMatrix<f64>, y_bar: &DVector<f64>) -> DVector<f64> {
     a.tr_mul(y_bar)
 }
 
-/// L̄ += tril(ȳ vᵀ) for y = L v with L lower triangular [N, N], v [N],
-/// given ȳ [N]: the matrix side of [`matvec_vjp_a`] restricted to the
+/// L̄ += tril(ȳ vᵀ) for y = L v with L lower triangular [N, N], v \[N\],
+/// given ȳ \[N\]: the matrix side of [`matvec_vjp_a`] restricted to the
 /// entries of L that can vary. The sizes are those of `l_bar`; extra
 /// entries of `y_bar` or `v` are ignored.
 pub fn lower_matvec_vjp_l_add(l_bar: &mut DMatrix<f64>, y_bar: &[f64], v: &[f64]) {

@@ -41,8 +41,8 @@ fn no_rule(k: &KernelValue<f64>) -> Error {
 }
 
 impl KernelValue<f64> {
-    /// k(x, y), adding ḡ ∂k/∂x to `gx` [D] and ḡ ∂k/∂y to `gy` [D] (either
-    /// may be `None`); x and y are whole rows [D] (`dims` are applied
+    /// k(x, y), adding ḡ ∂k/∂x to `gx` \[D\] and ḡ ∂k/∂y to `gy` \[D\] (either
+    /// may be `None`); x and y are whole rows \[D\] (`dims` are applied
     /// here). `same` is as in [`KernelValue::entry`]: `white()` is an
     /// indicator of the same point and has no input derivative.
     ///
