@@ -1,7 +1,7 @@
 //! The reverse pass of a compiled kernel program with respect to its two
 //! inputs x and x2: the rules of the instructions that read them.
 
-use super::{Inst, KernelProgram, STACK_SLOTS, Side};
+use super::{Inst, KernelProgram, Side};
 
 /// Adds a_i ∂v/∂x [D] and a_i ∂v/∂y [D] of an input instruction with value
 /// v and adjoint a_i to `gx` and `gy`:
@@ -61,16 +61,7 @@ impl KernelProgram {
         gx: &mut [f64],
         gy: &mut [f64],
     ) -> f64 {
-        let n = self.insts.len();
-        let inputs = Some((gx, gy));
-        if n <= STACK_SLOTS {
-            let mut vals = [0.0; STACK_SLOTS];
-            let mut adj = [0.0; STACK_SLOTS];
-            self.grad_with(p, x, y, g, inputs, &mut vals[..n], &mut adj[..n])
-        } else {
-            let (mut vals, mut adj) = (vec![0.0; n], vec![0.0; n]);
-            self.grad_with(p, x, y, g, inputs, &mut vals, &mut adj)
-        }
+        self.grad(p, x, y, g, Some((gx, gy)), None)
     }
 }
 

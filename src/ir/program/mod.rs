@@ -337,14 +337,33 @@ impl KernelProgram {
     /// k(x, y) and ∂k/∂pⱼ for every parameter, written into `g` \[n_params\],
     /// by one forward and one reverse pass.
     pub fn eval_grad(&self, p: &[f64], x: &[f64], y: &[f64], g: &mut [f64]) -> f64 {
+        self.grad(p, x, y, g, None, None)
+    }
+
+    /// The forward and reverse passes ([`KernelProgram::grad_with`]) with
+    /// their scratch on the machine stack for programs of up to
+    /// [`STACK_SLOTS`] instructions (a short one for small programs, so
+    /// little is zeroed per call), on the heap beyond.
+    fn grad(
+        &self,
+        p: &[f64],
+        x: &[f64],
+        y: &[f64],
+        g: &mut [f64],
+        inputs: Option<(&mut [f64], &mut [f64])>,
+        live: Option<&[bool]>,
+    ) -> f64 {
+        const SHORT: usize = 16;
         let n = self.insts.len();
-        if n <= STACK_SLOTS {
-            let mut vals = [0.0; STACK_SLOTS];
-            let mut adj = [0.0; STACK_SLOTS];
-            self.grad_with(p, x, y, g, None, &mut vals[..n], &mut adj[..n])
+        if n <= SHORT {
+            let (mut vals, mut adj) = ([0.0; SHORT], [0.0; SHORT]);
+            self.grad_with(p, x, y, g, inputs, live, &mut vals[..n], &mut adj[..n])
+        } else if n <= STACK_SLOTS {
+            let (mut vals, mut adj) = ([0.0; STACK_SLOTS], [0.0; STACK_SLOTS]);
+            self.grad_with(p, x, y, g, inputs, live, &mut vals[..n], &mut adj[..n])
         } else {
             let (mut vals, mut adj) = (vec![0.0; n], vec![0.0; n]);
-            self.grad_with(p, x, y, g, None, &mut vals, &mut adj)
+            self.grad_with(p, x, y, g, inputs, live, &mut vals, &mut adj)
         }
     }
 
@@ -374,77 +393,13 @@ impl KernelProgram {
     /// value and no derivative. No allocation for programs of up to 64
     /// instructions.
     pub fn value_grad(&self, p: &[f64], live: &[bool], g: &mut [f64]) -> f64 {
-        const SHORT: usize = 16;
-        let n = self.insts.len();
-        if n <= SHORT {
-            let mut vals = [0.0; SHORT];
-            let mut adj = [0.0; SHORT];
-            self.live_grad(p, live, g, &mut vals[..n], &mut adj[..n])
-        } else if n <= STACK_SLOTS {
-            let mut vals = [0.0; STACK_SLOTS];
-            let mut adj = [0.0; STACK_SLOTS];
-            self.live_grad(p, live, g, &mut vals[..n], &mut adj[..n])
-        } else {
-            let (mut vals, mut adj) = (vec![0.0; n], vec![0.0; n]);
-            self.live_grad(p, live, g, &mut vals, &mut adj)
-        }
-    }
-
-    fn live_grad(
-        &self,
-        p: &[f64],
-        live: &[bool],
-        g: &mut [f64],
-        vals: &mut [f64],
-        adj: &mut [f64],
-    ) -> f64 {
-        self.forward(p, &[], &[], vals);
-        g.iter_mut().for_each(|v| *v = 0.0);
-        if !live[self.out] {
-            return vals[self.out];
-        }
-        adj.iter_mut().for_each(|v| *v = 0.0);
-        adj[self.out] = 1.0;
-        for i in (0..self.insts.len()).rev() {
-            let a_i = adj[i];
-            if a_i == 0.0 || !live[i] {
-                continue;
-            }
-            match self.insts[i] {
-                Inst::Param(k) => g[k] += a_i,
-                Inst::Neg(a) => adj[a] -= a_i,
-                Inst::PowI(a, k) => {
-                    if k != 0 && live[a] {
-                        adj[a] += a_i * k as f64 * vals[a].powi(k - 1);
-                    }
-                }
-                Inst::Call(b, a) => {
-                    adj[a] += a_i * call_partial_of(b, vals[a], vals[i]);
-                }
-                Inst::Select(c, a, b) => {
-                    if vals[c] != 0.0 {
-                        adj[a] += a_i;
-                    } else {
-                        adj[b] += a_i;
-                    }
-                }
-                Inst::Bin(op, a, b) => {
-                    let (da, db) = bin_partials(op, vals[a], vals[b], vals[i]);
-                    if live[a] {
-                        adj[a] += a_i * da;
-                    }
-                    if live[b] {
-                        adj[b] += a_i * db;
-                    }
-                }
-                Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) | Inst::Const(_) | Inst::Not(_) => {}
-            }
-        }
-        vals[self.out]
+        self.grad(p, &[], &[], g, None, Some(live))
     }
 
     /// The forward and reverse passes: ∂k/∂p written to `g`, and with
-    /// `inputs` = (gx, gy), ∂k/∂x and ∂k/∂y added to them.
+    /// `inputs` = (gx, gy), ∂k/∂x and ∂k/∂y added to them. With a `live`
+    /// mask ([`KernelProgram::live`]) the reverse pass visits only the
+    /// live slots.
     #[allow(clippy::too_many_arguments)]
     fn grad_with(
         &self,
@@ -453,16 +408,21 @@ impl KernelProgram {
         y: &[f64],
         g: &mut [f64],
         mut inputs: Option<(&mut [f64], &mut [f64])>,
+        live: Option<&[bool]>,
         vals: &mut [f64],
         adj: &mut [f64],
     ) -> f64 {
         self.forward(p, x, y, vals);
         g.iter_mut().for_each(|v| *v = 0.0);
+        let visit = |i: usize| live.is_none_or(|l| l[i]);
+        if !visit(self.out) {
+            return vals[self.out];
+        }
         adj.iter_mut().for_each(|v| *v = 0.0);
         adj[self.out] = 1.0;
         for i in (0..self.insts.len()).rev() {
             let a_i = adj[i];
-            if a_i == 0.0 {
+            if a_i == 0.0 || !visit(i) {
                 continue;
             }
             match self.insts[i] {
@@ -473,10 +433,7 @@ impl KernelProgram {
                         adj[a] += a_i * k as f64 * vals[a].powi(k - 1);
                     }
                 }
-                Inst::Call(b, a) => {
-                    let d = call1(b, Dual1::new(vals[a], [1.0])).tangent()[0];
-                    adj[a] += a_i * d;
-                }
+                Inst::Call(b, a) => adj[a] += a_i * call_partial_of(b, vals[a], vals[i]),
                 Inst::Select(c, a, b) => {
                     if vals[c] != 0.0 {
                         adj[a] += a_i;
