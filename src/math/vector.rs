@@ -110,30 +110,29 @@ fn clamp_finite(x: f64, lo: f64, hi: f64) -> f64 {
     x.max(lo).min(hi)
 }
 
-/// Each x becomes `kernel(x)` where lo ≤ x ≤ hi and `outside(x)`
-/// elsewhere (NaN included), 64 at a time: the branch-free kernel runs over
-/// every entry, at its argument clamped into [lo, hi], so the loop
-/// vectorises, and the few entries outside are put right afterwards.
+/// Each x becomes `kernel(x)`, then `outside(x)` where `special(x)`, 64 at
+/// a time: the branch-free kernel runs over every entry (it must give a
+/// number for any argument, clamping it into its range), so the loop
+/// vectorises, and the few special entries are put right afterwards.
 #[inline(always)]
 fn map_guarded(
     xs: &mut [f64],
-    lo: f64,
-    hi: f64,
     kernel: impl Fn(f64) -> f64,
+    special: impl Fn(f64) -> bool,
     outside: impl Fn(f64) -> f64,
 ) {
     const CHUNK: usize = 64;
     for c in xs.chunks_mut(CHUNK) {
         let mut orig = [0.0; CHUNK];
         orig[..c.len()].copy_from_slice(c);
-        let mut special = false;
+        let mut any = false;
         for x in c.iter_mut() {
-            special |= !within(*x, lo, hi);
-            *x = kernel(clamp_finite(*x, lo, hi));
+            any |= special(*x);
+            *x = kernel(*x);
         }
-        if special {
+        if any {
             for (x, &v) in c.iter_mut().zip(&orig) {
-                if !within(v, lo, hi) {
+                if special(v) {
                     *x = outside(v);
                 }
             }
@@ -156,25 +155,15 @@ multiversion! {
 /// library's exponential afterwards for the rare entries above 708 or NaN.
 #[inline(always)]
 fn exp_portable<const FUSED: bool>(xs: &mut [f64]) {
-    const CHUNK: usize = 64;
-    for c in xs.chunks_mut(CHUNK) {
-        let mut orig = [0.0; CHUNK];
-        orig[..c.len()].copy_from_slice(c);
-        let mut special = false;
-        for x in c.iter_mut() {
-            let v = *x;
-            special |= v.is_nan() || v > 708.0;
+    map_guarded(
+        xs,
+        |v| {
             let e = exp_reduced::<FUSED>(clamp_finite(v, -708.0, 708.0));
-            *x = if v < -708.0 { 0.0 } else { e };
-        }
-        if special {
-            for (x, &v) in c.iter_mut().zip(&orig) {
-                if v.is_nan() || v > 708.0 {
-                    *x = v.exp();
-                }
-            }
-        }
-    }
+            if v < -708.0 { 0.0 } else { e }
+        },
+        |v| v.is_nan() || v > 708.0,
+        f64::exp,
+    );
 }
 
 /// eˣ for x in [−708, 708], branch-free: x = k ln 2 + r with |r| ≤ ½ ln 2,
@@ -232,7 +221,13 @@ multiversion! {
 /// [`ln_in_place`] for any target (inlined into each compiled version).
 #[inline(always)]
 fn ln_portable<const FUSED: bool>(xs: &mut [f64]) {
-    map_guarded(xs, f64::MIN_POSITIVE, f64::MAX, ln_normal::<FUSED>, f64::ln);
+    let (lo, hi) = (f64::MIN_POSITIVE, f64::MAX);
+    map_guarded(
+        xs,
+        |x| ln_normal::<FUSED>(clamp_finite(x, lo, hi)),
+        |x| !within(x, lo, hi),
+        f64::ln,
+    );
 }
 
 /// ln x for a positive normal finite x, branch-free: x = 2ᵏ(1 + f) with
