@@ -95,16 +95,7 @@ impl KernelProgram {
         // The reverse pass visits the reached varying instructions from the
         // last; the first delivery to a slot writes it, later ones add.
         // Slots that do not depend on a parameter need no adjoint.
-        let mut param = vec![false; n];
-        for (i, inst) in self.insts.iter().enumerate() {
-            param[i] = match *inst {
-                Inst::Param(_) => true,
-                Inst::Const(_) | Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) => false,
-                Inst::Neg(a) | Inst::Not(a) | Inst::PowI(a, _) | Inst::Call(_, a) => param[a],
-                Inst::Bin(_, a, b) => param[a] || param[b],
-                Inst::Select(c, a, b) => param[c] || param[a] || param[b],
-            };
-        }
+        let param = self.live(&vec![true; self.n_params]);
         let mut reached = vec![false; n];
         reached[self.out] = true;
         let mut to = vec![[To::Skip; 3]; n];
