@@ -17,7 +17,7 @@ pub fn parse_rows(flag: &str, text: &str) -> Result<(usize, usize), Error> {
         Error::new(
             ErrorKind::Settings,
             format!(
-                "{flag} {text}: expected two row numbers `A..B` (inclusive, 0-based), e.g. `0..299`"
+                "{flag} {text}: expected two row numbers `A..B` (inclusive, 0-based), e.g. `0..299`, or `COLUMN=VALUE`, e.g. `is_test=0`"
             ),
         )
     };
@@ -34,10 +34,25 @@ pub fn parse_rows(flag: &str, text: &str) -> Result<(usize, usize), Error> {
     Ok((a, b))
 }
 
-/// Read a data file, keeping only `rows` (`A..B`) when given.
+/// Read a data file, keeping only `rows` when given: `A..B` (inclusive,
+/// 0-based), or `COLUMN=VALUE` (the rows whose column has that value, e.g.
+/// `is_test=0`).
 pub fn load_data(path: &Path, rows: Option<&str>, flag: &str) -> Result<Data, Errors> {
     let d = Data::read(path)?;
     match rows {
+        Some(r) if !r.contains("..") && r.contains('=') => {
+            let (col, value) = r.split_once('=').unwrap_or((r, ""));
+            d.filter_rows(col.trim(), value).map_err(|e| {
+                Errors(
+                    e.0.into_iter()
+                        .map(|mut x| {
+                            x.message = x.message.replacen("--rows", flag, 1);
+                            x
+                        })
+                        .collect(),
+                )
+            })
+        }
         Some(r) => {
             let (a, b) = parse_rows(flag, r)?;
             d.select_rows(a, b)

@@ -132,12 +132,12 @@ fn emit_prints_each_stage() {
 #[test]
 fn missing_engines_and_bad_options_fail_cleanly() {
     let mut args: Vec<&str> = DIABETES[..6].to_vec();
-    args.extend(["--engine", "svi"]);
+    args.extend(["--engine", "meta"]);
     let err = assert_clean_failure(&tempest(&args));
     assert!(err.contains("not available in this version"), "{err}");
     // The flag is named (it has no place in the model file), and an engine
     // that cannot run says so before refusing test data or a CSV prefix.
-    assert!(err.contains("--engine svi:"), "{err}");
+    assert!(err.contains("--engine meta:"), "{err}");
     let csv = out_dir("missing_engine").join("draws");
     for extra in [
         vec!["--test", "examples/data/diabetes_prepared.csv"],

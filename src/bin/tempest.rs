@@ -29,14 +29,15 @@ enum Command {
         /// The training data: CSV (columns by name) or JSON (Stan's convention).
         #[arg(long)]
         data: PathBuf,
-        /// Use only these rows of a CSV file, e.g. `0..299` (inclusive, 0-based).
-        #[arg(long, value_name = "A..B")]
+        /// Use only these rows of a CSV file: `0..299` (inclusive, 0-based) or
+        /// `COLUMN=VALUE`, e.g. `is_test=0`.
+        #[arg(long, value_name = "A..B|COL=V")]
         rows: Option<String>,
         /// Test data to predict at, bound like the training data.
         #[arg(long)]
         test: Option<PathBuf>,
-        /// Rows of the test CSV file, e.g. `300..304` (inclusive).
-        #[arg(long = "test-rows", value_name = "A..B")]
+        /// Rows of the test CSV file: `300..304` (inclusive) or `COLUMN=VALUE`.
+        #[arg(long = "test-rows", value_name = "A..B|COL=V")]
         test_rows: Option<String>,
         /// Override a data scalar, a hyper's value or an engine setting.
         #[arg(long = "set", value_name = "NAME=VALUE")]

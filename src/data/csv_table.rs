@@ -126,6 +126,47 @@ impl CsvTable {
         })
     }
 
+    /// Keep the rows whose cell in column `col` equals `value` (as numbers
+    /// when both parse as numbers: `1` matches `1.0`; else as text).
+    pub fn filter_rows(self, col: &str, value: &str) -> Result<CsvTable> {
+        let Some(k) = self.column_index(col) else {
+            return Err(Error::new(
+                ErrorKind::Settings,
+                format!(
+                    "--rows {col}={value}: {} has no column `{col}` (columns: {})",
+                    self.file,
+                    self.header.join(", ")
+                ),
+            )
+            .into());
+        };
+        let want = value.trim().parse::<f64>().ok();
+        let keep: Vec<usize> = (0..self.rows.len())
+            .filter(|&i| {
+                let cell = self.rows[i][k].as_str();
+                match (want, cell.parse::<f64>().ok()) {
+                    (Some(w), Some(c)) => w == c,
+                    _ => cell == value.trim(),
+                }
+            })
+            .collect();
+        if keep.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Settings,
+                format!(
+                    "--rows {col}={value}: no row of {} has `{col}` = {value}",
+                    self.file
+                ),
+            )
+            .into());
+        }
+        Ok(CsvTable {
+            rows: keep.iter().map(|&i| self.rows[i].clone()).collect(),
+            row_ids: keep.iter().map(|&i| self.row_ids[i]).collect(),
+            ..self
+        })
+    }
+
     /// The number of rows.
     pub fn nrows(&self) -> usize {
         self.rows.len()

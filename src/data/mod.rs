@@ -89,6 +89,22 @@ impl Data {
         }
     }
 
+    /// Keep only the rows whose column `col` equals `value` (CSV only; see
+    /// [`CsvTable::filter_rows`]).
+    pub fn filter_rows(self, col: &str, value: &str) -> Result<Data> {
+        match self {
+            Data::Csv(t) => Ok(Data::Csv(t.filter_rows(col, value)?)),
+            other => Err(Error::new(
+                ErrorKind::Settings,
+                format!(
+                    "row selection applies to CSV files, not to {}",
+                    other.file()
+                ),
+            )
+            .into()),
+        }
+    }
+
     /// The file name (or `<rust values>`), for messages.
     pub fn file(&self) -> &str {
         match self {

@@ -14,4 +14,5 @@ pub mod registry;
 pub mod settings;
 pub mod sink;
 pub mod structure;
+pub mod svi;
 pub mod vi;

@@ -1,5 +1,4 @@
-//! Engines the language knows but this version does not run (`svi`,
-//! `meta`): their settings are checked like any other's, so a model file
+//! Engines the language knows but this version does not run (`meta`): their settings are checked like any other's, so a model file
 //! written for them is validated now; running one is a located error.
 
 use super::engine::Engine;
@@ -8,46 +7,6 @@ use super::settings::{EngineConfig, EngineSchema, SEED, SettingKind, s};
 use crate::error::Error;
 use crate::ir::bind::Bound;
 use std::sync::Arc;
-
-/// The `svi` engine's settings.
-pub const SVI_SCHEMA: EngineSchema = EngineSchema {
-    name: "svi",
-    implemented: false,
-    doc: "stochastic variational inference with inducing points and minibatches",
-    settings: &[
-        s(
-            "steps",
-            SettingKind::Int(1, 1_000_000),
-            Some("2000"),
-            "optimiser steps",
-        ),
-        s(
-            "lr",
-            SettingKind::Above(0.0, f64::INFINITY),
-            Some("0.01"),
-            "learning rate",
-        ),
-        s(
-            "batch",
-            SettingKind::Int(1, 1_000_000),
-            Some("256"),
-            "minibatch size",
-        ),
-        s(
-            "samples",
-            SettingKind::Int(1, 10_000),
-            Some("1"),
-            "Monte Carlo samples per step",
-        ),
-        s(
-            "learn_hypers",
-            SettingKind::Bool,
-            Some("true"),
-            "learn the hypers too",
-        ),
-        SEED,
-    ],
-};
 
 /// The `meta` engine's settings.
 pub const META_SCHEMA: EngineSchema = EngineSchema {
@@ -93,13 +52,6 @@ pub const META_SCHEMA: EngineSchema = EngineSchema {
         ),
         SEED,
     ],
-};
-
-/// The registered (not yet available) `svi` engine.
-pub const SVI: Def = Def {
-    schema: &SVI_SCHEMA,
-    accepts: Accepts::NOTHING,
-    build: unavailable,
 };
 
 /// The registered (not yet available) `meta` engine.

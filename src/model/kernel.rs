@@ -300,6 +300,31 @@ impl Inputs {
     pub fn rows_flat(&self, start: usize, m: usize) -> &[f64] {
         &self.data[start * self.d..(start + m) * self.d]
     }
+    /// The rows `idx` (in that order) as inputs of their own, [idx.len(), D].
+    pub fn gather(&self, idx: &[usize]) -> Inputs {
+        let mut data = Vec::with_capacity(idx.len() * self.d);
+        for &i in idx {
+            data.extend_from_slice(self.row(i));
+        }
+        Inputs {
+            n: idx.len(),
+            d: self.d,
+            data,
+        }
+    }
+    /// The points row by row, [N·D].
+    pub fn as_flat(&self) -> &[f64] {
+        &self.data
+    }
+    /// Points from a row-major buffer [N·D] (`data.len()` must be a
+    /// multiple of `d`).
+    pub fn from_flat(data: Vec<f64>, d: usize) -> Inputs {
+        Inputs {
+            n: if d == 0 { 0 } else { data.len() / d },
+            d,
+            data,
+        }
+    }
     /// Rows `range` as inputs of their own.
     pub fn slice(&self, range: std::ops::Range<usize>) -> Inputs {
         Inputs {

@@ -9,6 +9,7 @@ use crate::error::{Error, ErrorKind};
 use crate::infer::evidence::fit::EvidenceFit;
 use crate::infer::exact::fit::ExactFit;
 use crate::infer::mcmc::fit::McmcFit;
+use crate::infer::svi::fit::SviFit;
 use crate::infer::vi::fit::VariationalFit;
 use crate::model::kernel::Inputs;
 use std::path::Path;
@@ -123,6 +124,26 @@ pub fn variational(f: &VariationalFit, path: &Path) -> Result<(), Error> {
         "ELBO",
         false,
     )
+}
+
+/// An `svi` fit: the reliability diagram on the test data for
+/// classification, else the ELBO (epoch means of the minibatch estimates)
+/// by epoch.
+pub fn svi(f: &SviFit, path: &Path) -> Result<(), Error> {
+    if let Some(t) = &f.test
+        && let (Some(ece), Some(mce)) = (t.ece, t.mce)
+        && !t.bins.is_empty()
+    {
+        let n: usize = t.bins.iter().map(|b| b.count).sum();
+        let title = format!("svi: reliability diagram on the test data ({n} points)");
+        return reliability_diagram(path, &t.bins, t.n_bins, ece, mce, &title);
+    }
+    let title = format!(
+        "svi: ELBO by epoch (whole-data ELBO {:.4} after {} steps, {:.1} s)",
+        f.elbo, f.steps, f.seconds
+    );
+    let trace: Vec<f64> = f.trace.iter().map(|t| t.elbo).collect();
+    traces(path, &[("svi".to_string(), trace)], &title, "ELBO", false)
 }
 
 /// A sampling fit: trace and density of the first params (at most

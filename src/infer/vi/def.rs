@@ -257,8 +257,9 @@ pub const GRADIENT_DESCENT: Def = Def {
 /// The family the model's guide names for the latent GP, checked against
 /// the engine's [`Accepts::families`] (`None`: no guide, or the engine
 /// replaces the model's own with `--engine`, which ignores a guide written
-/// for another engine and uses the default family).
-fn guide_family(bound: &Bound, def: &Def) -> Result<Option<Family>, Error> {
+/// for another engine and uses the default family). Families match by
+/// name (`inducing` of any size).
+pub(crate) fn guide_family(bound: &Bound, def: &Def) -> Result<Option<Family>, Error> {
     let g = &bound.graph;
     let engine = def.schema.name;
     if g.engine.as_ref().is_some_and(|e| e.name != engine) {
@@ -273,7 +274,7 @@ fn guide_family(bound: &Bound, def: &Def) -> Result<Option<Family>, Error> {
         return Ok(None);
     };
     let families = def.accepts.families;
-    if families.contains(&guide.family) {
+    if families.iter().any(|f| f.name() == guide.family.name()) {
         return Ok(Some(guide.family.clone()));
     }
     let names = |fs: &[Family]| -> String {
@@ -295,8 +296,5 @@ fn guide_family(bound: &Bound, def: &Def) -> Result<Option<Family>, Error> {
         ),
     )
     .with_label("this family")
-    .with_note(format!(
-        "{}; `inducing` is for `svi` (not available in this version)",
-        takes.join("; ")
-    )))
+    .with_note(takes.join("; ")))
 }

@@ -79,8 +79,23 @@ pub fn expectations(
     m: &DMatrix<f64>,
     v: &DMatrix<f64>,
 ) -> Result<Expectations, Error> {
-    let n = model.y.len();
+    expectations_at(model, lik, rule, None, m, v)
+}
+
+/// Expectations at some of the points: row i of m and v (both [B, C])
+/// belongs to data point `rows[i]` (all N points in order when `rows` is
+/// `None`). The results are [B] and [B, C].
+pub fn expectations_at(
+    model: &ViModel,
+    lik: &LikArgs<f64>,
+    rule: &Rule,
+    rows: Option<&[usize]>,
+    m: &DMatrix<f64>,
+    v: &DMatrix<f64>,
+) -> Result<Expectations, Error> {
+    let n = m.nrows();
     let c = m.ncols();
+    let at = |i: usize| rows.map_or(i, |r| r[i]);
     let mut out = Expectations {
         value: vec![0.0; n],
         gm: DMatrix::zeros(n, c),
@@ -93,9 +108,10 @@ pub fn expectations(
                 let (mi, vi) = (m[(i, 0)], v[(i, 0)].max(0.0));
                 let sd = vi.sqrt();
                 let (mut e, mut gm, mut gz) = (0.0, 0.0, 0.0);
+                let k = at(i);
                 for (z, w) in gh.points.iter().zip(&gh.weights) {
                     let f = Dual1::new(mi + sd * z, [1.0]);
-                    let l = lik1.log_lik(model, i, model.y[i], &[f])?;
+                    let l = lik1.log_lik(model, k, model.y[k], &[f])?;
                     let (val, d) = (l.value(), l.tangent()[0]);
                     e += w * val;
                     gm += w * d;
@@ -110,7 +126,7 @@ pub fn expectations(
             let s = eps.nrows() as f64;
             let t = lik.t;
             for i in 0..n {
-                let yi = model.y[i] as usize;
+                let yi = model.y[at(i)] as usize;
                 let (mut e, mut gm, mut gv) = (0.0, vec![0.0; c], vec![0.0; c]);
                 let sd: Vec<f64> = (0..c).map(|j| v[(i, j)].max(0.0).sqrt()).collect();
                 for row in eps.row_iter() {
@@ -149,25 +165,41 @@ pub fn expected_total<T: Scalar>(
     m: &DMatrix<f64>,
     v: &DMatrix<f64>,
 ) -> Result<T, Error> {
+    expected_total_at(model, lik, rule, None, m, v)
+}
+
+/// [`expected_total`] over some of the points, with m and v [B, C] as in
+/// [`expectations_at`].
+pub fn expected_total_at<T: Scalar>(
+    model: &ViModel,
+    lik: &LikArgs<T>,
+    rule: &Rule,
+    rows: Option<&[usize]>,
+    m: &DMatrix<f64>,
+    v: &DMatrix<f64>,
+) -> Result<T, Error> {
     let mut total = T::zero();
+    let at = |i: usize| rows.map_or(i, |r| r[i]);
     match rule {
         Rule::Quadrature(gh) => {
-            for i in 0..model.y.len() {
+            for i in 0..m.nrows() {
                 let sd = v[(i, 0)].max(0.0).sqrt();
+                let k = at(i);
                 for (z, w) in gh.points.iter().zip(&gh.weights) {
                     let f = T::constant(m[(i, 0)] + sd * z);
-                    total += lik.log_lik(model, i, model.y[i], &[f])? * T::constant(*w);
+                    total += lik.log_lik(model, k, model.y[k], &[f])? * T::constant(*w);
                 }
             }
         }
         Rule::MonteCarlo(eps) => {
             let s = eps.nrows() as f64;
-            for i in 0..model.y.len() {
+            for i in 0..m.nrows() {
+                let k = at(i);
                 for row in eps.row_iter() {
                     let f: Vec<T> = (0..m.ncols())
                         .map(|j| T::constant(m[(i, j)] + v[(i, j)].max(0.0).sqrt() * row[j]))
                         .collect();
-                    total += lik.log_lik(model, i, model.y[i], &f)? * T::constant(1.0 / s);
+                    total += lik.log_lik(model, k, model.y[k], &f)? * T::constant(1.0 / s);
                 }
             }
         }

@@ -82,22 +82,7 @@ impl VariationalFit {
     /// `bins` confidence bins for the calibration errors.
     fn attach_test_binned(&mut self, test: &Bound, bins: usize) -> Result<(), Error> {
         let (p, m) = predict(&self.core, &self.qs, test, bins)?;
-        let finite =
-            |rows: &Vec<Vec<f64>>| rows.iter().position(|r| r.iter().any(|v| !v.is_finite()));
-        let bad = finite(&p.mean_f)
-            .or_else(|| finite(&p.var_f))
-            .or_else(|| p.probabilities.as_ref().and_then(finite));
-        if let Some(i) = bad {
-            let row = test.row_ids.get(i).copied().unwrap_or(i);
-            return Err(Error::new(
-                ErrorKind::Numerical,
-                format!(
-                    "the prediction at test row {row} is not finite (latent mean {:?}, variance {:?})",
-                    p.mean_f[i], p.var_f[i]
-                ),
-            )
-            .with_note("check the test inputs' scale: inputs of magnitude 1e150 or more overflow the kernel's distances"));
-        }
+        finite_predictions(&p, test)?;
         self.predictions = Some(p);
         self.test = m;
         Ok(())
@@ -191,30 +176,52 @@ impl crate::infer::fit::Fit for VariationalFit {
         if !self.rho_trace.is_empty() {
             r.field("rho_trace", json!(self.rho_trace));
         }
-        if let Some(t) = &self.test {
-            let n = self
-                .predictions
-                .as_ref()
-                .map(|p| p.mean_f.len())
-                .unwrap_or(0);
-            let mut line = format!(
-                "test ({n} points): mean log predictive density {:.4}",
-                t.mean_log_predictive_density
-            );
-            if let (Some(a), Some(e), Some(m)) = (t.accuracy, t.ece, t.mce) {
-                line.push_str(&format!(", accuracy {a:.4}, ECE {e:.4}, MCE {m:.4}"));
-            }
-            r.line(line);
-            r.field_ser("test", t);
-        } else if let Some(p) = &self.predictions {
-            r.line(format!(
-                "predictions: {} test points (in the JSON output)",
-                p.mean_f.len()
-            ));
-        }
-        if let Some(p) = &self.predictions {
-            r.field_ser("predictions", p);
-        }
+        test_report(&mut r, self.test.as_ref(), self.predictions.as_ref());
         r
     }
+}
+
+/// The test metrics' line (or the number of predictions) and their JSON
+/// fields, for the variational engines' reports.
+pub fn test_report(r: &mut Report, test: Option<&TestMetrics>, predictions: Option<&Predictions>) {
+    if let Some(t) = test {
+        let n = predictions.map(|p| p.mean_f.len()).unwrap_or(0);
+        let mut line = format!(
+            "test ({n} points): mean log predictive density {:.4}",
+            t.mean_log_predictive_density
+        );
+        if let (Some(a), Some(e), Some(m)) = (t.accuracy, t.ece, t.mce) {
+            line.push_str(&format!(", accuracy {a:.4}, ECE {e:.4}, MCE {m:.4}"));
+        }
+        r.line(line);
+        r.field_ser("test", t);
+    } else if let Some(p) = predictions {
+        r.line(format!(
+            "predictions: {} test points (in the JSON output)",
+            p.mean_f.len()
+        ));
+    }
+    if let Some(p) = predictions {
+        r.field_ser("predictions", p);
+    }
+}
+
+/// An error naming the first test row whose prediction is not finite.
+pub fn finite_predictions(p: &Predictions, test: &Bound) -> Result<(), Error> {
+    let finite = |rows: &Vec<Vec<f64>>| rows.iter().position(|r| r.iter().any(|v| !v.is_finite()));
+    let bad = finite(&p.mean_f)
+        .or_else(|| finite(&p.var_f))
+        .or_else(|| p.probabilities.as_ref().and_then(finite));
+    if let Some(i) = bad {
+        let row = test.row_ids.get(i).copied().unwrap_or(i);
+        return Err(Error::new(
+            ErrorKind::Numerical,
+            format!(
+                "the prediction at test row {row} is not finite (latent mean {:?}, variance {:?})",
+                p.mean_f[i], p.var_f[i]
+            ),
+        )
+        .with_note("check the test inputs' scale: inputs of magnitude 1e150 or more overflow the kernel's distances"));
+    }
+    Ok(())
 }

@@ -76,11 +76,8 @@ impl LikArgs<f64> {
 impl ViModel {
     /// Recognise the structure; `engine` names the engine in messages.
     pub fn new(bound: Arc<Bound>, s: &ViSettings, engine: &str) -> Result<ViModel, Error> {
-        let latent = latent_observation(&bound, engine)?;
-        let layout = HyperLayout::new(&bound, s.learn_hypers);
-        let hypers = layout.values::<f64>(&bound, &layout.initial(&bound)?);
-        let inputs = bound.site_inputs(latent.site, &hypers, &[])?;
-        let classes = bound.replicas(latent.gp)?;
+        let model = ViModel::sparse(bound, s.learn_hypers, s.jitter, engine)?;
+        let (classes, inputs) = (model.classes, &model.inputs);
         crate::limits::check_memory(&[crate::limits::Request::new(format!(
             "the `{engine}` engine (the prior covariance, its factor and the posterior covariance per latent function)"
         ))
@@ -88,7 +85,24 @@ impl ViModel {
         .times("latent functions", classes)
         .times("points", inputs.len())
         .times("points", inputs.len())])
-        .map_err(|e| e.with_note("use fewer rows (`--rows A..B`) for a full-rank variational posterior"))?;
+        .map_err(|e| e.with_note("use fewer rows (`--rows A..B`) for a full-rank variational posterior, or the `svi` engine with `f : inducing(m = 100)` in a guide block"))?;
+        Ok(model)
+    }
+
+    /// Recognise the structure without reserving anything N × N (for the
+    /// sparse engine, whose memory is linear in N); `jitter` is added to
+    /// the diagonal of prior covariances.
+    pub fn sparse(
+        bound: Arc<Bound>,
+        learn_hypers: bool,
+        jitter: f64,
+        engine: &str,
+    ) -> Result<ViModel, Error> {
+        let latent = latent_observation(&bound, engine)?;
+        let layout = HyperLayout::new(&bound, learn_hypers);
+        let hypers = layout.values::<f64>(&bound, &layout.initial(&bound)?);
+        let inputs = bound.site_inputs(latent.site, &hypers, &[])?;
+        let classes = bound.replicas(latent.gp)?;
         let o = &bound.graph.observations[latent.obs];
         let y = bound.data[o.data].flatten();
         if y.len() != inputs.len() {
@@ -109,7 +123,7 @@ impl ViModel {
             inputs,
             y,
             layout,
-            jitter: s.jitter,
+            jitter,
         })
     }
 

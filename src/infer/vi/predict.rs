@@ -8,6 +8,7 @@
 
 use super::core::Core;
 use super::expect::Rule;
+use super::model::{LikArgs, ViModel};
 use super::posterior::Whitened;
 use crate::error::{Error, ErrorKind};
 use crate::ir::bind::Bound;
@@ -99,7 +100,32 @@ pub fn predict(
         mean.set_column(j, &mu);
         var.set_column(j, &v);
     }
-    let lik = pieces.lik.untempered();
+    outcome_predictions(
+        model,
+        &core.rule,
+        &pieces.lik.untempered(),
+        test,
+        &mean,
+        &var,
+        n_bins,
+    )
+}
+
+/// Predictions of the outcomes at the M points of `test` from the latent
+/// means and variances [M, C] there: class probabilities for discrete
+/// outcomes, the log predictive density of each test outcome (when the
+/// test data has them) by `rule`, and the metrics; `lik` holds the
+/// likelihood's arguments at the test data, untempered.
+pub fn outcome_predictions(
+    model: &ViModel,
+    rule: &Rule,
+    lik: &LikArgs<f64>,
+    test: &Bound,
+    mean: &DMatrix<f64>,
+    var: &DMatrix<f64>,
+    n_bins: usize,
+) -> Result<(Predictions, Option<TestMetrics>), Error> {
+    let (m, c) = mean.shape();
     let obs = &model.bound.graph.observations[model.latent.obs];
     let y: Option<Vec<f64>> = test.present[obs.data]
         .then(|| test.data[obs.data].flatten())
@@ -108,7 +134,7 @@ pub fn predict(
         // log E[p(y | f)] by the engine's rule, stably.
         let mut terms = Vec::new();
         let mut weights = Vec::new();
-        match &core.rule {
+        match rule {
             Rule::Quadrature(gh) => {
                 for (z, w) in gh.points.iter().zip(&gh.weights) {
                     let f = mean[(i, 0)] + var[(i, 0)].sqrt() * z;
@@ -177,8 +203,8 @@ pub fn predict(
     let rows = |a: &DMatrix<f64>| (0..m).map(|i| a.row(i).iter().copied().collect()).collect();
     Ok((
         Predictions {
-            mean_f: rows(&mean),
-            var_f: rows(&var),
+            mean_f: rows(mean),
+            var_f: rows(var),
             probabilities: probs,
             log_density,
         },

@@ -23,7 +23,7 @@ pub mod product;
 pub mod triangular;
 
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 
 pub use cholesky::cholesky_vjp;
 pub use gaussian::{gaussian_lml_vjp, quad_form, quad_form_vjp};

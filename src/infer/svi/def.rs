@@ -1,0 +1,155 @@
+//! The `svi` engine's definition: its settings, the guide family it takes
+//! (`inducing(m = M)`), and how it is built.
+
+use super::engine::Svi;
+use crate::error::Error;
+use crate::infer::registry::{Accepts, Def, TestData};
+use crate::infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, Settings, s};
+use crate::ir::graph::Family;
+
+/// The `svi` engine's settings.
+pub const SVI_SCHEMA: EngineSchema = EngineSchema {
+    name: "svi",
+    implemented: true,
+    doc: "stochastic variational inference: a sparse GP with inducing points, minibatches, natural-gradient steps on q(u)",
+    settings: &[
+        s(
+            "steps",
+            SettingKind::Int(1, 100_000_000),
+            Some("2000"),
+            "optimiser steps (one minibatch each)",
+        ),
+        s(
+            "batch",
+            SettingKind::Int(1, 100_000_000),
+            Some("256"),
+            "minibatch size (the whole data when larger)",
+        ),
+        s(
+            "q_step",
+            SettingKind::Choice(&["natural", "adam"]),
+            Some("natural"),
+            "how q(u) moves: natural-gradient (mirror-descent) steps of size rho, or Adam on (mean, Cholesky factor)",
+        ),
+        s(
+            "rho",
+            SettingKind::Above(0.0, 1.0),
+            Some("0.1"),
+            "natural-gradient step size",
+        ),
+        s(
+            "lr",
+            SettingKind::Above(0.0, f64::INFINITY),
+            Some("0.01"),
+            "Adam learning rate for the hypers and inducing inputs (and q(u) with q_step = adam)",
+        ),
+        s(
+            "learn_hypers",
+            SettingKind::Bool,
+            Some("true"),
+            "learn the hypers too",
+        ),
+        s(
+            "learn_inducing",
+            SettingKind::Bool,
+            Some("true"),
+            "learn the inducing inputs Z (k-means of the inputs at the start)",
+        ),
+        s(
+            "quadrature",
+            SettingKind::Int(1, 1000),
+            Some("20"),
+            "Gauss–Hermite points",
+        ),
+        s(
+            "mc_samples",
+            SettingKind::Int(2, 1_000_000),
+            Some("64"),
+            "Monte Carlo samples for multi-class expectations",
+        ),
+        s(
+            "jitter",
+            SettingKind::Real(0.0, f64::INFINITY),
+            Some("1e-6"),
+            "added to the diagonal of K_ZZ",
+        ),
+        s(
+            "bins",
+            SettingKind::Int(1, 1000),
+            Some("10"),
+            "confidence bins for the calibration errors ECE and MCE",
+        ),
+        SEED,
+    ],
+};
+
+/// How q(u) moves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum QStep {
+    /// Natural-gradient (mirror-descent) steps of size ρ.
+    Natural(f64),
+    /// Adam on the mean and the Cholesky factor.
+    Adam,
+}
+
+/// The `svi` engine's settings, read once when it is built.
+#[derive(Clone, Debug)]
+pub struct SviSettings {
+    /// Optimiser steps.
+    pub steps: usize,
+    /// Minibatch size.
+    pub batch: usize,
+    /// How q(u) moves.
+    pub q_step: QStep,
+    /// Adam's learning rate.
+    pub lr: f64,
+    /// Learn the hypers.
+    pub learn_hypers: bool,
+    /// Learn Z.
+    pub learn_inducing: bool,
+    /// Gauss–Hermite points.
+    pub quadrature: usize,
+    /// Monte Carlo samples for multi-class expectations.
+    pub mc_samples: usize,
+    /// Added to the diagonal of K_ZZ.
+    pub jitter: f64,
+    /// Confidence bins.
+    pub bins: usize,
+    /// The seed of minibatches, k-means and Monte Carlo draws.
+    pub seed: u64,
+}
+
+impl Settings for SviSettings {
+    fn from_config(cfg: &EngineConfig) -> Result<Self, Error> {
+        Ok(SviSettings {
+            steps: cfg.count("steps")?,
+            batch: cfg.count("batch")?,
+            q_step: match cfg.choice("q_step")? {
+                "adam" => QStep::Adam,
+                _ => QStep::Natural(cfg.number("rho")?),
+            },
+            lr: cfg.number("lr")?,
+            learn_hypers: cfg.flag("learn_hypers")?,
+            learn_inducing: cfg.flag("learn_inducing")?,
+            quadrature: cfg.count("quadrature")?,
+            mc_samples: cfg.count("mc_samples")?,
+            jitter: cfg.number("jitter")?,
+            bins: cfg.count("bins")?,
+            seed: cfg.seed()?,
+        })
+    }
+}
+
+/// The `svi` engine.
+pub const SVI: Def = Def {
+    schema: &SVI_SCHEMA,
+    accepts: Accepts {
+        test: TestData::Predicts,
+        draw_sinks: false,
+        families: &[Family::Inducing { m: 0 }],
+    },
+    build: |bound, cfg, _| {
+        let s = SviSettings::from_config(cfg)?;
+        Ok(Box::new(Svi::new(bound, &s)?))
+    },
+};

@@ -1,0 +1,553 @@
+//! The `svi` engine's state machine: one minibatch per step. Each step
+//! projects the batch on the inducing points, takes the expectations of
+//! the log-likelihood under q's marginals, and then moves q(u) (a
+//! natural-gradient step, or Adam) and the hypers and inducing inputs
+//! (Adam), all from the same batch at the same point.
+
+use super::def::{QStep, SviSettings};
+use super::fit::{SviFit, TracePoint};
+use super::kmeans::centres;
+use super::sparse::{Inducing, Natural, Projection, batch_adjoints, left_family};
+use crate::error::{Error, ErrorKind};
+use crate::infer::engine::{Engine, Progress, Status};
+use crate::infer::fit::Fit;
+use crate::infer::gradients::seed_chunk;
+use crate::infer::hyper_prior::{log_prior, log_prior_value};
+use crate::infer::vi::expect::{Expectations, Rule, expectations_at, expected_total_at};
+use crate::infer::vi::model::{ViModel, ViPieces};
+use crate::infer::vi::posterior::Whitened;
+use crate::ir::bind::Bound;
+use crate::math::optim::{Ascent, Rule as OptRule};
+use crate::math::scalar::{CHUNK, Dual8};
+use crate::model::gram_vjp::{cross_vjp, gram_vjp};
+use crate::model::kernel::{Inputs, KernelValue};
+use nalgebra::{DMatrix, DVector};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The most times one step is retried (halving Adam's learning rate or
+/// the natural step) after a rejection.
+const MAX_REJECTED: usize = 30;
+
+/// The inducing points when the model has no `inducing(m = M)` guide.
+pub const DEFAULT_INDUCING: usize = 100;
+
+/// The `svi` engine's state.
+pub struct Svi {
+    model: Arc<ViModel>,
+    s: SviSettings,
+    rule: Rule,
+    theta: Vec<f64>,
+    pieces: ViPieces<f64>,
+    ind: Inducing,
+    qs: Vec<Whitened>,
+    natural: Vec<Natural>,
+    /// Adam's state and parameters for q(u) with `q_step = adam`: per
+    /// class the mean \[M\] then the lower triangle of R by columns.
+    q_adam: Option<(Ascent, Vec<f64>)>,
+    /// Adam over the learned hypers then Z (row-major), when any is learned.
+    opt: Option<Ascent>,
+    learn_z: bool,
+    order: Vec<usize>,
+    pos: usize,
+    rng: StdRng,
+    step: usize,
+    epoch_sum: f64,
+    epoch_steps: usize,
+    trace: Vec<TracePoint>,
+    rejected: usize,
+    started: Instant,
+    notes: Vec<String>,
+}
+
+impl Svi {
+    /// Set up at the initial hypers, with Z from k-means and q(u) = p(u).
+    pub fn new(bound: Arc<Bound>, s: &SviSettings) -> Result<Svi, Error> {
+        let mut notes = Vec::new();
+        let m_guide = match crate::infer::vi::def::guide_family(&bound, &super::def::SVI)? {
+            Some(crate::ir::graph::Family::Inducing { m }) => Some(m),
+            _ => None,
+        };
+        let model = ViModel::sparse(bound, s.learn_hypers, s.jitter, "svi")?;
+        let n = model.inputs.len();
+        let m = m_guide.unwrap_or_else(|| {
+            notes.push(format!(
+                "no `inducing(m = ...)` guide for the latent GP: {} inducing points (write e.g. `guide {{ f : inducing(m = 200) }}`)",
+                DEFAULT_INDUCING.min(n)
+            ));
+            DEFAULT_INDUCING
+        });
+        if m >= n {
+            notes.push(format!(
+                "m = {m} inducing points for {n} training points: Z is the training inputs"
+            ));
+        }
+        crate::limits::check_memory(&[crate::limits::Request::new(
+            "the `svi` engine (q(u) and K_ZZ per latent function)".to_string(),
+        )
+        .times("matrices", 4u64)
+        .times("latent functions", model.classes as u64 + 1)
+        .times("inducing points", m.min(n))
+        .times("inducing points", m.min(n))])?;
+        let rule = Rule::for_model(&model, s.quadrature, s.mc_samples, s.seed);
+        let theta = model.layout.initial(&model.bound)?;
+        log_prior_value(&model.bound, &model.layout, &theta)?;
+        let pieces = model.pieces::<f64>(&theta, &model.bound)?;
+        let z = centres(&model.inputs, m, s.seed);
+        let ind = Inducing::new(&pieces.kernel, z, s.jitter)?;
+        let mm = ind.len();
+        let c = model.classes;
+        let learn_z = s.learn_inducing && mm < n && pieces.kernel.leaves().is_some();
+        if s.learn_inducing && mm < n && !learn_z {
+            notes.push("the inducing inputs stay at their k-means start: the kernel has Rust or interpreted parts without input gradients".into());
+        }
+        let n_opt = model.layout.len + if learn_z { mm * model.inputs.dim() } else { 0 };
+        let opt = (n_opt > 0).then(|| Ascent::new(OptRule::Adam, s.lr, n_opt));
+        let q_adam = (s.q_step == QStep::Adam).then(|| {
+            let per = mm + mm * (mm + 1) / 2;
+            let mut p = vec![0.0; c * per];
+            for k in 0..c {
+                // R = I: the diagonal entries of the packed lower triangle.
+                let base = k * per + mm;
+                let mut off = 0;
+                for j in 0..mm {
+                    p[base + off] = 1.0;
+                    off += mm - j;
+                }
+            }
+            (Ascent::new(OptRule::Adam, s.lr, c * per), p)
+        });
+        let mut order: Vec<usize> = (0..n).collect();
+        let mut rng = StdRng::seed_from_u64(s.seed);
+        if s.batch < n {
+            order.shuffle(&mut rng);
+        }
+        Ok(Svi {
+            rule,
+            theta,
+            pieces,
+            ind,
+            qs: vec![Whitened::prior(mm); c],
+            natural: vec![Natural::prior(mm); c],
+            q_adam,
+            opt,
+            learn_z,
+            order,
+            pos: 0,
+            rng,
+            step: 0,
+            epoch_sum: 0.0,
+            epoch_steps: 0,
+            trace: Vec::new(),
+            rejected: 0,
+            started: Instant::now(),
+            notes,
+            s: s.clone(),
+            model: Arc::new(model),
+        })
+    }
+
+    /// The rows of the next minibatch (a fresh permutation each epoch;
+    /// the whole data in order when the batch is at least N).
+    fn next_batch(&mut self) -> (Vec<usize>, bool) {
+        let n = self.order.len();
+        if self.s.batch >= n {
+            return ((0..n).collect(), true);
+        }
+        if self.pos + self.s.batch > n {
+            self.order.shuffle(&mut self.rng);
+            self.pos = 0;
+        }
+        let rows = self.order[self.pos..self.pos + self.s.batch].to_vec();
+        self.pos += self.s.batch;
+        let epoch_end = self.pos + self.s.batch > n;
+        (rows, epoch_end)
+    }
+
+    /// Expectations at a batch, with a located error for a non-finite one.
+    fn expect(
+        &self,
+        rows: &[usize],
+        mean: &DMatrix<f64>,
+        var: &DMatrix<f64>,
+    ) -> Result<Expectations, Error> {
+        let e = expectations_at(
+            &self.model,
+            &self.pieces.lik,
+            &self.rule,
+            Some(rows),
+            mean,
+            var,
+        )?;
+        if let Some(i) = e.value.iter().position(|x| !x.is_finite()) {
+            let b = &self.model.bound;
+            let o = &b.graph.observations[self.model.latent.obs];
+            let d = &b.graph.data[o.data];
+            let k = rows[i];
+            let (row, col) =
+                crate::ir::bind::element_location(&b.data[o.data], k, &d.name, &d.source);
+            return Err(Error::at(
+                ErrorKind::Numerical,
+                o.dist.span,
+                format!(
+                    "the expected log-likelihood of this outcome ({:e}) is {} at step {}",
+                    self.model.y[k], e.value[i], self.step
+                ),
+            )
+            .in_data(b.location(row, col))
+            .with_label("this likelihood")
+            .with_note(
+                "check the outcome's scale and the likelihood's arguments at the current hypers",
+            ));
+        }
+        Ok(e)
+    }
+
+    /// ∂ELBO/∂(learned hypers, Z) from one batch (the KL term does not
+    /// depend on them in whitened form), plus the hypers' log prior.
+    #[allow(clippy::too_many_arguments)]
+    fn hyper_z_gradient(
+        &self,
+        rows: &[usize],
+        x: &Inputs,
+        proj: &Projection,
+        e: &Expectations,
+        mean: &DMatrix<f64>,
+        var: &DMatrix<f64>,
+        scale: f64,
+    ) -> Result<Vec<f64>, Error> {
+        let adj = batch_adjoints(&self.ind, proj, &self.qs, &e.gm, &e.gv, scale);
+        let kernel = &self.pieces.kernel;
+        let z = &self.ind.z;
+        let p = self.theta.len();
+        let d = x.dim();
+        // Leaf adjoints and Z̄ through the reverse rules, when the kernel has them.
+        let (pbar, zbar) = match (
+            cross_vjp(kernel, x, z, &adj.kxz)?,
+            gram_vjp(kernel, z, &adj.kzz)?,
+        ) {
+            (Some(cx), Some(gz)) => {
+                let mut pbar: Vec<f64> = cx
+                    .params
+                    .iter()
+                    .zip(&gz.params)
+                    .map(|(a, b)| a + b)
+                    .collect();
+                let mut g = vec![0.0; pbar.len()];
+                for (i, kd) in adj.kdiag.iter().enumerate() {
+                    kernel.entry_grad(x.row(i), x.row(i), true, &mut g);
+                    pbar.iter_mut().zip(&g).for_each(|(p, gi)| *p += kd * gi);
+                }
+                (Some(pbar), Some(cx.z + gz.x))
+            }
+            _ => (None, None),
+        };
+        let mut grad = vec![0.0; p + if self.learn_z { z.len() * d } else { 0 }];
+        for start in (0..p).step_by(CHUNK) {
+            let td = seed_chunk(&self.theta, start);
+            let pd = self.model.pieces::<Dual8>(&td, &self.model.bound)?;
+            let mut g = match (&pbar, pd.kernel.leaves()) {
+                (Some(pbar), Some(leaves)) if leaves.len() == pbar.len() => {
+                    let mut g = [0.0; CHUNK];
+                    for (pb, leaf) in pbar.iter().zip(&leaves) {
+                        let tg = leaf.tangent();
+                        (0..CHUNK).for_each(|c| g[c] += pb * tg[c]);
+                    }
+                    g
+                }
+                _ => dual_kernel_terms(&pd.kernel, x, z, &adj)?,
+            };
+            let lik = expected_total_at(&self.model, &pd.lik, &self.rule, Some(rows), mean, var)?;
+            let (tm, tl) = (pd.mean.tangent(), lik.tangent());
+            for c in 0..CHUNK {
+                g[c] += adj.mean * tm[c] + scale * tl[c];
+            }
+            let k = CHUNK.min(p - start);
+            grad[start..start + k].copy_from_slice(&g[..k]);
+        }
+        let (_, gp) = log_prior(&self.model.bound, &self.model.layout, &self.theta)?;
+        grad.iter_mut().zip(&gp).for_each(|(g, p)| *g += p);
+        if self.learn_z
+            && let Some(zb) = zbar
+        {
+            for i in 0..z.len() {
+                for k in 0..d {
+                    grad[p + i * d + k] = zb[(i, k)];
+                }
+            }
+        }
+        Ok(grad)
+    }
+
+    /// Rebuild the pieces and K_ZZ's factor at (θ, Z).
+    fn at(&self, theta: &[f64], z: Inputs) -> Result<(ViPieces<f64>, Inducing), Error> {
+        log_prior_value(&self.model.bound, &self.model.layout, theta)?;
+        let pieces = self.model.pieces::<f64>(theta, &self.model.bound)?;
+        let ind = Inducing::new(&pieces.kernel, z, self.s.jitter)?;
+        Ok((pieces, ind))
+    }
+
+    /// One Adam step on (θ, Z); a step to a point where K_ZZ cannot be
+    /// factorised or the log prior is not finite is rejected and retried
+    /// with half the learning rate.
+    fn hyper_z_step(&mut self, g: &[f64]) -> Result<(), Error> {
+        let Some(opt) = self.opt.clone() else {
+            return Ok(());
+        };
+        if g.iter().any(|v| !v.is_finite()) {
+            self.rejected += 1;
+            return Ok(());
+        }
+        let p = self.theta.len();
+        let mut x: Vec<f64> = self.theta.clone();
+        if self.learn_z {
+            x.extend_from_slice(self.ind.z.as_flat());
+        }
+        let mut opt_now = opt;
+        for _ in 0..MAX_REJECTED {
+            let mut trial = opt_now.clone();
+            let mut y = x.clone();
+            trial.step(&mut y, g);
+            let z = if self.learn_z {
+                Inputs::from_flat(y[p..].to_vec(), self.ind.z.dim())
+            } else {
+                self.ind.z.clone()
+            };
+            if y.iter().all(|v| v.is_finite())
+                && let Ok((pieces, ind)) = self.at(&y[..p], z)
+            {
+                self.theta = y[..p].to_vec();
+                self.pieces = pieces;
+                self.ind = ind;
+                self.opt = Some(trial);
+                return Ok(());
+            }
+            self.rejected += 1;
+            opt_now.scale_lr(0.5);
+        }
+        self.opt = Some(opt_now);
+        Ok(())
+    }
+
+    /// The natural-gradient step on every q(u_c); a step that leaves the
+    /// family is retried with ρ halved.
+    fn natural_step(
+        &mut self,
+        a: &DMatrix<f64>,
+        e: &Expectations,
+        scale: f64,
+        rho: f64,
+    ) -> Result<(), Error> {
+        for c in 0..self.qs.len() {
+            let gm: Vec<f64> = e.gm.column(c).iter().copied().collect();
+            let gv: Vec<f64> = e.gv.column(c).iter().copied().collect();
+            let mut r = rho;
+            let mut tries = 0;
+            loop {
+                let nat = self.natural[c].step(a, &self.qs[c].z, &gm, &gv, scale, r);
+                match nat.whitened() {
+                    Ok(q) if q.z.iter().all(|v| v.is_finite()) => {
+                        self.natural[c] = nat;
+                        self.qs[c] = q;
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(err) if tries + 1 >= MAX_REJECTED => {
+                        return Err(left_family(self.step, err));
+                    }
+                    Err(_) => {}
+                }
+                tries += 1;
+                if tries >= MAX_REJECTED {
+                    return Err(left_family(
+                        self.step,
+                        Error::new(ErrorKind::Numerical, "the mean of q(u) is not finite"),
+                    ));
+                }
+                self.rejected += 1;
+                r *= 0.5;
+            }
+        }
+        Ok(())
+    }
+
+    /// One Adam step on q's mean and factor: ∂/∂m = s Aᵀg_m − m,
+    /// ∂/∂R = tril(2 G R) − R + diag(1/Rᵢᵢ) with G = s Aᵀ diag(g_v) A.
+    fn adam_q_step(&mut self, a: &DMatrix<f64>, e: &Expectations, scale: f64) {
+        let Some((mut opt, mut params)) = self.q_adam.take() else {
+            return;
+        };
+        let mm = a.ncols();
+        let per = mm + mm * (mm + 1) / 2;
+        let mut grad = vec![0.0; params.len()];
+        for (c, q) in self.qs.iter().enumerate() {
+            let gm = e.gm.column(c);
+            let dm = a.tr_mul(&gm) * scale - &q.z;
+            let mut dga = a.clone();
+            for i in 0..a.nrows() {
+                dga.row_mut(i).scale_mut(e.gv[(i, c)]);
+            }
+            let g = crate::math::linalg::matmul(a, true, &dga, false) * (2.0 * scale);
+            let gr = crate::math::linalg::matmul(&g, false, &q.r, false);
+            let base = c * per;
+            grad[base..base + mm].copy_from_slice(dm.as_slice());
+            let mut off = base + mm;
+            for j in 0..mm {
+                for i in j..mm {
+                    let mut v = gr[(i, j)] - q.r[(i, j)];
+                    if i == j {
+                        v += 1.0 / q.r[(i, i)];
+                    }
+                    grad[off] = v;
+                    off += 1;
+                }
+            }
+        }
+        if grad.iter().all(|v| v.is_finite()) {
+            opt.step(&mut params, &grad);
+            self.qs = unpack_q(&params, self.qs.len(), mm);
+        } else {
+            self.rejected += 1;
+        }
+        self.q_adam = Some((opt, params));
+    }
+
+    fn seconds(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+}
+
+/// q(u_c) from Adam's packed parameters (see [`Svi::q_adam`]).
+fn unpack_q(params: &[f64], classes: usize, mm: usize) -> Vec<Whitened> {
+    let per = mm + mm * (mm + 1) / 2;
+    (0..classes)
+        .map(|c| {
+            let base = c * per;
+            let z = DVector::from_column_slice(&params[base..base + mm]);
+            let mut r = DMatrix::zeros(mm, mm);
+            let mut off = base + mm;
+            for j in 0..mm {
+                for i in j..mm {
+                    r[(i, j)] = params[off];
+                    off += 1;
+                }
+            }
+            Whitened::from_factor(z, r)
+        })
+        .collect()
+}
+
+/// ⟨K̄_XZ, ∂K_XZ⟩ + ⟨K̄_ZZ, ∂K_ZZ⟩ + ⟨k̄_diag, ∂k_diag⟩ in the seeded
+/// directions, entry by entry in duals (kernels with Rust or interpreted
+/// parts, which have no reverse rule).
+fn dual_kernel_terms(
+    kernel: &KernelValue<Dual8>,
+    x: &Inputs,
+    z: &Inputs,
+    adj: &super::sparse::BatchAdjoints,
+) -> Result<[f64; CHUNK], Error> {
+    let mut g = [0.0; CHUNK];
+    let mut add = |w: f64, e: Dual8| {
+        let t = e.tangent();
+        (0..CHUNK).for_each(|c| g[c] += w * t[c]);
+    };
+    for i in 0..x.len() {
+        for j in 0..z.len() {
+            add(adj.kxz[(i, j)], kernel.entry(x.row(i), z.row(j), false)?);
+        }
+        add(adj.kdiag[i], kernel.entry(x.row(i), x.row(i), true)?);
+    }
+    for i in 0..z.len() {
+        for j in 0..z.len() {
+            add(adj.kzz[(i, j)], kernel.entry(z.row(i), z.row(j), i == j)?);
+        }
+    }
+    Ok(g)
+}
+
+impl Engine for Svi {
+    fn step(&mut self) -> Result<Status, Error> {
+        self.step += 1;
+        let (rows, epoch_end) = self.next_batch();
+        let n = self.model.inputs.len();
+        let scale = n as f64 / rows.len() as f64;
+        let x = self.model.inputs.gather(&rows);
+        let proj = self.ind.project(&self.pieces.kernel, &x)?;
+        let (mean, var) = proj.marginals(&self.qs, self.pieces.mean);
+        let e = self.expect(&rows, &mean, &var)?;
+        let kl: f64 = self.qs.iter().map(|q| q.kl()).sum();
+        let elbo = scale * e.total() - kl;
+        self.epoch_sum += elbo;
+        self.epoch_steps += 1;
+        let g = match self.opt {
+            Some(_) => Some(self.hyper_z_gradient(&rows, &x, &proj, &e, &mean, &var, scale)?),
+            None => None,
+        };
+        match self.s.q_step {
+            QStep::Natural(rho) => self.natural_step(&proj.a, &e, scale, rho)?,
+            QStep::Adam => self.adam_q_step(&proj.a, &e, scale),
+        }
+        if let Some(g) = g {
+            self.hyper_z_step(&g)?;
+        }
+        if epoch_end || self.step >= self.s.steps {
+            self.trace.push(TracePoint {
+                step: self.step,
+                seconds: self.seconds(),
+                elbo: self.epoch_sum / self.epoch_steps as f64,
+            });
+            self.epoch_sum = 0.0;
+            self.epoch_steps = 0;
+        }
+        if self.step >= self.s.steps {
+            return Ok(Status::Done(format!("reached steps = {}", self.s.steps)));
+        }
+        Ok(Status::Running)
+    }
+
+    fn progress(&self) -> Progress {
+        let n = self.model.inputs.len();
+        let b = self.s.batch.min(n);
+        let secs = self.seconds().max(1e-9);
+        let rate = (self.step * b) as f64 / secs;
+        let left =
+            (self.s.steps - self.step.min(self.s.steps)) as f64 * secs / self.step.max(1) as f64;
+        Progress {
+            step: self.step,
+            total: Some(self.s.steps),
+            objective: self.trace.last().map(|t| t.elbo),
+            objective_name: "ELBO (epoch mean of minibatch estimates)",
+            message: format!(
+                "epoch {:.1}, {:.0} points/s, {:.0} s left",
+                (self.step * b) as f64 / n as f64,
+                rate,
+                left
+            ),
+            lanes: vec![],
+        }
+    }
+
+    fn finish(self: Box<Self>, reason: String) -> Result<Box<dyn Fit>, Error> {
+        let this = *self;
+        let seconds = this.seconds();
+        let fit = SviFit::new(
+            this.model,
+            this.s,
+            this.rule,
+            this.theta,
+            this.pieces,
+            this.ind,
+            this.qs,
+            this.trace,
+            this.step,
+            reason,
+            this.rejected,
+            this.notes,
+            seconds,
+        )?;
+        Ok(Box::new(fit))
+    }
+}

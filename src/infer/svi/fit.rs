@@ -1,0 +1,304 @@
+//! The result of the `svi` engine: the ELBO over the whole training data
+//! (computed in batches at the end), the epoch trace, the hypers, Z and
+//! q(u), and predictions at test data in batches.
+
+use super::def::{QStep, SviSettings};
+use super::sparse::Inducing;
+use crate::error::{Error, ErrorKind, fixed};
+use crate::infer::hyper_prior::{self, has_priors, log_prior_value};
+use crate::infer::hypers::{hypers_json, hypers_table};
+use crate::infer::vi::expect::{Rule, expectations_at};
+use crate::infer::vi::fit::{finite_predictions, test_report};
+use crate::infer::vi::model::{ViModel, ViPieces};
+use crate::infer::vi::posterior::Whitened;
+use crate::infer::vi::predict::{Predictions, TestMetrics, outcome_predictions};
+use crate::ir::bind::Bound;
+use crate::ir::value::Value;
+use crate::output::report::Report;
+use nalgebra::DMatrix;
+use serde::Serialize;
+use serde_json::json;
+use std::sync::Arc;
+
+/// Points per batch when the whole training ELBO or predictions are
+/// computed (memory B × M per batch).
+const EVAL_BATCH: usize = 2048;
+
+/// The ELBO estimate averaged over one epoch.
+#[derive(Clone, Debug, Serialize)]
+pub struct TracePoint {
+    /// Steps taken when the epoch ended.
+    pub step: usize,
+    /// Seconds since the engine started.
+    pub seconds: f64,
+    /// The mean of the epoch's minibatch ELBO estimates.
+    pub elbo: f64,
+}
+
+/// What the `svi` engine found.
+pub struct SviFit {
+    /// The model.
+    pub model: Arc<ViModel>,
+    /// The settings it ran with.
+    pub settings: SviSettings,
+    /// How expectations are computed.
+    pub rule: Rule,
+    /// The learned hypers on the unconstrained scale.
+    pub theta: Vec<f64>,
+    /// The pieces at θ.
+    pub pieces: ViPieces<f64>,
+    /// Z and the factor of K_ZZ.
+    pub inducing: Inducing,
+    /// q(u_c) for each latent GP, whitened.
+    pub qs: Vec<Whitened>,
+    /// The ELBO over the whole training data at the end.
+    pub elbo: f64,
+    /// The epoch trace.
+    pub trace: Vec<TracePoint>,
+    /// Steps taken.
+    pub steps: usize,
+    /// Why it stopped.
+    pub reason: String,
+    /// Steps retried after a rejection.
+    pub rejected: usize,
+    /// Notes from the run.
+    pub notes: Vec<String>,
+    /// Seconds the steps took.
+    pub seconds: f64,
+    /// Every hyper's value.
+    pub hypers: Vec<Value<f64>>,
+    /// The log prior of the learned hypers, when any has a prior.
+    pub log_prior: Option<f64>,
+    /// Predictions at the test data, when given.
+    pub predictions: Option<Predictions>,
+    /// Test metrics, when the test data has outcomes.
+    pub test: Option<TestMetrics>,
+}
+
+impl SviFit {
+    /// Collect the result and compute the ELBO over the whole data.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        model: Arc<ViModel>,
+        settings: SviSettings,
+        rule: Rule,
+        theta: Vec<f64>,
+        pieces: ViPieces<f64>,
+        inducing: Inducing,
+        qs: Vec<Whitened>,
+        trace: Vec<TracePoint>,
+        steps: usize,
+        reason: String,
+        rejected: usize,
+        notes: Vec<String>,
+        seconds: f64,
+    ) -> Result<SviFit, Error> {
+        let (b, layout) = (&model.bound, &model.layout);
+        let hypers = layout.values::<f64>(b, &theta);
+        let log_prior = has_priors(b, layout)
+            .then(|| log_prior_value(b, layout, &theta))
+            .transpose()?;
+        let mut fit = SviFit {
+            model,
+            settings,
+            rule,
+            theta,
+            pieces,
+            inducing,
+            qs,
+            elbo: f64::NAN,
+            trace,
+            steps,
+            reason,
+            rejected,
+            notes,
+            seconds,
+            hypers,
+            log_prior,
+            predictions: None,
+            test: None,
+        };
+        fit.elbo = fit.full_elbo()?;
+        if !fit.elbo.is_finite() {
+            return Err(Error::new(
+                ErrorKind::Numerical,
+                format!("the ELBO over the training data is {}", fit.elbo),
+            ));
+        }
+        Ok(fit)
+    }
+
+    /// Σₙ E_q\[ℓₙ\] − Σ_c KL over all N training points, in batches.
+    pub fn full_elbo(&self) -> Result<f64, Error> {
+        let n = self.model.inputs.len();
+        let mut total = 0.0;
+        for start in (0..n).step_by(EVAL_BATCH) {
+            let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(n)).collect();
+            let x = self.model.inputs.gather(&rows);
+            let p = self.inducing.project(&self.pieces.kernel, &x)?;
+            let (mean, var) = p.marginals(&self.qs, self.pieces.mean);
+            let e = expectations_at(
+                &self.model,
+                &self.pieces.lik,
+                &self.rule,
+                Some(&rows),
+                &mean,
+                &var,
+            )?;
+            total += e.total();
+        }
+        Ok(total - self.qs.iter().map(|q| q.kl()).sum::<f64>())
+    }
+
+    /// Latent means and variances [M, C] at the inputs of `test`, in batches.
+    pub fn latent(&self, test: &Bound) -> Result<(DMatrix<f64>, DMatrix<f64>), Error> {
+        let model = &self.model;
+        let x = test.site_inputs(model.latent.site, &self.hypers, &[])?;
+        if x.dim() != model.inputs.dim() {
+            return Err(Error::new(
+                ErrorKind::Data,
+                format!(
+                    "the test inputs have {} columns, the training inputs {}",
+                    x.dim(),
+                    model.inputs.dim()
+                ),
+            ));
+        }
+        let (m, c) = (x.len(), self.qs.len());
+        let mut mean = DMatrix::zeros(m, c);
+        let mut var = DMatrix::zeros(m, c);
+        for start in (0..m).step_by(EVAL_BATCH) {
+            let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(m)).collect();
+            let p = self
+                .inducing
+                .project(&self.pieces.kernel, &x.gather(&rows))?;
+            let (mu, v) = p.marginals(&self.qs, self.pieces.mean);
+            mean.rows_mut(start, rows.len()).copy_from(&mu);
+            var.rows_mut(start, rows.len()).copy_from(&v);
+        }
+        Ok((mean, var))
+    }
+
+    /// Parts of the model this engine does not use, and repairs.
+    fn all_notes(&self) -> Vec<String> {
+        let g = &self.model.bound.graph;
+        let mut out = self.notes.clone();
+        if !g.estimates.is_empty() {
+            out.push("the `estimate` block is not used by the svi engine (expectations come from sampling engines)".into());
+        }
+        if hyper_prior::unused_priors(&self.model.bound, &self.model.layout) {
+            out.push(crate::infer::fit::UNUSED_HYPER_PRIORS.to_string());
+        }
+        if self.rejected > 0 {
+            out.push(format!(
+                "{} step{} retried with a smaller step (K_ZZ could not be factorised, a value was not finite, or q(u) left the family)",
+                self.rejected,
+                if self.rejected == 1 { " was" } else { "s were" }
+            ));
+        }
+        if self.inducing.chol.jitter > 0.0 {
+            out.push(format!(
+                "jitter {:.1e} was added to K_ZZ beyond the `jitter` setting",
+                self.inducing.chol.jitter
+            ));
+        }
+        out
+    }
+}
+
+impl crate::infer::fit::Fit for SviFit {
+    fn engine(&self) -> &'static str {
+        "svi"
+    }
+
+    fn attach_test(&mut self, test: &Bound) -> Result<(), Error> {
+        let (mean, var) = self.latent(test)?;
+        let pieces = self.model.pieces::<f64>(&self.theta, test)?;
+        let (p, m) = outcome_predictions(
+            &self.model,
+            &self.rule,
+            &pieces.lik.untempered(),
+            test,
+            &mean,
+            &var,
+            self.settings.bins,
+        )?;
+        finite_predictions(&p, test)?;
+        self.predictions = Some(p);
+        self.test = m;
+        Ok(())
+    }
+
+    fn plot(&self, path: &std::path::Path) -> Result<(), Error> {
+        crate::output::figures::svi(self, path)
+    }
+
+    fn report(&self) -> Report {
+        let b = &self.model.bound;
+        let mut r = Report::new("svi");
+        let (n, m, c) = (
+            self.model.inputs.len(),
+            self.inducing.len(),
+            self.model.classes,
+        );
+        let cls = if c > 1 {
+            format!(", {c} latent GPs")
+        } else {
+            String::new()
+        };
+        let how = match self.settings.q_step {
+            QStep::Natural(rho) => format!("natural-gradient steps on q(u), rho = {rho}"),
+            QStep::Adam => "Adam on q(u)".to_string(),
+        };
+        r.line(format!(
+            "engine: sparse variational GP ({n} points, {m} inducing points{cls}; batch {}, {how})",
+            self.settings.batch.min(n)
+        ));
+        r.line(format!(
+            "ELBO over the training data: {} after {} step{} in {:.2} s ({})",
+            fixed(self.elbo, 6),
+            self.steps,
+            if self.steps == 1 { "" } else { "s" },
+            self.seconds,
+            self.reason
+        ));
+        let z: Vec<Vec<f64>> = (0..m).map(|i| self.inducing.z.row(i).to_vec()).collect();
+        r.field("elbo", self.elbo)
+            .field_ser("elbo_trace", &self.trace)
+            .field("steps", self.steps)
+            .field("seconds", self.seconds)
+            .field("reason", self.reason.clone())
+            .field("hypers", hypers_json(b, &self.hypers))
+            .field("learned", json!(self.model.layout.names(b)))
+            .field("n", n)
+            .field("inducing_points", m)
+            .field("latent_gps", c)
+            .field("z", json!(z))
+            .field(
+                "q_mean",
+                json!(
+                    self.qs
+                        .iter()
+                        .map(|q| q.z.as_slice().to_vec())
+                        .collect::<Vec<_>>()
+                ),
+            );
+        if let Some(lp) = self.log_prior {
+            r.line(format!(
+                "log prior of the hypers: {} (MAP-II objective ELBO + log prior {})",
+                fixed(lp, 6),
+                fixed(self.elbo + lp, 6)
+            ));
+            r.field("log_prior", lp).field("objective", self.elbo + lp);
+        }
+        if !b.graph.hypers.is_empty() {
+            r.line("hypers:");
+            r.lines(hypers_table(b, &self.hypers, &self.model.layout));
+        }
+        for note in self.all_notes() {
+            r.note(note);
+        }
+        test_report(&mut r, self.test.as_ref(), self.predictions.as_ref());
+        r
+    }
+}

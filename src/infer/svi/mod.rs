@@ -1,0 +1,15 @@
+//! The `svi` engine: sparse variational GPs (whitened inducing points,
+//! seed 004) trained on minibatches, with natural-gradient (mirror-descent)
+//! steps on q(u) — seed 000's update on the sparse posterior — or Adam,
+//! and Adam on the hypers and inducing inputs. Memory is linear in N:
+//! nothing N × N or N × M is formed; batches are B × M.
+//!
+//! - [`sparse`]: the projection, marginals, reverse pass and natural step;
+//! - [`kmeans`]: the initial inducing inputs;
+//! - [`engine`]: the state machine; [`fit`]: the result; [`def`]: settings.
+
+pub mod def;
+pub mod engine;
+pub mod fit;
+pub mod kmeans;
+pub mod sparse;
