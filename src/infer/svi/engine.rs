@@ -415,6 +415,52 @@ impl Svi {
         self.q_adam = Some((opt, params));
     }
 
+    /// The minibatch objective (s Σ_b E\[ℓ_b\] − Σ KL + log p(θ)) at the
+    /// batch `rows` and its gradient with respect to the optimised
+    /// coordinates (the learned hypers on the unconstrained scale, then Z
+    /// row by row when it is learned), at the current state: what every
+    /// step computes, for checks against finite differences.
+    pub fn batch_gradient(&self, rows: &[usize]) -> Result<(f64, Vec<f64>), Error> {
+        let scale = self.model.inputs.len() as f64 / rows.len() as f64;
+        let x = self.model.inputs.gather(rows);
+        let proj = self.ind.project(&self.pieces.kernel, &x)?;
+        let (mean, var) = proj.marginals(&self.qs, self.pieces.mean);
+        let e = self.expect(rows, &mean, &var)?;
+        let kl: f64 = self.qs.iter().map(|q| q.kl()).sum();
+        let lp = log_prior_value(&self.model.bound, &self.model.layout, &self.theta)?;
+        let g = self.hyper_z_gradient(rows, &x, &proj, &e, &mean, &var, scale)?;
+        Ok((scale * e.total() - kl + lp, g))
+    }
+
+    /// The optimised coordinates (see [`Svi::batch_gradient`]).
+    pub fn point(&self) -> Vec<f64> {
+        let mut x = self.theta.clone();
+        if self.learn_z {
+            x.extend_from_slice(self.ind.z.as_flat());
+        }
+        x
+    }
+
+    /// Move to other optimised coordinates, keeping q(u).
+    pub fn set_point(&mut self, x: &[f64]) -> Result<(), Error> {
+        let p = self.theta.len();
+        let z = if self.learn_z {
+            Inputs::from_flat(x[p..].to_vec(), self.ind.z.dim())
+        } else {
+            self.ind.z.clone()
+        };
+        let (pieces, ind) = self.at(&x[..p], z)?;
+        self.theta = x[..p].to_vec();
+        self.pieces = pieces;
+        self.ind = ind;
+        Ok(())
+    }
+
+    /// Replace q(u_c) (whitened), e.g. to check gradients away from the prior.
+    pub fn set_posteriors(&mut self, qs: Vec<Whitened>) {
+        self.qs = qs;
+    }
+
     fn seconds(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
     }
