@@ -432,8 +432,12 @@ fn eval_inner<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) 
             }))
         }
         TKind::Deep { .. } | TKind::Mlp(_) => {
-            return Err(Error::at(ErrorKind::Unsupported, span, "deep kernels need the `svi` engine, which this version of tempest does not have yet")
-                .with_label("deep kernel"));
+            return Err(Error::at(
+                ErrorKind::Unsupported,
+                span,
+                "deep kernels are not available in this version of tempest",
+            )
+            .with_label("deep kernel"));
         }
         TKind::GpApply { gp, site, .. } => {
             let env = need_env()?;

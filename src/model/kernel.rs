@@ -320,7 +320,7 @@ impl Inputs {
     /// multiple of `d`).
     pub fn from_flat(data: Vec<f64>, d: usize) -> Inputs {
         Inputs {
-            n: if d == 0 { 0 } else { data.len() / d },
+            n: data.len().checked_div(d).unwrap_or(0),
             d,
             data,
         }

@@ -32,6 +32,10 @@ use std::time::Instant;
 /// the natural step) after a rejection.
 const MAX_REJECTED: usize = 30;
 
+/// Monte Carlo draws for the final ELBO and predictions of a multi-class
+/// model (at least `mc_samples`).
+const EVAL_SAMPLES: usize = 1024;
+
 /// The inducing points when the model has no `inducing(m = M)` guide.
 pub const DEFAULT_INDUCING: usize = 100;
 
@@ -517,6 +521,20 @@ fn dual_kernel_terms(
 impl Engine for Svi {
     fn step(&mut self) -> Result<Status, Error> {
         self.step += 1;
+        if self.model.categorical() {
+            // Fresh antithetic draws every step (seeded by the step): the
+            // minibatch estimate stays unbiased and no fixed set of draws
+            // is fitted.
+            self.rule = Rule::for_model(
+                &self.model,
+                self.s.quadrature,
+                self.s.mc_samples,
+                self.s
+                    .seed
+                    .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                    .wrapping_add(self.step as u64),
+            );
+        }
         let (rows, epoch_end) = self.next_batch();
         let n = self.model.inputs.len();
         let scale = n as f64 / rows.len() as f64;
@@ -579,10 +597,17 @@ impl Engine for Svi {
     fn finish(self: Box<Self>, reason: String) -> Result<Box<dyn Fit>, Error> {
         let this = *self;
         let seconds = this.seconds();
+        // The final ELBO and predictions with many more draws.
+        let rule = Rule::for_model(
+            &this.model,
+            this.s.quadrature,
+            this.s.mc_samples.max(EVAL_SAMPLES),
+            this.s.seed,
+        );
         let fit = SviFit::new(
             this.model,
             this.s,
-            this.rule,
+            rule,
             this.theta,
             this.pieces,
             this.ind,

@@ -1,0 +1,112 @@
+//! The `svi` engine from the command line: a multi-class fit with test
+//! metrics and a plot, row selection by a column's value, and clean
+//! failures for bad selections and settings.
+
+mod common;
+use common::*;
+
+const SATELLITE: &str = "../shared/data/satellite_prepared.csv";
+
+#[test]
+fn satellite_subset_fits_predicts_and_plots() {
+    let dir = out_dir("svi_satellite");
+    let json = dir.join("fit.json");
+    let png = dir.join("fit.png");
+    let (out, j) = run_json(
+        std::path::Path::new("examples/satellite.tempest"),
+        std::path::Path::new(SATELLITE),
+        &[
+            "--rows",
+            "0..1199",
+            "--test",
+            SATELLITE,
+            "--test-rows",
+            "1200..1599",
+            "--set",
+            "steps=150",
+            "--plot",
+            png.to_str().unwrap(),
+            "-q",
+        ],
+        &json,
+    );
+    assert!(
+        out.contains("sparse variational GP (1200 points, 100 inducing points, 6 latent GPs"),
+        "{out}"
+    );
+    let acc = j["test"]["accuracy"].as_f64().unwrap();
+    assert!(acc > 0.8, "accuracy {acc}");
+    assert!(j["test"]["mean_log_predictive_density"].as_f64().unwrap() > -0.6);
+    assert_eq!(j["z"].as_array().unwrap().len(), 100);
+    assert_eq!(j["z"][0].as_array().unwrap().len(), 36);
+    let trace = j["elbo_trace"].as_array().unwrap();
+    // 150 steps of 256 points over 1,200 points: 4 steps an epoch.
+    assert!(trace.len() >= 30, "{} epochs", trace.len());
+    assert!(trace[0]["elbo"].as_f64().unwrap() < trace.last().unwrap()["elbo"].as_f64().unwrap());
+    assert!(std::fs::metadata(&png).unwrap().len() > 10_000);
+    assert_eq!(
+        j["predictions"]["probabilities"].as_array().unwrap().len(),
+        400
+    );
+}
+
+#[test]
+fn rows_select_by_a_columns_value() {
+    let o = tempest(&[
+        "run",
+        "examples/satellite.tempest",
+        "--data",
+        SATELLITE,
+        "--rows",
+        "is_test=1",
+        "--set",
+        "steps=1",
+        "-q",
+    ]);
+    let out = assert_ok(&o);
+    assert!(out.contains("(1287 points"), "{out}");
+
+    for (rows, want) in [
+        ("nosuch=1", "has no column `nosuch`"),
+        ("is_test=7", "no row of"),
+        ("0..x", "expected two row numbers"),
+    ] {
+        let err = assert_clean_failure(&tempest(&[
+            "run",
+            "examples/satellite.tempest",
+            "--data",
+            SATELLITE,
+            "--rows",
+            rows,
+        ]));
+        assert!(err.contains(want), "{rows}: {err}");
+    }
+    let err = assert_clean_failure(&tempest(&[
+        "run",
+        "examples/satellite.tempest",
+        "--data",
+        SATELLITE,
+        "--test",
+        SATELLITE,
+        "--test-rows",
+        "nosuch=1",
+    ]));
+    assert!(err.contains("--test-rows nosuch=1"), "{err}");
+}
+
+#[test]
+fn bad_svi_settings_fail_cleanly() {
+    for set in ["batch=0", "rho=1.5", "q_step=sgd", "steps=-3", "lr=0"] {
+        let err = assert_clean_failure(&tempest(&[
+            "run",
+            "examples/satellite.tempest",
+            "--data",
+            SATELLITE,
+            "--rows",
+            "0..99",
+            "--set",
+            set,
+        ]));
+        assert!(err.contains(set.split('=').next().unwrap()), "{set}: {err}");
+    }
+}
