@@ -98,7 +98,7 @@ model {
   y ~ bernoulli_logit(f(X))
 }
 guide { f : inducing(m = 300) }
-infer svi { steps = 12, batch = 300, rho = 1, learn_hypers = false }
+infer svi { steps = 12, batch = 300, rho = 1, learn_hypers = false, polish = 0 }
 "#;
     let b = bind(
         &model(text),
@@ -106,13 +106,26 @@ infer svi { steps = 12, batch = 300, rho = 1, learn_hypers = false }
     );
     let fit = svi(&b, &[]);
     assert_rel(fit.elbo, opt, 1e-6, "ELBO against GPflow's optimum");
-    // Adam on (mean, factor) from the same start climbs more slowly.
+    // Adam on (mean, factor) from the same start climbs more slowly...
     let adam = svi(&b, &[("q_step", "adam"), ("steps", "12")]);
     assert!(
         adam.elbo < fit.elbo - 1.0,
         "adam {} natural {}",
         adam.elbo,
         fit.elbo
+    );
+    // ...and whole-data natural steps at the end take it to the optimum.
+    let polished = svi(&b, &[("q_step", "adam"), ("steps", "12"), ("polish", "6")]);
+    assert_rel(
+        polished.elbo,
+        opt,
+        1e-6,
+        "polished Adam against GPflow's optimum",
+    );
+    assert!(
+        polished.reason.contains("whole-data natural"),
+        "{}",
+        polished.reason
     );
 }
 

@@ -38,6 +38,12 @@ pub const SVI_SCHEMA: EngineSchema = EngineSchema {
             "natural-gradient step size",
         ),
         s(
+            "polish",
+            SettingKind::Int(0, 1000),
+            Some("5"),
+            "whole-data natural-gradient steps on q(u) after the minibatch steps (hypers and Z fixed; rho from 1, halved until the ELBO rises)",
+        ),
+        s(
             "lr",
             SettingKind::Above(0.0, f64::INFINITY),
             Some("0.01"),
@@ -99,6 +105,8 @@ pub struct SviSettings {
     pub steps: usize,
     /// Minibatch size.
     pub batch: usize,
+    /// Whole-data natural steps on q(u) at the end.
+    pub polish: usize,
     /// How q(u) moves.
     pub q_step: QStep,
     /// Adam's learning rate.
@@ -124,6 +132,7 @@ impl Settings for SviSettings {
         Ok(SviSettings {
             steps: cfg.count("steps")?,
             batch: cfg.count("batch")?,
+            polish: cfg.count("polish")?,
             q_step: match cfg.choice("q_step")? {
                 "adam" => QStep::Adam,
                 _ => QStep::Natural(cfg.number("rho")?),

@@ -5,7 +5,7 @@
 //! (Adam), all from the same batch at the same point.
 
 use super::def::{QStep, SviSettings};
-use super::fit::{SviFit, TracePoint};
+use super::fit::{SviFit, TracePoint, for_batches, whole_elbo};
 use super::kmeans::centres;
 use super::sparse::{Inducing, Natural, Projection, batch_adjoints, left_family};
 use crate::error::{Error, ErrorKind};
@@ -63,6 +63,8 @@ pub struct Svi {
     epoch_steps: usize,
     trace: Vec<TracePoint>,
     rejected: usize,
+    /// The whole-data ELBO after the last polishing step.
+    polished: Option<f64>,
     started: Instant,
     notes: Vec<String>,
 }
@@ -147,6 +149,7 @@ impl Svi {
             epoch_steps: 0,
             trace: Vec::new(),
             rejected: 0,
+            polished: None,
             started: Instant::now(),
             notes,
             s: s.clone(),
@@ -465,6 +468,93 @@ impl Svi {
         self.qs = qs;
     }
 
+    /// The rule of the whole-data ELBO, the polishing steps and the
+    /// predictions (for the softmax, [`EVAL_SAMPLES`] fixed draws).
+    fn eval_rule(&self) -> Rule {
+        Rule::for_model(
+            &self.model,
+            self.s.quadrature,
+            self.s.mc_samples.max(EVAL_SAMPLES),
+            self.s.seed,
+        )
+    }
+
+    /// One whole-data natural-gradient step on every q(u_c) at fixed
+    /// hypers and Z (after the minibatch steps): the target is summed over
+    /// batches, and ρ starts at 1 and halves until the whole-data ELBO
+    /// does not fall.
+    fn polish_step(&mut self) -> Result<Status, Error> {
+        let rule = self.eval_rule();
+        let (model, pieces, ind) = (&self.model, &self.pieces, &self.ind);
+        let now = match self.polished {
+            Some(e) => e,
+            None => whole_elbo(model, pieces, ind, &self.qs, &rule)?,
+        };
+        if self.s.q_step == QStep::Adam && self.polished.is_none() {
+            self.natural = self
+                .qs
+                .iter()
+                .map(Natural::from_whitened)
+                .collect::<Result<_, _>>()?;
+        }
+        let mm = ind.len();
+        let mut targets = vec![
+            Natural {
+                h: DVector::zeros(mm),
+                p: DMatrix::identity(mm, mm),
+            };
+            self.qs.len()
+        ];
+        let qs = &self.qs;
+        for_batches(model, pieces, ind, qs, &rule, |p, _, e| {
+            for (c, t) in targets.iter_mut().enumerate() {
+                let gm: Vec<f64> = e.gm.column(c).iter().copied().collect();
+                let gv: Vec<f64> = e.gv.column(c).iter().copied().collect();
+                t.add_batch(&p.a, &qs[c].z, &gm, &gv, 1.0);
+            }
+        })?;
+        let mut rho = 1.0;
+        for _ in 0..MAX_REJECTED {
+            let nat: Vec<Natural> = self
+                .natural
+                .iter()
+                .zip(&targets)
+                .map(|(n, t)| n.toward(t, rho))
+                .collect();
+            if let Ok(qs) = nat
+                .iter()
+                .map(Natural::whitened)
+                .collect::<Result<Vec<_>, _>>()
+                && let Ok(elbo) = whole_elbo(model, pieces, ind, &qs, &rule)
+                && elbo >= now
+            {
+                self.natural = nat;
+                self.qs = qs;
+                self.polished = Some(elbo);
+                self.trace.push(TracePoint {
+                    step: self.step,
+                    seconds: self.seconds(),
+                    elbo,
+                });
+                if self.step >= self.s.steps + self.s.polish {
+                    return Ok(Status::Done(format!(
+                        "reached steps = {}, then {} whole-data natural step{}",
+                        self.s.steps,
+                        self.s.polish,
+                        if self.s.polish == 1 { "" } else { "s" }
+                    )));
+                }
+                return Ok(Status::Running);
+            }
+            rho *= 0.5;
+        }
+        self.polished = Some(now);
+        Ok(Status::Done(format!(
+            "reached steps = {}, then whole-data natural steps until none raised the ELBO",
+            self.s.steps
+        )))
+    }
+
     fn seconds(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
     }
@@ -521,6 +611,9 @@ fn dual_kernel_terms(
 impl Engine for Svi {
     fn step(&mut self) -> Result<Status, Error> {
         self.step += 1;
+        if self.step > self.s.steps {
+            return self.polish_step();
+        }
         if self.model.categorical() {
             // Fresh antithetic draws every step (seeded by the step): the
             // minibatch estimate stays unbiased and no fixed set of draws
@@ -566,7 +659,7 @@ impl Engine for Svi {
             self.epoch_sum = 0.0;
             self.epoch_steps = 0;
         }
-        if self.step >= self.s.steps {
+        if self.step >= self.s.steps && self.s.polish == 0 {
             return Ok(Status::Done(format!("reached steps = {}", self.s.steps)));
         }
         Ok(Status::Running)
@@ -598,12 +691,7 @@ impl Engine for Svi {
         let this = *self;
         let seconds = this.seconds();
         // The final ELBO and predictions with many more draws.
-        let rule = Rule::for_model(
-            &this.model,
-            this.s.quadrature,
-            this.s.mc_samples.max(EVAL_SAMPLES),
-            this.s.seed,
-        );
+        let rule = this.eval_rule();
         let fit = SviFit::new(
             this.model,
             this.s,

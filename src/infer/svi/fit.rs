@@ -130,24 +130,13 @@ impl SviFit {
 
     /// Σₙ E_q\[ℓₙ\] − Σ_c KL over all N training points, in batches.
     pub fn full_elbo(&self) -> Result<f64, Error> {
-        let n = self.model.inputs.len();
-        let mut total = 0.0;
-        for start in (0..n).step_by(EVAL_BATCH) {
-            let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(n)).collect();
-            let x = self.model.inputs.gather(&rows);
-            let p = self.inducing.project(&self.pieces.kernel, &x)?;
-            let (mean, var) = p.marginals(&self.qs, self.pieces.mean);
-            let e = expectations_at(
-                &self.model,
-                &self.pieces.lik,
-                &self.rule,
-                Some(&rows),
-                &mean,
-                &var,
-            )?;
-            total += e.total();
-        }
-        Ok(total - self.qs.iter().map(|q| q.kl()).sum::<f64>())
+        whole_elbo(
+            &self.model,
+            &self.pieces,
+            &self.inducing,
+            &self.qs,
+            &self.rule,
+        )
     }
 
     /// Latent means and variances [M, C] at the inputs of `test`, in batches.
@@ -204,6 +193,48 @@ impl SviFit {
         }
         out
     }
+}
+
+/// Σₙ E_q\[ℓₙ\] − Σ_c KL over all N training points, in batches of
+/// [`EVAL_BATCH`], with expectations by `rule`.
+pub fn whole_elbo(
+    model: &ViModel,
+    pieces: &ViPieces<f64>,
+    ind: &Inducing,
+    qs: &[Whitened],
+    rule: &Rule,
+) -> Result<f64, Error> {
+    let mut total = 0.0;
+    for_batches(model, pieces, ind, qs, rule, |_, _, e| {
+        total += e.total();
+    })?;
+    Ok(total - qs.iter().map(|q| q.kl()).sum::<f64>())
+}
+
+/// Visit the training data in batches of [`EVAL_BATCH`]: each batch's
+/// projection, its latent means [B, C] and its expectations by `rule`.
+pub fn for_batches(
+    model: &ViModel,
+    pieces: &ViPieces<f64>,
+    ind: &Inducing,
+    qs: &[Whitened],
+    rule: &Rule,
+    mut visit: impl FnMut(
+        &super::sparse::Projection,
+        &DMatrix<f64>,
+        &crate::infer::vi::expect::Expectations,
+    ),
+) -> Result<(), Error> {
+    let n = model.inputs.len();
+    for start in (0..n).step_by(EVAL_BATCH) {
+        let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(n)).collect();
+        let x = model.inputs.gather(&rows);
+        let p = ind.project(&pieces.kernel, &x)?;
+        let (mean, var) = p.marginals(qs, pieces.mean);
+        let e = expectations_at(model, &pieces.lik, rule, Some(&rows), &mean, &var)?;
+        visit(&p, &mean, &e);
+    }
+    Ok(())
 }
 
 impl crate::infer::fit::Fit for SviFit {

@@ -190,6 +190,14 @@ impl Natural {
         }
     }
 
+    /// The natural parameters of a whitened q (S = R Rᵀ): P = S⁻¹, h = P m.
+    pub fn from_whitened(q: &Whitened) -> Result<Natural, Error> {
+        let s = matmul(&q.r, false, &q.r, true);
+        let chol = cholesky_jitter(&s, 0.0, 0.0, "the covariance of q(u)")?;
+        let p = chol.inverse();
+        Ok(Natural { h: &p * &q.z, p })
+    }
+
     /// The same q as a mean and a factor: with P = L_P L_Pᵀ, R = L_P⁻ᵀ
     /// (S = R Rᵀ) and m = S h. An error when P is not positive definite.
     pub fn whitened(&self) -> Result<Whitened, Error> {
@@ -216,6 +224,25 @@ impl Natural {
         scale: f64,
         rho: f64,
     ) -> Natural {
+        let mut target = Natural {
+            h: DVector::zeros(m.len()),
+            p: DMatrix::identity(m.len(), m.len()),
+        };
+        target.add_batch(a, m, gm, gv, scale);
+        self.toward(&target, rho)
+    }
+
+    /// Add one batch's part of the step's target: h += s Aᵀ(g_m − 2g_v ∘ Am),
+    /// P −= 2s Aᵀdiag(g_v)A. Started at (0, I) and summed over batches
+    /// that cover the data once with s = 1, it is the whole-data target.
+    pub fn add_batch(
+        &mut self,
+        a: &DMatrix<f64>,
+        m: &DVector<f64>,
+        gm: &[f64],
+        gv: &[f64],
+        scale: f64,
+    ) {
         let am = a * m;
         let mut dga = a.clone();
         let mut r = DVector::zeros(a.nrows());
@@ -225,14 +252,17 @@ impl Natural {
         }
         // Aᵀ diag(g_v) A.
         let g = matmul(a, true, &dga, false);
-        let mut p = &self.p * (1.0 - rho) - g * (2.0 * scale * rho);
-        for i in 0..p.nrows() {
-            p[(i, i)] += rho;
+        self.p -= g * (2.0 * scale);
+        self.h += a.tr_mul(&r) * scale;
+    }
+
+    /// (1 − ρ)·self + ρ·target, with P kept exactly symmetric.
+    pub fn toward(&self, target: &Natural, rho: f64) -> Natural {
+        let p = &self.p * (1.0 - rho) + &target.p * rho;
+        Natural {
+            h: &self.h * (1.0 - rho) + &target.h * rho,
+            p: (&p + p.transpose()) * 0.5,
         }
-        // Keep P exactly symmetric.
-        let p = (&p + p.transpose()) * 0.5;
-        let h = &self.h * (1.0 - rho) + a.tr_mul(&r) * (scale * rho);
-        Natural { h, p }
     }
 }
 
