@@ -19,7 +19,7 @@ use crate::infer::vi::posterior::Whitened;
 use crate::ir::bind::Bound;
 use crate::math::optim::{Ascent, Rule as OptRule};
 use crate::math::scalar::{CHUNK, Dual8};
-use crate::model::gram_vjp::{cross_vjp, gram_vjp};
+use crate::model::gram_vjp::{cross_vjp_with, gram_vjp};
 use crate::model::kernel::{Inputs, KernelValue};
 use nalgebra::{DMatrix, DVector};
 use rand::SeedableRng;
@@ -232,8 +232,9 @@ impl Svi {
         let p = self.theta.len();
         let d = x.dim();
         // Leaf adjoints and Z̄ through the reverse rules, when the kernel has them.
+        // Z̄ is needed only when Z is learned.
         let (pbar, zbar) = match (
-            cross_vjp(kernel, x, z, &adj.kxz)?,
+            cross_vjp_with(kernel, x, z, &adj.kxz, false)?,
             gram_vjp(kernel, z, &adj.kzz)?,
         ) {
             (Some(cx), Some(gz)) => {

@@ -179,6 +179,19 @@ pub fn cross_vjp(
     z: &Inputs,
     k_bar: &DMatrix<f64>,
 ) -> Result<Option<CrossAdjoints>, Error> {
+    cross_vjp_with(kernel, x, z, k_bar, true)
+}
+
+/// [`cross_vjp`], with X̄ left at zero (and not computed) unless
+/// `want_x`: inducing points need θ̄ and Z̄ alone, the data's inputs being
+/// fixed.
+pub fn cross_vjp_with(
+    kernel: &KernelValue<f64>,
+    x: &Inputs,
+    z: &Inputs,
+    k_bar: &DMatrix<f64>,
+    want_x: bool,
+) -> Result<Option<CrossAdjoints>, Error> {
     let (n, m, d) = (x.len(), z.len(), x.dim());
     kernel.validate(d)?;
     if z.dim() != d {
@@ -208,14 +221,16 @@ pub fn cross_vjp(
                     let g = k_bar[(i, j)];
                     if g != 0.0 {
                         add_params(kernel, x.row(i), z.row(j), false, g, scratch, &mut p);
-                        kernel.entry_vjp_inputs(
-                            x.row(i),
-                            z.row(j),
-                            false,
-                            g,
-                            Some(&mut xi),
-                            None,
-                        )?;
+                        if want_x {
+                            kernel.entry_vjp_inputs(
+                                x.row(i),
+                                z.row(j),
+                                false,
+                                g,
+                                Some(&mut xi),
+                                None,
+                            )?;
+                        }
                     }
                 }
                 Ok((p, xi))

@@ -1,0 +1,62 @@
+//! The `svi` engine on satellite (`examples/satellite.tempest`: 5,148
+//! training rows, 36 features, 6 latent GPs sharing M = 100 inducing
+//! points): one minibatch step (B = 256: projection, Monte Carlo
+//! expectations, the reverse pass to the hypers and Z, the natural step on
+//! six q(u)), the same step with Adam on q(u), and one whole-data
+//! natural (polishing) step. See benches/README.md for the figures and
+//! the whole-run comparison.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tempest::infer::engine::Engine;
+use tempest::infer::registry::ENGINES;
+use tempest::infer::settings::{EngineConfig, Settings};
+use tempest::infer::svi::def::SviSettings;
+use tempest::infer::svi::engine::Svi;
+use tempest::{Data, Model, Overrides, Registry};
+
+fn engine(settings: &[(&str, &str)]) -> Svi {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("examples/satellite.tempest")).expect("model");
+    let data = Data::read(&root.join("../shared/data/satellite_prepared.csv"))
+        .expect("satellite data")
+        .filter_rows("is_test", "0")
+        .expect("rows");
+    let m = Model::from_str("satellite.tempest", &text, &Registry::default()).expect("model");
+    let b = m.bind(&data, &Overrides::default()).expect("bind");
+    let def = ENGINES
+        .iter()
+        .find(|d| d.schema().name == "svi")
+        .expect("svi");
+    let mut cfg = EngineConfig::defaults(def.schema(), Default::default());
+    for (k, v) in settings {
+        cfg.set(k, v).expect("setting");
+    }
+    let s = SviSettings::from_config(&cfg).expect("settings");
+    Svi::new(Arc::new(b), &s).expect("engine")
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("svi");
+    g.sample_size(20);
+    let mut e = engine(&[("steps", "100000000")]);
+    g.bench_function("satellite_step_natural", |b| {
+        b.iter(|| black_box(e.step().expect("step")))
+    });
+    let mut e = engine(&[("steps", "100000000"), ("q_step", "adam")]);
+    g.bench_function("satellite_step_adam", |b| {
+        b.iter(|| black_box(e.step().expect("step")))
+    });
+    g.sample_size(10);
+    let mut e = engine(&[("steps", "1"), ("polish", "1000")]);
+    e.step().expect("first step");
+    g.bench_function("satellite_polish_step", |b| {
+        b.iter(|| black_box(e.step().expect("step")))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
