@@ -202,6 +202,11 @@ infer svi { }
     e.set_posteriors(vec![random_q(6, 2)]);
     let rows: Vec<usize> = (5..25).collect();
     check_gradient(&mut e, &rows, 2e-5);
+    // With Z fixed the same pass gives the hypers alone (no input adjoints).
+    let mut fixed = engine(&b, &[("learn_inducing", "false")]);
+    fixed.set_posteriors(vec![random_q(6, 2)]);
+    assert_eq!(fixed.point().len(), 6);
+    check_gradient(&mut fixed, &rows, 2e-5);
 
     // Six latent GPs of a softmax share Z (Monte Carlo expectations).
     let text = r#"

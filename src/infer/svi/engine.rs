@@ -7,7 +7,9 @@
 use super::def::{QStep, SviSettings};
 use super::fit::{SviFit, TracePoint, for_batches, whole_elbo};
 use super::kmeans::centres;
-use super::sparse::{Inducing, Natural, Projection, batch_adjoints, left_family};
+use super::sparse::{
+    Inducing, Marginals, Natural, Projection, batch_adjoints, left_family, weighted_gram,
+};
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
@@ -19,7 +21,7 @@ use crate::infer::vi::posterior::Whitened;
 use crate::ir::bind::Bound;
 use crate::math::optim::{Ascent, Rule as OptRule};
 use crate::math::scalar::{CHUNK, Dual8};
-use crate::model::gram_vjp::{cross_vjp_with, gram_vjp};
+use crate::model::gram_vjp::{cross_vjp_with, gram_vjp_with};
 use crate::model::kernel::{Inputs, KernelValue};
 use nalgebra::{DMatrix, DVector};
 use rand::SeedableRng;
@@ -38,6 +40,29 @@ const EVAL_SAMPLES: usize = 1024;
 
 /// The inducing points when the model has no `inducing(m = M)` guide.
 pub const DEFAULT_INDUCING: usize = 100;
+
+/// One batch evaluated at the current state.
+struct BatchEval {
+    /// The data rows of the batch.
+    rows: Vec<usize>,
+    /// Their inputs [B, D].
+    x: Inputs,
+    /// The projection on the inducing points.
+    proj: Projection,
+    /// The latent marginals.
+    marg: Marginals,
+    /// The expectations and their derivatives.
+    e: Expectations,
+    /// N / B.
+    scale: f64,
+}
+
+impl BatchEval {
+    /// The minibatch ELBO estimate s Σ_b E\[ℓ_b\] − Σ_c KL.
+    fn elbo(&self, qs: &[Whitened]) -> f64 {
+        self.scale * self.e.total() - qs.iter().map(|q| q.kl()).sum::<f64>()
+    }
+}
 
 /// The `svi` engine's state.
 pub struct Svi {
@@ -213,29 +238,37 @@ impl Svi {
         Ok(e)
     }
 
+    /// Project the batch `rows`, take the marginals and the expectations.
+    fn evaluate(&self, rows: Vec<usize>) -> Result<BatchEval, Error> {
+        let scale = self.model.inputs.len() as f64 / rows.len() as f64;
+        let x = self.model.inputs.gather(&rows);
+        let proj = self.ind.project(&self.pieces.kernel, &x)?;
+        let marg = proj.marginals(&self.qs, self.pieces.mean);
+        let e = self.expect(&rows, &marg.mean, &marg.var)?;
+        Ok(BatchEval {
+            rows,
+            x,
+            proj,
+            marg,
+            e,
+            scale,
+        })
+    }
+
     /// ∂ELBO/∂(learned hypers, Z) from one batch (the KL term does not
     /// depend on them in whitened form), plus the hypers' log prior.
-    #[allow(clippy::too_many_arguments)]
-    fn hyper_z_gradient(
-        &self,
-        rows: &[usize],
-        x: &Inputs,
-        proj: &Projection,
-        e: &Expectations,
-        mean: &DMatrix<f64>,
-        var: &DMatrix<f64>,
-        scale: f64,
-    ) -> Result<Vec<f64>, Error> {
-        let adj = batch_adjoints(&self.ind, proj, &self.qs, &e.gm, &e.gv, scale);
+    fn hyper_z_gradient(&self, b: &BatchEval) -> Result<Vec<f64>, Error> {
+        let (x, e, scale) = (&b.x, &b.e, b.scale);
+        let adj = batch_adjoints(&self.ind, &b.proj, &self.qs, &b.marg, &e.gm, &e.gv, scale);
         let kernel = &self.pieces.kernel;
         let z = &self.ind.z;
         let p = self.theta.len();
         let d = x.dim();
-        // Leaf adjoints and Z̄ through the reverse rules, when the kernel has them.
-        // Z̄ is needed only when Z is learned.
+        // Leaf adjoints and, when Z is learned, Z̄ through the reverse
+        // rules, when the kernel has them.
         let (pbar, zbar) = match (
-            cross_vjp_with(kernel, x, z, &adj.kxz, false)?,
-            gram_vjp(kernel, z, &adj.kzz)?,
+            cross_vjp_with(kernel, x, z, &adj.kxz, false, self.learn_z)?,
+            gram_vjp_with(kernel, z, &adj.kzz, self.learn_z)?,
         ) {
             (Some(cx), Some(gz)) => {
                 let mut pbar: Vec<f64> = cx
@@ -268,7 +301,14 @@ impl Svi {
                 }
                 _ => dual_kernel_terms(&pd.kernel, x, z, &adj)?,
             };
-            let lik = expected_total_at(&self.model, &pd.lik, &self.rule, Some(rows), mean, var)?;
+            let lik = expected_total_at(
+                &self.model,
+                &pd.lik,
+                &self.rule,
+                Some(&b.rows),
+                &b.marg.mean,
+                &b.marg.var,
+            )?;
             let (tm, tl) = (pd.mean.tangent(), lik.tangent());
             for c in 0..CHUNK {
                 g[c] += adj.mean * tm[c] + scale * tl[c];
@@ -290,12 +330,30 @@ impl Svi {
         Ok(grad)
     }
 
-    /// Rebuild the pieces and K_ZZ's factor at (θ, Z).
-    fn at(&self, theta: &[f64], z: Inputs) -> Result<(ViPieces<f64>, Inducing), Error> {
-        log_prior_value(&self.model.bound, &self.model.layout, theta)?;
-        let pieces = self.model.pieces::<f64>(theta, &self.model.bound)?;
+    /// Move to other optimised coordinates (see [`Svi::point`]), keeping
+    /// q(u): the pieces and K_ZZ's factor are rebuilt there. Nothing
+    /// changes on an error (a non-finite coordinate, a log prior that is
+    /// not finite, K_ZZ that cannot be factorised).
+    pub fn set_point(&mut self, y: &[f64]) -> Result<(), Error> {
+        if let Some(v) = y.iter().find(|v| !v.is_finite()) {
+            return Err(Error::new(
+                ErrorKind::Numerical,
+                format!("a hyper or inducing input became {v}"),
+            ));
+        }
+        let p = self.theta.len();
+        let z = if self.learn_z {
+            Inputs::from_flat(y[p..].to_vec(), self.ind.z.dim())
+        } else {
+            self.ind.z.clone()
+        };
+        log_prior_value(&self.model.bound, &self.model.layout, &y[..p])?;
+        let pieces = self.model.pieces::<f64>(&y[..p], &self.model.bound)?;
         let ind = Inducing::new(&pieces.kernel, z, self.s.jitter)?;
-        Ok((pieces, ind))
+        self.theta = y[..p].to_vec();
+        self.pieces = pieces;
+        self.ind = ind;
+        Ok(())
     }
 
     /// One Adam step on (θ, Z); a step to a point where K_ZZ cannot be
@@ -309,27 +367,13 @@ impl Svi {
             self.rejected += 1;
             return Ok(());
         }
-        let p = self.theta.len();
-        let mut x: Vec<f64> = self.theta.clone();
-        if self.learn_z {
-            x.extend_from_slice(self.ind.z.as_flat());
-        }
+        let x = self.point();
         let mut opt_now = opt;
         for _ in 0..MAX_REJECTED {
             let mut trial = opt_now.clone();
             let mut y = x.clone();
             trial.step(&mut y, g);
-            let z = if self.learn_z {
-                Inputs::from_flat(y[p..].to_vec(), self.ind.z.dim())
-            } else {
-                self.ind.z.clone()
-            };
-            if y.iter().all(|v| v.is_finite())
-                && let Ok((pieces, ind)) = self.at(&y[..p], z)
-            {
-                self.theta = y[..p].to_vec();
-                self.pieces = pieces;
-                self.ind = ind;
+            if self.set_point(&y).is_ok() {
                 self.opt = Some(trial);
                 return Ok(());
             }
@@ -342,41 +386,28 @@ impl Svi {
 
     /// The natural-gradient step on every q(u_c); a step that leaves the
     /// family is retried with ρ halved.
-    fn natural_step(
-        &mut self,
-        a: &DMatrix<f64>,
-        e: &Expectations,
-        scale: f64,
-        rho: f64,
-    ) -> Result<(), Error> {
+    fn natural_step(&mut self, b: &BatchEval, rho: f64) -> Result<(), Error> {
         for c in 0..self.qs.len() {
-            let gm: Vec<f64> = e.gm.column(c).iter().copied().collect();
-            let gv: Vec<f64> = e.gv.column(c).iter().copied().collect();
+            let gm: Vec<f64> = b.e.gm.column(c).iter().copied().collect();
+            let gv: Vec<f64> = b.e.gv.column(c).iter().copied().collect();
             let mut r = rho;
-            let mut tries = 0;
-            loop {
-                let nat = self.natural[c].step(a, &self.qs[c].z, &gm, &gv, scale, r);
+            let mut failed = None;
+            for _ in 0..MAX_REJECTED {
+                let nat = self.natural[c].step(&b.proj.a, &self.qs[c].z, &gm, &gv, b.scale, r);
                 match nat.whitened() {
-                    Ok(q) if q.z.iter().all(|v| v.is_finite()) => {
+                    Ok(q) => {
                         self.natural[c] = nat;
                         self.qs[c] = q;
+                        failed = None;
                         break;
                     }
-                    Ok(_) => {}
-                    Err(err) if tries + 1 >= MAX_REJECTED => {
-                        return Err(left_family(self.step, err));
-                    }
-                    Err(_) => {}
-                }
-                tries += 1;
-                if tries >= MAX_REJECTED {
-                    return Err(left_family(
-                        self.step,
-                        Error::new(ErrorKind::Numerical, "the mean of q(u) is not finite"),
-                    ));
+                    Err(err) => failed = Some(err),
                 }
                 self.rejected += 1;
                 r *= 0.5;
+            }
+            if let Some(err) = failed {
+                return Err(left_family(self.step, err));
             }
         }
         Ok(())
@@ -384,7 +415,8 @@ impl Svi {
 
     /// One Adam step on q's mean and factor: ∂/∂m = s Aᵀg_m − m,
     /// ∂/∂R = tril(2 G R) − R + diag(1/Rᵢᵢ) with G = s Aᵀ diag(g_v) A.
-    fn adam_q_step(&mut self, a: &DMatrix<f64>, e: &Expectations, scale: f64) {
+    fn adam_q_step(&mut self, b: &BatchEval) {
+        let (a, e, scale) = (&b.proj.a, &b.e, b.scale);
         let Some((mut opt, mut params)) = self.q_adam.take() else {
             return;
         };
@@ -394,11 +426,7 @@ impl Svi {
         for (c, q) in self.qs.iter().enumerate() {
             let gm = e.gm.column(c);
             let dm = a.tr_mul(&gm) * scale - &q.z;
-            let mut dga = a.clone();
-            for i in 0..a.nrows() {
-                dga.row_mut(i).scale_mut(e.gv[(i, c)]);
-            }
-            let g = crate::math::linalg::matmul(a, true, &dga, false) * (2.0 * scale);
+            let g = weighted_gram(a, |i| e.gv[(i, c)]) * (2.0 * scale);
             let gr = crate::math::linalg::matmul(&g, false, &q.r, false);
             let base = c * per;
             grad[base..base + mm].copy_from_slice(dm.as_slice());
@@ -429,15 +457,10 @@ impl Svi {
     /// row by row when it is learned), at the current state: what every
     /// step computes, for checks against finite differences.
     pub fn batch_gradient(&self, rows: &[usize]) -> Result<(f64, Vec<f64>), Error> {
-        let scale = self.model.inputs.len() as f64 / rows.len() as f64;
-        let x = self.model.inputs.gather(rows);
-        let proj = self.ind.project(&self.pieces.kernel, &x)?;
-        let (mean, var) = proj.marginals(&self.qs, self.pieces.mean);
-        let e = self.expect(rows, &mean, &var)?;
-        let kl: f64 = self.qs.iter().map(|q| q.kl()).sum();
+        let b = self.evaluate(rows.to_vec())?;
         let lp = log_prior_value(&self.model.bound, &self.model.layout, &self.theta)?;
-        let g = self.hyper_z_gradient(rows, &x, &proj, &e, &mean, &var, scale)?;
-        Ok((scale * e.total() - kl + lp, g))
+        let g = self.hyper_z_gradient(&b)?;
+        Ok((b.elbo(&self.qs) + lp, g))
     }
 
     /// The optimised coordinates (see [`Svi::batch_gradient`]).
@@ -447,21 +470,6 @@ impl Svi {
             x.extend_from_slice(self.ind.z.as_flat());
         }
         x
-    }
-
-    /// Move to other optimised coordinates, keeping q(u).
-    pub fn set_point(&mut self, x: &[f64]) -> Result<(), Error> {
-        let p = self.theta.len();
-        let z = if self.learn_z {
-            Inputs::from_flat(x[p..].to_vec(), self.ind.z.dim())
-        } else {
-            self.ind.z.clone()
-        };
-        let (pieces, ind) = self.at(&x[..p], z)?;
-        self.theta = x[..p].to_vec();
-        self.pieces = pieces;
-        self.ind = ind;
-        Ok(())
     }
 
     /// Replace q(u_c) (whitened), e.g. to check gradients away from the prior.
@@ -507,7 +515,7 @@ impl Svi {
             self.qs.len()
         ];
         let qs = &self.qs;
-        for_batches(model, pieces, ind, qs, &rule, |p, _, e| {
+        for_batches(model, pieces, ind, qs, &rule, |p, e| {
             for (c, t) in targets.iter_mut().enumerate() {
                 let gm: Vec<f64> = e.gm.column(c).iter().copied().collect();
                 let gv: Vec<f64> = e.gv.column(c).iter().copied().collect();
@@ -630,23 +638,16 @@ impl Engine for Svi {
             );
         }
         let (rows, epoch_end) = self.next_batch();
-        let n = self.model.inputs.len();
-        let scale = n as f64 / rows.len() as f64;
-        let x = self.model.inputs.gather(&rows);
-        let proj = self.ind.project(&self.pieces.kernel, &x)?;
-        let (mean, var) = proj.marginals(&self.qs, self.pieces.mean);
-        let e = self.expect(&rows, &mean, &var)?;
-        let kl: f64 = self.qs.iter().map(|q| q.kl()).sum();
-        let elbo = scale * e.total() - kl;
-        self.epoch_sum += elbo;
+        let b = self.evaluate(rows)?;
+        self.epoch_sum += b.elbo(&self.qs);
         self.epoch_steps += 1;
         let g = match self.opt {
-            Some(_) => Some(self.hyper_z_gradient(&rows, &x, &proj, &e, &mean, &var, scale)?),
+            Some(_) => Some(self.hyper_z_gradient(&b)?),
             None => None,
         };
         match self.s.q_step {
-            QStep::Natural(rho) => self.natural_step(&proj.a, &e, scale, rho)?,
-            QStep::Adam => self.adam_q_step(&proj.a, &e, scale),
+            QStep::Natural(rho) => self.natural_step(&b, rho)?,
+            QStep::Adam => self.adam_q_step(&b),
         }
         if let Some(g) = g {
             self.hyper_z_step(&g)?;

@@ -11,7 +11,7 @@ use crate::infer::vi::expect::{Rule, expectations_at};
 use crate::infer::vi::fit::{finite_predictions, test_report};
 use crate::infer::vi::model::{ViModel, ViPieces};
 use crate::infer::vi::posterior::Whitened;
-use crate::infer::vi::predict::{Predictions, TestMetrics, outcome_predictions};
+use crate::infer::vi::predict::{Predictions, TestMetrics, outcome_predictions, test_inputs};
 use crate::ir::bind::Bound;
 use crate::ir::value::Value;
 use crate::output::report::Report;
@@ -141,18 +141,7 @@ impl SviFit {
 
     /// Latent means and variances [M, C] at the inputs of `test`, in batches.
     pub fn latent(&self, test: &Bound) -> Result<(DMatrix<f64>, DMatrix<f64>), Error> {
-        let model = &self.model;
-        let x = test.site_inputs(model.latent.site, &self.hypers, &[])?;
-        if x.dim() != model.inputs.dim() {
-            return Err(Error::new(
-                ErrorKind::Data,
-                format!(
-                    "the test inputs have {} columns, the training inputs {}",
-                    x.dim(),
-                    model.inputs.dim()
-                ),
-            ));
-        }
+        let x = test_inputs(&self.model, &self.hypers, test)?;
         let (m, c) = (x.len(), self.qs.len());
         let mut mean = DMatrix::zeros(m, c);
         let mut var = DMatrix::zeros(m, c);
@@ -161,9 +150,9 @@ impl SviFit {
             let p = self
                 .inducing
                 .project(&self.pieces.kernel, &x.gather(&rows))?;
-            let (mu, v) = p.marginals(&self.qs, self.pieces.mean);
-            mean.rows_mut(start, rows.len()).copy_from(&mu);
-            var.rows_mut(start, rows.len()).copy_from(&v);
+            let mg = p.marginals(&self.qs, self.pieces.mean);
+            mean.rows_mut(start, rows.len()).copy_from(&mg.mean);
+            var.rows_mut(start, rows.len()).copy_from(&mg.var);
         }
         Ok((mean, var))
     }
@@ -205,34 +194,30 @@ pub fn whole_elbo(
     rule: &Rule,
 ) -> Result<f64, Error> {
     let mut total = 0.0;
-    for_batches(model, pieces, ind, qs, rule, |_, _, e| {
+    for_batches(model, pieces, ind, qs, rule, |_, e| {
         total += e.total();
     })?;
     Ok(total - qs.iter().map(|q| q.kl()).sum::<f64>())
 }
 
 /// Visit the training data in batches of [`EVAL_BATCH`]: each batch's
-/// projection, its latent means [B, C] and its expectations by `rule`.
+/// projection and its expectations by `rule`.
 pub fn for_batches(
     model: &ViModel,
     pieces: &ViPieces<f64>,
     ind: &Inducing,
     qs: &[Whitened],
     rule: &Rule,
-    mut visit: impl FnMut(
-        &super::sparse::Projection,
-        &DMatrix<f64>,
-        &crate::infer::vi::expect::Expectations,
-    ),
+    mut visit: impl FnMut(&super::sparse::Projection, &crate::infer::vi::expect::Expectations),
 ) -> Result<(), Error> {
     let n = model.inputs.len();
     for start in (0..n).step_by(EVAL_BATCH) {
         let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(n)).collect();
         let x = model.inputs.gather(&rows);
         let p = ind.project(&pieces.kernel, &x)?;
-        let (mean, var) = p.marginals(qs, pieces.mean);
-        let e = expectations_at(model, &pieces.lik, rule, Some(&rows), &mean, &var)?;
-        visit(&p, &mean, &e);
+        let mg = p.marginals(qs, pieces.mean);
+        let e = expectations_at(model, &pieces.lik, rule, Some(&rows), &mg.mean, &mg.var)?;
+        visit(&p, &e);
     }
     Ok(())
 }

@@ -92,16 +92,27 @@ pub struct Projection {
     pub kdiag: DVector<f64>,
 }
 
+/// A batch's latent marginals under the posteriors q(v_c).
+pub struct Marginals {
+    /// Means [B, C].
+    pub mean: DMatrix<f64>,
+    /// Variances [B, C].
+    pub var: DMatrix<f64>,
+    /// A R_c [B, M] per latent GP (kept for the reverse pass).
+    pub ar: Vec<DMatrix<f64>>,
+}
+
 impl Projection {
     /// Latent means and variances [B, C] under the posteriors `qs` with
     /// prior mean μ₀.
-    pub fn marginals(&self, qs: &[Whitened], mean0: f64) -> (DMatrix<f64>, DMatrix<f64>) {
+    pub fn marginals(&self, qs: &[Whitened], mean0: f64) -> Marginals {
         let b = self.a.nrows();
         let mut mean = DMatrix::zeros(b, qs.len());
         let mut var = DMatrix::zeros(b, qs.len());
         let prior_var: Vec<f64> = (0..b)
             .map(|i| self.kdiag[i] - self.a.row(i).norm_squared())
             .collect();
+        let mut ars = Vec::with_capacity(qs.len());
         for (c, q) in qs.iter().enumerate() {
             let mu = &self.a * &q.z;
             let ar = matmul(&self.a, false, &q.r, false);
@@ -109,9 +120,19 @@ impl Projection {
                 mean[(i, c)] = mean0 + mu[i];
                 var[(i, c)] = (prior_var[i] + ar.row(i).norm_squared()).max(0.0);
             }
+            ars.push(ar);
         }
-        (mean, var)
+        Marginals { mean, var, ar: ars }
     }
+}
+
+/// Aᵀ diag(w) A [M, M] for A [B, M] and weights w \[B\].
+pub fn weighted_gram(a: &DMatrix<f64>, w: impl Fn(usize) -> f64) -> DMatrix<f64> {
+    let mut wa = a.clone();
+    for i in 0..a.nrows() {
+        wa.row_mut(i).scale_mut(w(i));
+    }
+    matmul(a, true, &wa, false)
 }
 
 /// The adjoints of a batch's kernel matrices and prior mean.
@@ -127,12 +148,13 @@ pub struct BatchAdjoints {
 }
 
 /// The reverse pass of the expected log-likelihood term s Σ_b E\[ℓ_b\]
-/// through the projection, given g_m and g_v [B, C] (unscaled) and the
-/// batch scale s = N/B.
+/// through the projection, given the batch's marginals (for A R_c),
+/// g_m and g_v [B, C] (unscaled) and the batch scale s = N/B.
 pub fn batch_adjoints(
     ind: &Inducing,
     p: &Projection,
     qs: &[Whitened],
+    marg: &Marginals,
     gm: &DMatrix<f64>,
     gv: &DMatrix<f64>,
     scale: f64,
@@ -141,10 +163,9 @@ pub fn batch_adjoints(
     let mut a_bar = DMatrix::zeros(b, m);
     let mut kdiag = DVector::zeros(b);
     let mut mean = 0.0;
-    for (c, q) in qs.iter().enumerate() {
+    for (c, (q, ar)) in qs.iter().zip(&marg.ar).enumerate() {
         // A (S − I) = (A R) Rᵀ − A.
-        let ar = matmul(&p.a, false, &q.r, false);
-        let mut as_i = matmul(&ar, false, &q.r, true);
+        let mut as_i = matmul(ar, false, &q.r, true);
         as_i -= &p.a;
         for i in 0..b {
             let (g_m, g_v) = (scale * gm[(i, c)], scale * gv[(i, c)]);
@@ -204,6 +225,12 @@ impl Natural {
         let m = self.h.len();
         let chol = cholesky_jitter(&self.p, 0.0, 0.0, "the precision of q(u)")?;
         let z = chol.solve(&self.h);
+        if let Some(v) = z.iter().find(|v| !v.is_finite()) {
+            return Err(Error::new(
+                ErrorKind::Numerical,
+                format!("the mean of q(u) became {v}"),
+            ));
+        }
         let r = chol.solve_lower(&DMatrix::identity(m, m)).transpose();
         Ok(Whitened {
             z,
@@ -244,15 +271,8 @@ impl Natural {
         scale: f64,
     ) {
         let am = a * m;
-        let mut dga = a.clone();
-        let mut r = DVector::zeros(a.nrows());
-        for i in 0..a.nrows() {
-            dga.row_mut(i).scale_mut(gv[i]);
-            r[i] = gm[i] - 2.0 * gv[i] * am[i];
-        }
-        // Aᵀ diag(g_v) A.
-        let g = matmul(a, true, &dga, false);
-        self.p -= g * (2.0 * scale);
+        let r = DVector::from_fn(a.nrows(), |i, _| gm[i] - 2.0 * gv[i] * am[i]);
+        self.p -= weighted_gram(a, |i| gv[i]) * (2.0 * scale);
         self.h += a.tr_mul(&r) * scale;
     }
 
@@ -323,13 +343,14 @@ mod tests {
         let f = |kern: &KernelValue<f64>, z: &DMatrix<f64>| -> f64 {
             let ind = Inducing::new(kern, Inputs::from_matrix(z), 1e-8).unwrap();
             let p = ind.project(kern, &x).unwrap();
-            let (mu, v) = p.marginals(&qs, 0.0);
-            scale * (mu.component_mul(&wm).sum() + v.component_mul(&wv).sum())
+            let mg = p.marginals(&qs, 0.0);
+            scale * (mg.mean.component_mul(&wm).sum() + mg.var.component_mul(&wv).sum())
         };
         let kern = rbf(0.9, 1.3);
         let ind = Inducing::new(&kern, Inputs::from_matrix(&z0), 1e-8).unwrap();
         let p = ind.project(&kern, &x).unwrap();
-        let adj = batch_adjoints(&ind, &p, &qs, &wm, &wv, scale);
+        let marg = p.marginals(&qs, 0.0);
+        let adj = batch_adjoints(&ind, &p, &qs, &marg, &wm, &wv, scale);
         // Z̄ from the cross-covariance and Gram nodes.
         let cz = crate::model::gram_vjp::cross_vjp(&kern, &x, &ind.z, &adj.kxz)
             .unwrap()

@@ -77,17 +77,7 @@ pub fn predict(
 ) -> Result<(Predictions, Option<TestMetrics>), Error> {
     let model = &core.model;
     let hypers = model.layout.values::<f64>(&model.bound, &core.theta);
-    let x = test.site_inputs(model.latent.site, &hypers, &[])?;
-    if x.dim() != model.inputs.dim() {
-        return Err(Error::new(
-            ErrorKind::Data,
-            format!(
-                "the test inputs have {} columns, the training inputs {}",
-                x.dim(),
-                model.inputs.dim()
-            ),
-        ));
-    }
+    let x = test_inputs(model, &hypers, test)?;
     let pieces = model.pieces::<f64>(&core.theta, test)?;
     let ks = pieces.kernel.cross(&model.inputs, &x)?;
     let kss = pieces.kernel.diag(&x)?;
@@ -109,6 +99,27 @@ pub fn predict(
         &var,
         n_bins,
     )
+}
+
+/// The latent GP's inputs at the test data [M, D], with an error when they
+/// have another number of columns than the training inputs.
+pub fn test_inputs(
+    model: &ViModel,
+    hypers: &[crate::ir::value::Value<f64>],
+    test: &Bound,
+) -> Result<crate::model::kernel::Inputs, Error> {
+    let x = test.site_inputs(model.latent.site, hypers, &[])?;
+    if x.dim() != model.inputs.dim() {
+        return Err(Error::new(
+            ErrorKind::Data,
+            format!(
+                "the test inputs have {} columns, the training inputs {}",
+                x.dim(),
+                model.inputs.dim()
+            ),
+        ));
+    }
+    Ok(x)
 }
 
 /// Predictions of the outcomes at the M points of `test` from the latent

@@ -16,4 +16,4 @@
 mod entry;
 mod node;
 
-pub use node::{CrossAdjoints, GramAdjoints, cross_vjp, cross_vjp_with, gram_vjp};
+pub use node::{CrossAdjoints, GramAdjoints, cross_vjp, cross_vjp_with, gram_vjp, gram_vjp_with};

@@ -101,6 +101,17 @@ pub fn gram_vjp(
     x: &Inputs,
     k_bar: &DMatrix<f64>,
 ) -> Result<Option<GramAdjoints>, Error> {
+    gram_vjp_with(kernel, x, k_bar, true)
+}
+
+/// [`gram_vjp`], with X̄ left at zero (and not computed) unless `want_x`
+/// (inducing inputs that are not learned need θ̄ alone).
+pub fn gram_vjp_with(
+    kernel: &KernelValue<f64>,
+    x: &Inputs,
+    k_bar: &DMatrix<f64>,
+    want_x: bool,
+) -> Result<Option<GramAdjoints>, Error> {
     let (n, d) = (x.len(), x.dim());
     kernel.validate(d)?;
     if k_bar.shape() != (n, n) {
@@ -115,6 +126,14 @@ pub fn gram_vjp(
     };
     let planned = leaf_adjoints(kernel, x, &(k_bar + k_bar.transpose()))?;
     let entry_params = if planned.is_some() { 0 } else { leaves };
+    if entry_params == 0 && !want_x {
+        let params = planned.unwrap_or_default();
+        finite(&params, &[])?;
+        return Ok(Some(GramAdjoints {
+            params,
+            x: DMatrix::zeros(n, d),
+        }));
+    }
     let weight = |i: usize, j: usize| {
         if i == j {
             k_bar[(i, i)]
@@ -138,12 +157,14 @@ pub fn gram_vjp(
                     }
                     let same = j == r;
                     add_params(kernel, xr_in, x.row(j), same, g, scratch, &mut p);
-                    let gy = same.then_some(own_y.as_mut_slice());
-                    kernel.entry_vjp_inputs(xr_in, x.row(j), same, g, Some(&mut xr), gy)?;
+                    if want_x {
+                        let gy = same.then_some(own_y.as_mut_slice());
+                        kernel.entry_vjp_inputs(xr_in, x.row(j), same, g, Some(&mut xr), gy)?;
+                    }
                 }
                 for i in r + 1..n {
                     let g = weight(i, r);
-                    if g != 0.0 {
+                    if want_x && g != 0.0 {
                         kernel.entry_vjp_inputs(x.row(i), xr_in, false, g, None, Some(&mut xr))?;
                     }
                 }
@@ -179,18 +200,19 @@ pub fn cross_vjp(
     z: &Inputs,
     k_bar: &DMatrix<f64>,
 ) -> Result<Option<CrossAdjoints>, Error> {
-    cross_vjp_with(kernel, x, z, k_bar, true)
+    cross_vjp_with(kernel, x, z, k_bar, true, true)
 }
 
-/// [`cross_vjp`], with X̄ left at zero (and not computed) unless
-/// `want_x`: inducing points need θ̄ and Z̄ alone, the data's inputs being
-/// fixed.
+/// [`cross_vjp`], with X̄ and Z̄ left at zero (and not computed) unless
+/// `want_x` and `want_z`: inducing points need θ̄ and Z̄ alone (the
+/// data's inputs are fixed), or θ̄ alone when they are not learned.
 pub fn cross_vjp_with(
     kernel: &KernelValue<f64>,
     x: &Inputs,
     z: &Inputs,
     k_bar: &DMatrix<f64>,
     want_x: bool,
+    want_z: bool,
 ) -> Result<Option<CrossAdjoints>, Error> {
     let (n, m, d) = (x.len(), z.len(), x.dim());
     kernel.validate(d)?;
@@ -242,7 +264,7 @@ pub fn cross_vjp_with(
         .with_min_len(8)
         .map(|j| {
             let mut zj = vec![0.0; d];
-            for i in 0..n {
+            for i in 0..if want_z { n } else { 0 } {
                 let g = k_bar[(i, j)];
                 if g != 0.0 {
                     kernel.entry_vjp_inputs(x.row(i), z.row(j), false, g, None, Some(&mut zj))?;
