@@ -264,3 +264,14 @@ fn results_repeat_with_the_seed_on_any_thread_count() {
     let other = svi(&b, &[("steps", "40"), ("batch", "32"), ("seed", "7")]).elbo;
     assert_ne!(one.to_bits(), other.to_bits());
 }
+
+#[test]
+fn the_trace_stays_bounded_whatever_the_steps() {
+    let b = diabetes("guide { f : inducing(m = 5) }", true, (0, 29));
+    let fit = svi(&b, &[("steps", "9000"), ("batch", "1000"), ("polish", "0")]);
+    // Every step is an epoch here; the trace thins itself to stay bounded.
+    assert!(fit.trace.len() <= 4096, "{} points", fit.trace.len());
+    assert!(fit.trace.len() >= 2048, "{} points", fit.trace.len());
+    assert_eq!(fit.trace.last().unwrap().step, 9000);
+    assert!(fit.trace.windows(2).all(|w| w[0].step < w[1].step));
+}

@@ -34,6 +34,13 @@ use std::time::Instant;
 /// the natural step) after a rejection.
 const MAX_REJECTED: usize = 30;
 
+/// The most points the ELBO trace keeps (see [`Svi::record`]).
+const MAX_TRACE: usize = 4096;
+
+/// Halvings of ρ a whole-data (polishing) step tries before it stops: each
+/// try is one pass over the data.
+const POLISH_HALVINGS: usize = 8;
+
 /// Monte Carlo draws for the final ELBO and predictions of a multi-class
 /// model (at least `mc_samples`).
 const EVAL_SAMPLES: usize = 1024;
@@ -87,6 +94,9 @@ pub struct Svi {
     epoch_sum: f64,
     epoch_steps: usize,
     trace: Vec<TracePoint>,
+    /// Epochs ended so far, and every how many of them the trace keeps one.
+    epochs: usize,
+    stride: usize,
     rejected: usize,
     /// The whole-data ELBO after the last polishing step.
     polished: Option<f64>,
@@ -173,6 +183,8 @@ impl Svi {
             epoch_sum: 0.0,
             epoch_steps: 0,
             trace: Vec::new(),
+            epochs: 0,
+            stride: 1,
             rejected: 0,
             polished: None,
             started: Instant::now(),
@@ -523,7 +535,7 @@ impl Svi {
             }
         })?;
         let mut rho = 1.0;
-        for _ in 0..MAX_REJECTED {
+        for _ in 0..=POLISH_HALVINGS {
             let nat: Vec<Natural> = self
                 .natural
                 .iter()
@@ -540,11 +552,7 @@ impl Svi {
                 self.natural = nat;
                 self.qs = qs;
                 self.polished = Some(elbo);
-                self.trace.push(TracePoint {
-                    step: self.step,
-                    seconds: self.seconds(),
-                    elbo,
-                });
+                self.record(elbo);
                 if self.step >= self.s.steps + self.s.polish {
                     return Ok(Status::Done(format!(
                         "reached steps = {}, then {} whole-data natural step{}",
@@ -562,6 +570,25 @@ impl Svi {
             "reached steps = {}, then whole-data natural steps until none raised the ELBO",
             self.s.steps
         )))
+    }
+
+    /// Add a point to the trace; at [`MAX_TRACE`] points every other one
+    /// is dropped and the stride between kept epochs doubles, so the trace
+    /// stays bounded whatever `steps` is.
+    fn record(&mut self, elbo: f64) {
+        if self.trace.len() >= MAX_TRACE {
+            let mut k = 0;
+            self.trace.retain(|_| {
+                k += 1;
+                k % 2 == 0
+            });
+            self.stride *= 2;
+        }
+        self.trace.push(TracePoint {
+            step: self.step,
+            seconds: self.seconds(),
+            elbo,
+        });
     }
 
     fn seconds(&self) -> f64 {
@@ -653,11 +680,11 @@ impl Engine for Svi {
             self.hyper_z_step(&g)?;
         }
         if epoch_end || self.step >= self.s.steps {
-            self.trace.push(TracePoint {
-                step: self.step,
-                seconds: self.seconds(),
-                elbo: self.epoch_sum / self.epoch_steps as f64,
-            });
+            let elbo = self.epoch_sum / self.epoch_steps as f64;
+            self.epochs += 1;
+            if self.epochs.is_multiple_of(self.stride) || self.step >= self.s.steps {
+                self.record(elbo);
+            }
             self.epoch_sum = 0.0;
             self.epoch_steps = 0;
         }

@@ -11,6 +11,9 @@ use rand::{RngExt, SeedableRng};
 const SAMPLE_PER_CENTRE: usize = 50;
 /// See [`SAMPLE_PER_CENTRE`].
 const SAMPLE_MIN: usize = 2000;
+/// The sample never exceeds this many points (or M, when M is larger), so
+/// the iterations cost at most ITERATIONS × SAMPLE_MAX × M × D.
+const SAMPLE_MAX: usize = 100_000;
 /// Lloyd iterations.
 const ITERATIONS: usize = 15;
 
@@ -26,7 +29,7 @@ pub fn centres(x: &Inputs, m: usize, seed: u64) -> Inputs {
         return x.clone();
     }
     let mut rng = StdRng::seed_from_u64(seed ^ 0x6b6d_6561_6e73);
-    let take = n.min((SAMPLE_PER_CENTRE * m).max(SAMPLE_MIN));
+    let take = n.min((SAMPLE_PER_CENTRE * m).clamp(SAMPLE_MIN, SAMPLE_MAX.max(m)));
     let mut idx = sample(&mut rng, n, take).into_vec();
     idx.sort_unstable();
     let pts = x.gather(&idx);
