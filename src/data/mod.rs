@@ -76,24 +76,19 @@ impl Data {
 
     /// Keep only rows `first..=last` (CSV only).
     pub fn select_rows(self, first: usize, last: usize) -> Result<Data> {
-        match self {
-            Data::Csv(t) => Ok(Data::Csv(t.select_rows(first, last)?)),
-            other => Err(Error::new(
-                ErrorKind::Settings,
-                format!(
-                    "row selection applies to CSV files, not to {}",
-                    other.file()
-                ),
-            )
-            .into()),
-        }
+        self.csv_rows(|t| t.select_rows(first, last))
     }
 
     /// Keep only the rows whose column `col` equals `value` (CSV only; see
     /// [`CsvTable::filter_rows`]).
     pub fn filter_rows(self, col: &str, value: &str) -> Result<Data> {
+        self.csv_rows(|t| t.filter_rows(col, value))
+    }
+
+    /// A row selection of a CSV table; an error for other sources.
+    fn csv_rows(self, select: impl FnOnce(CsvTable) -> Result<CsvTable>) -> Result<Data> {
         match self {
-            Data::Csv(t) => Ok(Data::Csv(t.filter_rows(col, value)?)),
+            Data::Csv(t) => Ok(Data::Csv(select(t)?)),
             other => Err(Error::new(
                 ErrorKind::Settings,
                 format!(

@@ -11,6 +11,7 @@ use crate::infer::exact::fit::ExactFit;
 use crate::infer::mcmc::fit::McmcFit;
 use crate::infer::svi::fit::SviFit;
 use crate::infer::vi::fit::VariationalFit;
+use crate::infer::vi::predict::TestMetrics;
 use crate::model::kernel::Inputs;
 use std::path::Path;
 
@@ -103,13 +104,8 @@ pub fn exact(f: &ExactFit, path: &Path) -> Result<(), Error> {
 /// classification test metrics, else the ELBO trace.
 pub fn variational(f: &VariationalFit, path: &Path) -> Result<(), Error> {
     let what = engine_words(f.engine);
-    if let Some(t) = &f.test
-        && let (Some(ece), Some(mce)) = (t.ece, t.mce)
-        && !t.bins.is_empty()
-    {
-        let n: usize = t.bins.iter().map(|b| b.count).sum();
-        let title = format!("{what}: reliability diagram on the test data ({n} points)");
-        return reliability_diagram(path, &t.bins, t.n_bins, ece, mce, &title);
+    if let Some(drawn) = reliability(f.test.as_ref(), what, path) {
+        return drawn;
     }
     let title = format!(
         "{what}: ELBO by step (final {:.4}, {} step{})",
@@ -126,17 +122,29 @@ pub fn variational(f: &VariationalFit, path: &Path) -> Result<(), Error> {
     )
 }
 
+/// The reliability diagram of a classifier's test metrics, when there are
+/// any (`None` otherwise); `what` names the engine in the title.
+fn reliability(t: Option<&TestMetrics>, what: &str, path: &Path) -> Option<Result<(), Error>> {
+    let t = t?;
+    let (Some(ece), Some(mce)) = (t.ece, t.mce) else {
+        return None;
+    };
+    if t.bins.is_empty() {
+        return None;
+    }
+    let n: usize = t.bins.iter().map(|b| b.count).sum();
+    let title = format!("{what}: reliability diagram on the test data ({n} points)");
+    Some(reliability_diagram(
+        path, &t.bins, t.n_bins, ece, mce, &title,
+    ))
+}
+
 /// An `svi` fit: the reliability diagram on the test data for
 /// classification, else the ELBO (epoch means of the minibatch estimates)
 /// by epoch.
 pub fn svi(f: &SviFit, path: &Path) -> Result<(), Error> {
-    if let Some(t) = &f.test
-        && let (Some(ece), Some(mce)) = (t.ece, t.mce)
-        && !t.bins.is_empty()
-    {
-        let n: usize = t.bins.iter().map(|b| b.count).sum();
-        let title = format!("svi: reliability diagram on the test data ({n} points)");
-        return reliability_diagram(path, &t.bins, t.n_bins, ece, mce, &title);
+    if let Some(drawn) = reliability(f.test.as_ref(), "svi", path) {
+        return drawn;
     }
     let title = format!(
         "svi: ELBO by epoch (whole-data ELBO {:.4} after {} steps, {:.1} s)",

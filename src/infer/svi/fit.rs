@@ -5,10 +5,10 @@
 use super::def::{QStep, SviSettings};
 use super::sparse::Inducing;
 use crate::error::{Error, ErrorKind, fixed};
-use crate::infer::hyper_prior::{self, has_priors, log_prior_value};
+use crate::infer::hyper_prior::{has_priors, log_prior_value};
 use crate::infer::hypers::{hypers_json, hypers_table};
 use crate::infer::vi::expect::{Rule, expectations_at};
-use crate::infer::vi::fit::{finite_predictions, test_report};
+use crate::infer::vi::fit::{finite_predictions, test_report, unused_parts};
 use crate::infer::vi::model::{ViModel, ViPieces};
 use crate::infer::vi::posterior::Whitened;
 use crate::infer::vi::predict::{Predictions, TestMetrics, outcome_predictions, test_inputs};
@@ -159,14 +159,8 @@ impl SviFit {
 
     /// Parts of the model this engine does not use, and repairs.
     fn all_notes(&self) -> Vec<String> {
-        let g = &self.model.bound.graph;
         let mut out = self.notes.clone();
-        if !g.estimates.is_empty() {
-            out.push("the `estimate` block is not used by the svi engine (expectations come from sampling engines)".into());
-        }
-        if hyper_prior::unused_priors(&self.model.bound, &self.model.layout) {
-            out.push(crate::infer::fit::UNUSED_HYPER_PRIORS.to_string());
-        }
+        out.extend(unused_parts(&self.model, "svi"));
         if self.rejected > 0 {
             out.push(format!(
                 "{} step{} retried with a smaller step (K_ZZ could not be factorised, a value was not finite, or q(u) left the family)",

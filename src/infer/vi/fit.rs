@@ -2,6 +2,7 @@
 //! q, and predictions with test metrics.
 
 use super::core::Core;
+use super::model::ViModel;
 use super::posterior::Whitened;
 use super::predict::{Predictions, TestMetrics, predict};
 use crate::error::fixed;
@@ -90,14 +91,7 @@ impl VariationalFit {
 
     /// Parts of the model this engine does not use, and numerical repairs.
     pub fn notes(&self) -> Vec<String> {
-        let g = &self.core.model.bound.graph;
-        let mut out = Vec::new();
-        if !g.estimates.is_empty() {
-            out.push(format!("the `estimate` block is not used by the {} engine (expectations come from sampling engines)", self.engine));
-        }
-        if hyper_prior::unused_priors(&self.core.model.bound, &self.core.model.layout) {
-            out.push(UNUSED_HYPER_PRIORS.to_string());
-        }
+        let mut out = unused_parts(&self.core.model, self.engine);
         if self.core.rejected > 0 {
             out.push(format!(
                 "{} step{} rejected (a non-finite ELBO or a prior that could not be factorised) and tried again with half the learning rate",
@@ -224,4 +218,17 @@ pub fn finite_predictions(p: &Predictions, test: &Bound) -> Result<(), Error> {
         .with_note("check the test inputs' scale: inputs of magnitude 1e150 or more overflow the kernel's distances"));
     }
     Ok(())
+}
+
+/// Notes on the parts of the model a variational engine does not use: the
+/// `estimate` block, and priors on hypers it does not learn.
+pub fn unused_parts(model: &ViModel, engine: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if !model.bound.graph.estimates.is_empty() {
+        out.push(format!("the `estimate` block is not used by the {engine} engine (expectations come from sampling engines)"));
+    }
+    if hyper_prior::unused_priors(&model.bound, &model.layout) {
+        out.push(UNUSED_HYPER_PRIORS.to_string());
+    }
+    out
 }
