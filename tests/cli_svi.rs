@@ -66,47 +66,36 @@ fn rows_select_by_a_columns_value() {
     let out = assert_ok(&o);
     assert!(out.contains("(1287 points"), "{out}");
 
-    for (rows, want) in [
-        ("nosuch=1", "has no column `nosuch`"),
-        ("is_test=7", "no row of"),
-        ("0..x", "expected two row numbers"),
+    for (flag, rows, want) in [
+        ("--rows", "nosuch=1", "has no column `nosuch`"),
+        ("--rows", "is_test=7", "no row of"),
+        ("--rows", "0..x", "expected two row numbers"),
+        ("--test-rows", "nosuch=1", "--test-rows nosuch=1"),
     ] {
-        let err = assert_clean_failure(&tempest(&[
-            "run",
-            "examples/satellite.tempest",
-            "--data",
-            SATELLITE,
-            "--rows",
-            rows,
-        ]));
-        assert!(err.contains(want), "{rows}: {err}");
+        let err = assert_clean_failure(&satellite(&[flag, rows]));
+        assert!(err.contains(want), "{flag} {rows}: {err}");
     }
-    let err = assert_clean_failure(&tempest(&[
+}
+
+/// `tempest run examples/satellite.tempest` on the satellite data (also
+/// as test data) with more arguments.
+fn satellite(extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "run",
         "examples/satellite.tempest",
         "--data",
         SATELLITE,
         "--test",
         SATELLITE,
-        "--test-rows",
-        "nosuch=1",
-    ]));
-    assert!(err.contains("--test-rows nosuch=1"), "{err}");
+    ];
+    args.extend_from_slice(extra);
+    tempest(&args)
 }
 
 #[test]
 fn bad_svi_settings_fail_cleanly() {
     for set in ["batch=0", "rho=1.5", "q_step=sgd", "steps=-3", "lr=0"] {
-        let err = assert_clean_failure(&tempest(&[
-            "run",
-            "examples/satellite.tempest",
-            "--data",
-            SATELLITE,
-            "--rows",
-            "0..99",
-            "--set",
-            set,
-        ]));
+        let err = assert_clean_failure(&satellite(&["--rows", "0..99", "--set", set]));
         assert!(err.contains(set.split('=').next().unwrap()), "{set}: {err}");
     }
 }

@@ -16,16 +16,7 @@ use tempest::{Bound, Data, RunOptions};
 
 /// Run the model's sampler with these settings.
 fn sample(b: &Bound, engine: &str, settings: &[(&str, &str)]) -> Box<McmcFit> {
-    let options = RunOptions {
-        engine: Some(engine.to_string()),
-        settings: settings
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..Default::default()
-    };
-    tempest::run(b, options)
-        .unwrap_or_else(|e| panic!("{e:?}"))
+    fit_with(b, Some(engine), settings)
         .downcast::<McmcFit>()
         .expect("not a sampler fit")
 }

@@ -10,13 +10,13 @@ mod common;
 use common::*;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
+use tempest::Bound;
 use tempest::infer::registry::ENGINES;
 use tempest::infer::settings::{EngineConfig, Settings};
 use tempest::infer::svi::def::{SVI_SCHEMA, SviSettings};
 use tempest::infer::svi::engine::Svi;
 use tempest::infer::svi::fit::SviFit;
 use tempest::infer::vi::posterior::Whitened;
-use tempest::{Bound, RunOptions};
 
 const DIABETES: &str = r#"
 data {
@@ -44,15 +44,7 @@ fn diabetes(guide: &str, learn: bool, rows: (usize, usize)) -> Bound {
 }
 
 fn run(b: &Bound, engine: &str, settings: &[(&str, &str)]) -> Box<dyn tempest::infer::fit::Fit> {
-    let options = RunOptions {
-        engine: Some(engine.to_string()),
-        settings: settings
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..Default::default()
-    };
-    tempest::run(b, options).unwrap_or_else(|e| panic!("{e}"))
+    fit_with(b, Some(engine), settings)
 }
 
 fn svi(b: &Bound, settings: &[(&str, &str)]) -> Box<SviFit> {

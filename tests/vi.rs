@@ -36,16 +36,7 @@ fn run(
     settings: &[(&str, &str)],
     engine: Option<&str>,
 ) -> Box<tempest::infer::vi::fit::VariationalFit> {
-    let options = RunOptions {
-        engine: engine.map(String::from),
-        settings: settings
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..Default::default()
-    };
-    tempest::run(b, options)
-        .unwrap_or_else(|e| panic!("{e}"))
+    fit_with(b, engine, settings)
         .downcast::<VariationalFit>()
         .expect("not a variational fit")
 }

@@ -133,3 +133,21 @@ hyper {
   alpha : positive = 1.5
 }
 "#;
+
+/// `tempest::run` on a bound model with `engine` (or the model's own) and
+/// engine settings, panicking with the error.
+pub fn fit_with(
+    b: &Bound,
+    engine: Option<&str>,
+    settings: &[(&str, &str)],
+) -> Box<dyn tempest::infer::fit::Fit> {
+    let options = tempest::RunOptions {
+        engine: engine.map(String::from),
+        settings: settings
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Default::default()
+    };
+    tempest::run(b, options).unwrap_or_else(|e| panic!("{e}"))
+}
