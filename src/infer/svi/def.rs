@@ -5,6 +5,7 @@ use super::engine::Svi;
 use crate::error::Error;
 use crate::infer::registry::{Accepts, Def, TestData};
 use crate::infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, Settings, s};
+use crate::infer::vi::def::{BINS, MC_SAMPLES, QUADRATURE};
 use crate::ir::graph::Family;
 
 /// The `svi` engine's settings.
@@ -61,30 +62,15 @@ pub const SVI_SCHEMA: EngineSchema = EngineSchema {
             Some("true"),
             "learn the inducing inputs Z (k-means of the inputs at the start)",
         ),
-        s(
-            "quadrature",
-            SettingKind::Int(1, 1000),
-            Some("20"),
-            "Gauss–Hermite points",
-        ),
-        s(
-            "mc_samples",
-            SettingKind::Int(2, 1_000_000),
-            Some("64"),
-            "Monte Carlo samples for multi-class expectations",
-        ),
+        QUADRATURE,
+        MC_SAMPLES,
         s(
             "jitter",
             SettingKind::Real(0.0, f64::INFINITY),
             Some("1e-6"),
             "added to the diagonal of K_ZZ",
         ),
-        s(
-            "bins",
-            SettingKind::Int(1, 1000),
-            Some("10"),
-            "confidence bins for the calibration errors ECE and MCE",
-        ),
+        BINS,
         SEED,
     ],
 };

@@ -22,7 +22,7 @@ const VI_JITTER: SettingSpec = s(
     "added to the diagonal of the prior covariance K (as GPflow does)",
 );
 /// The calibration bins of classification test metrics.
-const BINS: SettingSpec = s(
+pub(crate) const BINS: SettingSpec = s(
     "bins",
     SettingKind::Int(1, 1000),
     Some("10"),
@@ -30,7 +30,7 @@ const BINS: SettingSpec = s(
 );
 
 /// Gauss–Hermite points for the expected log likelihood.
-const QUADRATURE: SettingSpec = s(
+pub(crate) const QUADRATURE: SettingSpec = s(
     "quadrature",
     SettingKind::Int(1, 1000),
     Some("20"),
@@ -44,7 +44,7 @@ const HYPER_LR: SettingSpec = s(
     "Adam learning rate for the hypers",
 );
 /// Monte Carlo samples for multi-class expectations.
-const MC_SAMPLES: SettingSpec = s(
+pub(crate) const MC_SAMPLES: SettingSpec = s(
     "mc_samples",
     SettingKind::Int(2, 1_000_000),
     Some("64"),
