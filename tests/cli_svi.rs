@@ -99,3 +99,36 @@ fn bad_svi_settings_fail_cleanly() {
         assert!(err.contains(set.split('=').next().unwrap()), "{set}: {err}");
     }
 }
+
+#[test]
+fn a_non_finite_expectation_names_the_row_and_the_likelihood() {
+    let dir = out_dir("svi_overflow");
+    let mut rows = vec!["x,y".to_string()];
+    rows.extend((0..40).map(|i| format!("{},{}", i as f64 / 10.0, (i as f64 / 10.0).sin())));
+    rows[13] = "1.2,1e200".into();
+    let data = dir.join("d.csv");
+    std::fs::write(&data, rows.join("\n") + "\n").unwrap();
+    let model = dir.join("m.tempest");
+    std::fs::write(
+        &model,
+        "data { n : int  x : vector[n]  y : vector[n] }\n\
+         hyper { ell : positive = 1.0  sigma : positive = 0.3 }\n\
+         model {\n  f ~ gp(0, rbf(ell))\n  y ~ normal(f(x), sigma)\n}\n\
+         guide { f : inducing(m = 10) }\n\
+         infer svi { steps = 20, batch = 8 }\n",
+    )
+    .unwrap();
+    let err = assert_clean_failure(&tempest(&[
+        "run",
+        model.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+        "-q",
+    ]));
+    assert!(err.contains("row 12 (line 14), column `y`"), "{err}");
+    assert!(
+        err.contains("expected log-likelihood of this outcome (1e200)"),
+        "{err}"
+    );
+    assert!(err.contains("rescale the outcomes"), "{err}");
+}

@@ -227,25 +227,8 @@ impl Svi {
             var,
         )?;
         if let Some(i) = e.value.iter().position(|x| !x.is_finite()) {
-            let b = &self.model.bound;
-            let o = &b.graph.observations[self.model.latent.obs];
-            let d = &b.graph.data[o.data];
-            let k = rows[i];
-            let (row, col) =
-                crate::ir::bind::element_location(&b.data[o.data], k, &d.name, &d.source);
-            return Err(Error::at(
-                ErrorKind::Numerical,
-                o.dist.span,
-                format!(
-                    "the expected log-likelihood of this outcome ({:e}) is {} at step {}",
-                    self.model.y[k], e.value[i], self.step
-                ),
-            )
-            .in_data(b.location(row, col))
-            .with_label("this likelihood")
-            .with_note(
-                "check the outcome's scale and the likelihood's arguments at the current hypers",
-            ));
+            let err = self.model.non_finite_expectation(rows[i], e.value[i]);
+            return Err(err.with_note(format!("at step {}", self.step)));
         }
         Ok(e)
     }
@@ -705,7 +688,11 @@ impl Engine for Svi {
             step: self.step,
             total: Some(self.s.steps),
             objective: self.trace.last().map(|t| t.elbo),
-            objective_name: "ELBO (epoch mean of minibatch estimates)",
+            objective_name: if self.polished.is_some() {
+                "ELBO (whole data)"
+            } else {
+                "ELBO (epoch mean of minibatch estimates)"
+            },
             message: format!(
                 "epoch {:.1}, {:.0} points/s, {:.0} s left",
                 (self.step * b) as f64 / n as f64,

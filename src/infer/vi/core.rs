@@ -104,28 +104,7 @@ impl Core {
         let (m, v) = self.marginals(qs);
         let e = expectations(&self.model, &self.pieces.lik, &self.rule, &m, &v)?;
         if let Some(i) = e.value.iter().position(|x| !x.is_finite()) {
-            let b = &self.model.bound;
-            let o = &b.graph.observations[self.model.latent.obs];
-            let d = &b.graph.data[o.data];
-            let (row, col) =
-                crate::ir::bind::element_location(&b.data[o.data], i, &d.name, &d.source);
-            let y = self.model.y[i];
-            let note = if y.abs() >= 1e150 {
-                "the outcome is too large: its square overflows; rescale the outcomes"
-            } else {
-                "check its arguments at the current hypers (e.g. a scale that is not positive)"
-            };
-            return Err(Error::at(
-                crate::error::ErrorKind::Numerical,
-                o.dist.span,
-                format!(
-                    "the expected log-likelihood of this outcome ({y:e}) is {}",
-                    e.value[i]
-                ),
-            )
-            .in_data(b.location(row, col))
-            .with_label("this likelihood")
-            .with_note(note));
+            return Err(self.model.non_finite_expectation(i, e.value[i]));
         }
         let elbo = e.total() - qs.iter().map(|q| q.kl()).sum::<f64>();
         Ok((e, elbo))

@@ -127,6 +127,30 @@ impl ViModel {
         })
     }
 
+    /// The located error for a non-finite expected log-likelihood `value`
+    /// of data point `k`: the likelihood in the model, the outcome's row
+    /// and column in the data.
+    pub fn non_finite_expectation(&self, k: usize, value: f64) -> Error {
+        let b = &self.bound;
+        let o = &b.graph.observations[self.latent.obs];
+        let d = &b.graph.data[o.data];
+        let (row, col) = crate::ir::bind::element_location(&b.data[o.data], k, &d.name, &d.source);
+        let y = self.y[k];
+        let note = if y.abs() >= 1e150 {
+            "the outcome is too large: its square overflows; rescale the outcomes"
+        } else {
+            "check its arguments at the current hypers (e.g. a scale that is not positive)"
+        };
+        Error::at(
+            ErrorKind::Numerical,
+            o.dist.span,
+            format!("the expected log-likelihood of this outcome ({y:e}) is {value}"),
+        )
+        .in_data(b.location(row, col))
+        .with_label("this likelihood")
+        .with_note(note)
+    }
+
     /// Is this the multi-class softmax likelihood?
     pub fn categorical(&self) -> bool {
         self.latent.replicated
