@@ -148,18 +148,8 @@ impl Svi {
         let n_opt = model.layout.len + if learn_z { mm * model.inputs.dim() } else { 0 };
         let opt = (n_opt > 0).then(|| Ascent::new(OptRule::Adam, s.lr, n_opt));
         let q_adam = (s.q_step == QStep::Adam).then(|| {
-            let per = mm + mm * (mm + 1) / 2;
-            let mut p = vec![0.0; c * per];
-            for k in 0..c {
-                // R = I: the diagonal entries of the packed lower triangle.
-                let base = k * per + mm;
-                let mut off = 0;
-                for j in 0..mm {
-                    p[base + off] = 1.0;
-                    off += mm - j;
-                }
-            }
-            (Ascent::new(OptRule::Adam, s.lr, c * per), p)
+            let p = pack_q(&vec![Whitened::prior(mm); c]);
+            (Ascent::new(OptRule::Adam, s.lr, p.len()), p)
         });
         let mut order: Vec<usize> = (0..n).collect();
         let mut rng = StdRng::seed_from_u64(s.seed);
@@ -579,7 +569,21 @@ impl Svi {
     }
 }
 
-/// q(u_c) from Adam's packed parameters (see [`Svi::q_adam`]).
+/// Adam's packed parameters of q(u_c): per class the mean \[M\], then the
+/// lower triangle of R by columns ([`unpack_q`] reads them back).
+fn pack_q(qs: &[Whitened]) -> Vec<f64> {
+    let mut p = Vec::new();
+    for q in qs {
+        let mm = q.z.len();
+        p.extend_from_slice(q.z.as_slice());
+        for j in 0..mm {
+            p.extend((j..mm).map(|i| q.r[(i, j)]));
+        }
+    }
+    p
+}
+
+/// q(u_c) from Adam's packed parameters (see [`pack_q`]).
 fn unpack_q(params: &[f64], classes: usize, mm: usize) -> Vec<Whitened> {
     let per = mm + mm * (mm + 1) / 2;
     (0..classes)
