@@ -42,11 +42,12 @@ pub fn load_data(path: &Path, rows: Option<&str>, flag: &str) -> Result<Data, Er
     match rows {
         Some(r) if !r.contains("..") && r.contains('=') => {
             let (col, value) = r.split_once('=').unwrap_or((r, ""));
+            // The table's message, prefixed with the option as written.
             d.filter_rows(col.trim(), value).map_err(|e| {
                 Errors(
                     e.0.into_iter()
                         .map(|mut x| {
-                            x.message = x.message.replacen("--rows", flag, 1);
+                            x.message = format!("{flag} {r}: {}", x.message);
                             x
                         })
                         .collect(),

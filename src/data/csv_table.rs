@@ -133,7 +133,7 @@ impl CsvTable {
             return Err(Error::new(
                 ErrorKind::Settings,
                 format!(
-                    "--rows {col}={value}: {} has no column `{col}` (columns: {})",
+                    "{} has no column `{col}` (columns: {})",
                     self.file,
                     self.header.join(", ")
                 ),
@@ -153,10 +153,7 @@ impl CsvTable {
         if keep.is_empty() {
             return Err(Error::new(
                 ErrorKind::Settings,
-                format!(
-                    "--rows {col}={value}: no row of {} has `{col}` = {value}",
-                    self.file
-                ),
+                format!("no row of {} has `{col}` = {value}", self.file),
             )
             .into());
         }
