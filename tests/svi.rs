@@ -317,6 +317,11 @@ infer svi { }
     let rows: Vec<usize> = (3..30).collect();
     check_gradient(&mut e, &rows, 2e-5);
     let fit = svi(&b, &[("steps", "30")]);
+    let via_api = fit_with(&b, None, &[("steps", "30")]);
+    assert_eq!(
+        via_api.as_svi().expect("an svi fit").elbo.to_bits(),
+        fit.elbo.to_bits()
+    );
     assert!(
         fit.report()
             .text()

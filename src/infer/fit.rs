@@ -7,6 +7,7 @@ use crate::error::{Error, ErrorKind};
 use crate::infer::evidence::fit::EvidenceFit;
 use crate::infer::exact::fit::ExactFit;
 use crate::infer::mcmc::fit::McmcFit;
+use crate::infer::svi::fit::SviFit;
 use crate::infer::vi::fit::VariationalFit;
 use crate::ir::bind::Bound;
 use crate::output::report::Report;
@@ -85,6 +86,10 @@ impl dyn Fit {
     }
     /// The variational fit, if this is one.
     pub fn as_variational(&self) -> Option<&VariationalFit> {
+        self.downcast_ref()
+    }
+    /// The sparse variational (`svi`) fit, if this is one.
+    pub fn as_svi(&self) -> Option<&SviFit> {
         self.downcast_ref()
     }
     /// The evidence fit, if this is one.
