@@ -166,9 +166,9 @@ fn absurd_sizes_are_refused_before_allocation() {
         "--data",
         "examples/data/wine.csv",
         "--set",
-        "mc_samples=1e12",
+        "quadrature=1e12",
     ]));
-    assert!(err.contains("`mc_samples` expects an integer"), "{err}");
+    assert!(err.contains("`quadrature` expects an integer"), "{err}");
     let text = "data { n : int\n t : vector[n] = column(\"times\")\n accel : vector[n] }\n\
                 model { g ~ gp(0, rbf(5.0))[1000000000]\n accel ~ normal(g(t)[1], 1.0) }\n\
                 infer mirror_descent {}\n";

@@ -5,6 +5,7 @@ pub mod adjoint;
 pub mod factor;
 pub mod lbfgs;
 pub mod linalg;
+pub mod lse;
 pub mod optim;
 pub mod pool;
 pub mod quadrature;

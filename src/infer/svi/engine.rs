@@ -41,10 +41,6 @@ const MAX_TRACE: usize = 4096;
 /// try is one pass over the data.
 const POLISH_HALVINGS: usize = 8;
 
-/// Monte Carlo draws for the final ELBO and predictions of a multi-class
-/// model (at least `mc_samples`).
-const EVAL_SAMPLES: usize = 1024;
-
 /// The inducing points when the model has no `inducing(m = M)` guide.
 pub const DEFAULT_INDUCING: usize = 100;
 
@@ -133,7 +129,7 @@ impl Svi {
         .times("latent functions", model.classes as u64 + 1)
         .times("inducing points", m.min(n))
         .times("inducing points", m.min(n))])?;
-        let rule = Rule::for_model(&model, s.quadrature, s.mc_samples, s.seed);
+        let rule = Svi::step_rule(&model, s, 0);
         let theta = model.layout.initial(&model.bound)?;
         log_prior_value(&model.bound, &model.layout, &theta)?;
         let pieces = model.pieces::<f64>(&theta, &model.bound)?;
@@ -463,14 +459,24 @@ impl Svi {
     }
 
     /// The rule of the whole-data ELBO, the polishing steps and the
-    /// predictions (for the softmax, [`EVAL_SAMPLES`] fixed draws).
+    /// predictions (for the softmax, the Gauss–Hermite product rule).
     fn eval_rule(&self) -> Rule {
-        Rule::for_model(
-            &self.model,
-            self.s.quadrature,
-            self.s.mc_samples.max(EVAL_SAMPLES),
-            self.s.seed,
-        )
+        Rule::for_model(&self.model, self.s.quadrature)
+    }
+
+    /// The rule of minibatch step `step`: for the softmax, fresh antithetic
+    /// draws seeded by the step, so that the minibatch estimate stays
+    /// unbiased and no fixed set of draws is fitted.
+    fn step_rule(model: &ViModel, s: &SviSettings, step: usize) -> Rule {
+        if model.categorical() {
+            let seed = s
+                .seed
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                .wrapping_add(step as u64);
+            Rule::monte_carlo(model.classes, s.mc_samples, seed)
+        } else {
+            Rule::for_model(model, s.quadrature)
+        }
     }
 
     /// One whole-data natural-gradient step on every q(u_c) at fixed
@@ -638,18 +644,7 @@ impl Engine for Svi {
             return self.polish_step();
         }
         if self.model.categorical() {
-            // Fresh antithetic draws every step (seeded by the step): the
-            // minibatch estimate stays unbiased and no fixed set of draws
-            // is fitted.
-            self.rule = Rule::for_model(
-                &self.model,
-                self.s.quadrature,
-                self.s.mc_samples,
-                self.s
-                    .seed
-                    .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-                    .wrapping_add(self.step as u64),
-            );
+            self.rule = Svi::step_rule(&self.model, &self.s, self.step);
         }
         let (rows, epoch_end) = self.next_batch();
         let b = self.evaluate(rows)?;

@@ -7,7 +7,7 @@ use super::sparse::Inducing;
 use crate::error::{Error, ErrorKind, fixed};
 use crate::infer::hyper_prior::{has_priors, log_prior_value};
 use crate::infer::hypers::{hypers_json, hypers_table};
-use crate::infer::vi::expect::{Rule, expectations_at};
+use crate::infer::vi::expect::{Rule, RuleError, expectations_at};
 use crate::infer::vi::fit::{finite_predictions, test_report, unused_parts};
 use crate::infer::vi::model::{ViModel, ViPieces};
 use crate::infer::vi::posterior::Whitened;
@@ -73,6 +73,8 @@ pub struct SviFit {
     pub predictions: Option<Predictions>,
     /// Test metrics, when the test data has outcomes.
     pub test: Option<TestMetrics>,
+    /// The expectation rule of the whole-data ELBO and its error estimate.
+    pub rule_error: RuleError,
 }
 
 impl SviFit {
@@ -107,6 +109,10 @@ impl SviFit {
             inducing,
             qs,
             elbo: f64::NAN,
+            rule_error: RuleError {
+                rule: String::new(),
+                estimate: None,
+            },
             trace,
             steps,
             reason,
@@ -118,7 +124,19 @@ impl SviFit {
             predictions: None,
             test: None,
         };
-        fit.elbo = fit.full_elbo()?;
+        let finer = fit.rule.finer();
+        let (mut total, mut finer_total) = (0.0, 0.0);
+        let m = &fit.model;
+        for_batches_with(m, &fit.pieces, &fit.inducing, &fit.qs, |rows, mg| {
+            let lik = &fit.pieces.lik;
+            total += expectations_at(m, lik, &fit.rule, Some(rows), &mg.mean, &mg.var)?.total();
+            if let Some(f) = &finer {
+                finer_total += expectations_at(m, lik, f, Some(rows), &mg.mean, &mg.var)?.total();
+            }
+            Ok(())
+        })?;
+        fit.elbo = total - fit.qs.iter().map(|q| q.kl()).sum::<f64>();
+        fit.rule_error = RuleError::new(&fit.rule, total, finer.map(|_| finer_total));
         if !fit.elbo.is_finite() {
             return Err(Error::new(
                 ErrorKind::Numerical,
@@ -216,6 +234,24 @@ pub fn for_batches(
     Ok(())
 }
 
+/// Visit the training data in batches of [`EVAL_BATCH`]: each batch's rows
+/// and latent marginals.
+fn for_batches_with(
+    model: &ViModel,
+    pieces: &ViPieces<f64>,
+    ind: &Inducing,
+    qs: &[Whitened],
+    mut visit: impl FnMut(&[usize], &super::sparse::Marginals) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let n = model.inputs.len();
+    for start in (0..n).step_by(EVAL_BATCH) {
+        let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(n)).collect();
+        let p = ind.project(&pieces.kernel, &model.inputs.gather(&rows))?;
+        visit(&rows, &p.marginals(qs, pieces.mean))?;
+    }
+    Ok(())
+}
+
 impl crate::infer::fit::Fit for SviFit {
     fn engine(&self) -> &'static str {
         "svi"
@@ -293,6 +329,7 @@ impl crate::infer::fit::Fit for SviFit {
                         .collect::<Vec<_>>()
                 ),
             );
+        self.rule_error.report(&mut r, self.elbo);
         if let Some(lp) = self.log_prior {
             r.line(format!(
                 "log prior of the hypers: {} (MAP-II objective ELBO + log prior {})",

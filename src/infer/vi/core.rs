@@ -48,7 +48,7 @@ pub const MAX_REJECTED: usize = 30;
 impl Core {
     /// Set up at the initial hypers.
     pub fn new(model: ViModel, s: &ViSettings) -> Result<Core, Error> {
-        let rule = Rule::for_model(&model, s.quadrature, s.mc_samples, s.seed);
+        let rule = Rule::for_model(&model, s.quadrature);
         let theta = model.layout.initial(&model.bound)?;
         // A prior on a hyper that is not finite at the start is the
         // model's error, reported where the prior is written.

@@ -7,9 +7,7 @@ use super::mirror::MirrorDescent;
 use super::model::ViModel;
 use crate::error::{Error, ErrorKind};
 use crate::infer::registry::{Accepts, Def, TestData};
-use crate::infer::settings::{
-    EngineConfig, EngineSchema, SEED, SettingKind, SettingSpec, Settings, s,
-};
+use crate::infer::settings::{EngineConfig, EngineSchema, SettingKind, SettingSpec, Settings, s};
 use crate::ir::bind::Bound;
 use crate::ir::graph::{Family, GuideTarget};
 use crate::math::optim::Rule;
@@ -34,7 +32,7 @@ pub(crate) const QUADRATURE: SettingSpec = s(
     "quadrature",
     SettingKind::Int(1, 1000),
     Some("20"),
-    "Gauss–Hermite points",
+    "Gauss–Hermite points (per class for categorical_logit)",
 );
 /// The hypers' Adam learning rate.
 const HYPER_LR: SettingSpec = s(
@@ -43,12 +41,12 @@ const HYPER_LR: SettingSpec = s(
     Some("0.01"),
     "Adam learning rate for the hypers",
 );
-/// Monte Carlo samples for multi-class expectations.
+/// Monte Carlo draws per minibatch step for multi-class expectations.
 pub(crate) const MC_SAMPLES: SettingSpec = s(
     "mc_samples",
     SettingKind::Int(2, 1_000_000),
     Some("64"),
-    "Monte Carlo samples for multi-class expectations",
+    "Monte Carlo draws per minibatch step for multi-class expectations",
 );
 
 /// The `mirror_descent` engine's settings.
@@ -77,7 +75,6 @@ pub const MIRROR_SCHEMA: EngineSchema = EngineSchema {
         ),
         HYPER_LR,
         QUADRATURE,
-        MC_SAMPLES,
         s(
             "tol",
             SettingKind::Real(0.0, f64::INFINITY),
@@ -90,7 +87,6 @@ pub const MIRROR_SCHEMA: EngineSchema = EngineSchema {
             Some("true"),
             "halve rho for a step whose ELBO would fall (then grow it back)",
         ),
-        SEED,
         VI_JITTER,
         BINS,
     ],
@@ -128,14 +124,12 @@ pub const GD_SCHEMA: EngineSchema = EngineSchema {
         ),
         QUADRATURE,
         HYPER_LR,
-        MC_SAMPLES,
         s(
             "tol",
             SettingKind::Real(0.0, f64::INFINITY),
             Some("0"),
             "stop when the relative ELBO change falls below this (0: run every step)",
         ),
-        SEED,
         VI_JITTER,
         BINS,
     ],
@@ -148,16 +142,13 @@ pub struct ViSettings {
     pub learn_hypers: bool,
     /// Adam learning rate of the hypers.
     pub hyper_lr: f64,
-    /// Gauss–Hermite points for the expected log likelihood.
+    /// Gauss–Hermite points for the expected log likelihood (per class for
+    /// the softmax).
     pub quadrature: usize,
-    /// Monte Carlo samples for multi-class expectations.
-    pub mc_samples: usize,
     /// Most steps.
     pub steps: usize,
     /// Stop when the relative ELBO change falls below this.
     pub tol: f64,
-    /// The seed of the Monte Carlo expectations.
-    pub seed: u64,
     /// Jitter added to the diagonal of the prior covariance.
     pub jitter: f64,
     /// Confidence bins of the calibration errors at test data.
@@ -206,10 +197,8 @@ impl Settings for ViSettings {
             learn_hypers: cfg.flag("learn_hypers")?,
             hyper_lr: cfg.number("hyper_lr")?,
             quadrature: cfg.count("quadrature")?,
-            mc_samples: cfg.count("mc_samples")?,
             steps: cfg.count("steps")?,
             tol: cfg.number("tol")?,
-            seed: cfg.seed()?,
             jitter: cfg.number("jitter")?,
             bins: cfg.count("bins")?,
             step,

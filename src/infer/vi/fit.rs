@@ -2,6 +2,7 @@
 //! q, and predictions with test metrics.
 
 use super::core::Core;
+use super::expect::{RuleError, expectations};
 use super::model::ViModel;
 use super::posterior::Whitened;
 use super::predict::{Predictions, TestMetrics, predict};
@@ -42,6 +43,8 @@ pub struct VariationalFit {
     pub predictions: Option<Predictions>,
     /// Test metrics, when the test data has outcomes.
     pub test: Option<TestMetrics>,
+    /// The expectation rule and its error estimate at the final q.
+    pub rule_error: RuleError,
 }
 
 impl VariationalFit {
@@ -63,7 +66,16 @@ impl VariationalFit {
         let log_prior = has_priors(b, layout)
             .then(|| log_prior_value(b, layout, &core.theta))
             .transpose()?;
+        let (m, v) = core.marginals(&qs);
+        let lik = &core.pieces.lik;
+        let total = expectations(&core.model, lik, &core.rule, &m, &v)?.total();
+        let finer = match core.rule.finer() {
+            Some(f) => Some(expectations(&core.model, lik, &f, &m, &v)?.total()),
+            None => None,
+        };
+        let rule_error = RuleError::new(&core.rule, total, finer);
         Ok(VariationalFit {
+            rule_error,
             log_prior,
             engine,
             elbo: *trace.last().unwrap_or(&f64::NAN),
@@ -152,6 +164,7 @@ impl crate::infer::fit::Fit for VariationalFit {
             .field("learned", json!(self.core.model.layout.names(b)))
             .field("n", self.core.prior.len())
             .field("latent_gps", self.core.model.classes);
+        self.rule_error.report(&mut r, self.elbo);
         if let Some(lp) = self.log_prior {
             r.line(format!(
                 "log prior of the hypers: {} (MAP-II objective ELBO + log prior {})",

@@ -153,6 +153,11 @@ pub fn outcome_predictions(
                     weights.push(*w);
                 }
             }
+            Rule::Softmax(_) => {
+                return Err(Error::internal(
+                    "the softmax's probabilities come from its product rule",
+                ));
+            }
             Rule::MonteCarlo(eps) => {
                 for row in eps.row_iter() {
                     let f: Vec<f64> = (0..c)
@@ -183,10 +188,20 @@ pub fn outcome_predictions(
     let mut probs: Option<Vec<Vec<f64>>> = None;
     if let Some(k) = classes {
         let mut rows = Vec::with_capacity(m);
+        let (mut mi, mut vi) = (vec![0.0; c], vec![0.0; c]);
         for i in 0..m {
-            let row: Vec<f64> = (0..k)
-                .map(|r| expect_exp(i, r as f64).map(f64::exp))
-                .collect::<Result<_, _>>()?;
+            let row: Vec<f64> = if let Rule::Softmax(r) = rule {
+                // E[softmax_c(f)] = ∂ E[log Σ exp f]/∂m_c.
+                for j in 0..c {
+                    mi[j] = mean[(i, j)];
+                    vi[j] = var[(i, j)];
+                }
+                r.eval(&mi, &vi).dm
+            } else {
+                (0..k)
+                    .map(|r| expect_exp(i, r as f64).map(f64::exp))
+                    .collect::<Result<_, _>>()?
+            };
             let s: f64 = row.iter().sum();
             rows.push(row.iter().map(|p| p / s).collect());
         }
