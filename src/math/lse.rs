@@ -171,9 +171,9 @@ impl LseRule {
             *e = -t;
         }
         exp_in_place(&mut out.e);
-        for j in 0..c {
+        for (j, &sd_j) in sd.iter().enumerate() {
             let (mut phi, mut a, mut b, mut d) = (0.0, 0.0, 0.0, 0.0);
-            let zero_sd = sd[j] == 0.0;
+            let zero_sd = sd_j == 0.0;
             for k in 0..n {
                 let (ux, e) = (out.ux[j * n + k], w[k] * out.e[j * n + k]);
                 phi += e;
