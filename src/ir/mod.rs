@@ -13,4 +13,5 @@ pub mod eval;
 pub mod ops;
 pub mod pointwise;
 pub mod program;
+pub mod rows;
 pub mod value;

@@ -1,8 +1,14 @@
-//! Progress display on standard error for iterative engines (indicatif;
-//! hidden automatically when standard error is not a terminal).
+//! Progress display on standard error for iterative engines: indicatif
+//! bars on a terminal; otherwise (a log file, a pipe) one plain line every
+//! [`PLAIN_EVERY`] seconds.
 
 use crate::infer::engine::{Observer, Progress};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+/// Seconds between two plain progress lines.
+pub const PLAIN_EVERY: u64 = 5;
 
 /// A progress bar showing the step and the objective, or one bar per lane
 /// (e.g. per chain) when the engine reports lanes.
@@ -10,6 +16,8 @@ pub struct BarProgress {
     bar: Option<ProgressBar>,
     multi: Option<MultiProgress>,
     lanes: Vec<ProgressBar>,
+    /// For plain lines: the start and the last line's time.
+    plain: Option<(Instant, Instant)>,
 }
 
 impl Default for BarProgress {
@@ -19,14 +27,46 @@ impl Default for BarProgress {
 }
 
 impl BarProgress {
-    /// A new display; the bars appear at the first step.
+    /// A new display; the bars appear at the first step, or plain lines
+    /// when standard error is not a terminal.
     pub fn new() -> Self {
+        let now = Instant::now();
         BarProgress {
             bar: None,
             multi: None,
             lanes: Vec::new(),
+            plain: (!std::io::stderr().is_terminal()).then_some((now, now)),
         }
     }
+}
+
+/// One plain progress line: the step (or the lanes' total), the objective,
+/// the engine's message and the time since the start.
+pub fn plain_line(p: &Progress, elapsed: Duration) -> String {
+    let (step, total) = if p.lanes.is_empty() {
+        (p.step, p.total)
+    } else {
+        (
+            p.lanes.iter().map(|l| l.pos).sum(),
+            Some(p.lanes.iter().map(|l| l.len).sum()),
+        )
+    };
+    let mut line = match total {
+        Some(t) if t > 0 => format!(
+            "  step {step}/{t} ({:.0} %)",
+            100.0 * step as f64 / t as f64
+        ),
+        _ => format!("  step {step}"),
+    };
+    if let Some(o) = p.objective {
+        line.push_str(&format!(", {} {o:.6}", p.objective_name));
+    }
+    let msg = p.message.trim();
+    if !msg.is_empty() {
+        line.push_str(&format!(", {msg}"));
+    }
+    line.push_str(&format!(" [{:.0} s]", elapsed.as_secs_f64()));
+    line
 }
 
 fn style(template: &str) -> ProgressStyle {
@@ -35,6 +75,14 @@ fn style(template: &str) -> ProgressStyle {
 
 impl Observer for BarProgress {
     fn observe(&mut self, p: &Progress) {
+        if let Some((start, last)) = &mut self.plain {
+            let now = Instant::now();
+            if now.duration_since(*last) >= Duration::from_secs(PLAIN_EVERY) {
+                *last = now;
+                eprintln!("{}", plain_line(p, now.duration_since(*start)));
+            }
+            return;
+        }
         if !p.lanes.is_empty() {
             let multi = self.multi.get_or_insert_with(MultiProgress::new);
             while self.lanes.len() < p.lanes.len() {
@@ -70,5 +118,26 @@ impl Observer for BarProgress {
         for b in &self.lanes {
             b.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_line_names_the_step_the_objective_and_the_time() {
+        let p = Progress {
+            step: 30,
+            total: Some(120),
+            objective: Some(-12.5),
+            objective_name: "ELBO",
+            message: "epoch 2, 5000 points/s, 3 s left".into(),
+            lanes: vec![],
+        };
+        assert_eq!(
+            plain_line(&p, Duration::from_secs(7)),
+            "  step 30/120 (25 %), ELBO -12.500000, epoch 2, 5000 points/s, 3 s left [7 s]"
+        );
     }
 }

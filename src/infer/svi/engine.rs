@@ -5,7 +5,7 @@
 //! (Adam), all from the same batch at the same point.
 
 use super::def::{QStep, SviSettings};
-use super::fit::{SviFit, TracePoint, for_batches, whole_elbo};
+use super::fit::{At, SviFit, TracePoint, for_batches, lik_rows, whole_elbo};
 use super::kmeans::centres;
 use super::sparse::{
     Inducing, Marginals, Natural, Projection, batch_adjoints, left_family, weighted_gram,
@@ -108,7 +108,7 @@ impl Svi {
             Some(crate::ir::graph::Family::Inducing { m }) => Some(m),
             _ => None,
         };
-        let model = ViModel::sparse(bound, s.learn_hypers, s.jitter, "svi")?;
+        let mut model = ViModel::sparse(bound, s.learn_hypers, s.jitter, "svi")?;
         let n = model.inputs.len();
         let m = m_guide.unwrap_or_else(|| {
             notes.push(format!(
@@ -132,7 +132,11 @@ impl Svi {
         let rule = Svi::step_rule(&model, s, 0);
         let theta = model.layout.initial(&model.bound)?;
         log_prior_value(&model.bound, &model.layout, &theta)?;
-        let pieces = model.pieces::<f64>(&theta, &model.bound)?;
+        model.check_row_wise(&theta)?;
+        if model.row_wise.is_none() {
+            notes.push("the likelihood's arguments are not row-wise in the data (e.g. a mean over a column), so every step evaluates them at all N rows".into());
+        }
+        let pieces = model.pieces_rows::<f64>(&theta, &[0][..n.min(1)])?;
         let z = centres(&model.inputs, m, s.seed);
         let ind = Inducing::new(&pieces.kernel, z, s.jitter)?;
         let mm = ind.len();
@@ -204,14 +208,8 @@ impl Svi {
         mean: &DMatrix<f64>,
         var: &DMatrix<f64>,
     ) -> Result<Expectations, Error> {
-        let e = expectations_at(
-            &self.model,
-            &self.pieces.lik,
-            &self.rule,
-            Some(rows),
-            mean,
-            var,
-        )?;
+        let lik = lik_rows(&self.model, &self.theta, &self.pieces, rows)?;
+        let e = expectations_at(&self.model, &lik, &self.rule, Some(rows), mean, var)?;
         if let Some(i) = e.value.iter().position(|x| !x.is_finite()) {
             let err = self.model.non_finite_expectation(rows[i], e.value[i]);
             return Err(err.with_note(format!("at step {}", self.step)));
@@ -270,7 +268,7 @@ impl Svi {
         let mut grad = vec![0.0; p + if self.learn_z { z.len() * d } else { 0 }];
         for start in (0..p).step_by(CHUNK) {
             let td = seed_chunk(&self.theta, start);
-            let pd = self.model.pieces::<Dual8>(&td, &self.model.bound)?;
+            let pd = self.model.pieces_rows::<Dual8>(&td, &b.rows)?;
             let mut g = match (&pbar, pd.kernel.leaves()) {
                 (Some(pbar), Some(leaves)) if leaves.len() == pbar.len() => {
                     let mut g = [0.0; CHUNK];
@@ -329,7 +327,8 @@ impl Svi {
             self.ind.z.clone()
         };
         log_prior_value(&self.model.bound, &self.model.layout, &y[..p])?;
-        let pieces = self.model.pieces::<f64>(&y[..p], &self.model.bound)?;
+        let first = &[0][..self.model.y.len().min(1)];
+        let pieces = self.model.pieces_rows::<f64>(&y[..p], first)?;
         let ind = Inducing::new(&pieces.kernel, z, self.s.jitter)?;
         self.theta = y[..p].to_vec();
         self.pieces = pieces;
@@ -453,6 +452,12 @@ impl Svi {
         x
     }
 
+    /// Whether the likelihood's arguments are evaluated at each minibatch's
+    /// rows alone (see [`ViModel::check_row_wise`]).
+    pub fn row_wise(&self) -> bool {
+        self.model.row_wise.is_some()
+    }
+
     /// Replace q(u_c) (whitened), e.g. to check gradients away from the prior.
     pub fn set_posteriors(&mut self, qs: Vec<Whitened>) {
         self.qs = qs;
@@ -486,9 +491,15 @@ impl Svi {
     fn polish_step(&mut self) -> Result<Status, Error> {
         let rule = self.eval_rule();
         let (model, pieces, ind) = (&self.model, &self.pieces, &self.ind);
+        let at = At {
+            model,
+            theta: &self.theta,
+            pieces,
+            ind,
+        };
         let now = match self.polished {
             Some(e) => e,
-            None => whole_elbo(model, pieces, ind, &self.qs, &rule)?,
+            None => whole_elbo(&at, &self.qs, &rule)?,
         };
         if self.s.q_step == QStep::Adam && self.polished.is_none() {
             self.natural = self
@@ -506,7 +517,7 @@ impl Svi {
             self.qs.len()
         ];
         let qs = &self.qs;
-        for_batches(model, pieces, ind, qs, &rule, |p, e| {
+        for_batches(&at, qs, &rule, |p, e| {
             for (c, t) in targets.iter_mut().enumerate() {
                 let gm: Vec<f64> = e.gm.column(c).iter().copied().collect();
                 let gv: Vec<f64> = e.gv.column(c).iter().copied().collect();
@@ -525,7 +536,7 @@ impl Svi {
                 .iter()
                 .map(Natural::whitened)
                 .collect::<Result<Vec<_>, _>>()
-                && let Ok(elbo) = whole_elbo(model, pieces, ind, &qs, &rule)
+                && let Ok(elbo) = whole_elbo(&at, &qs, &rule)
                 && elbo >= now
             {
                 self.natural = nat;

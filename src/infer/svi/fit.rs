@@ -9,7 +9,7 @@ use crate::infer::hyper_prior::{has_priors, log_prior_value};
 use crate::infer::hypers::{hypers_json, hypers_table};
 use crate::infer::vi::expect::{Rule, RuleError, expectations_at};
 use crate::infer::vi::fit::{finite_predictions, test_report, unused_parts};
-use crate::infer::vi::model::{ViModel, ViPieces};
+use crate::infer::vi::model::{LikArgs, ViModel, ViPieces};
 use crate::infer::vi::posterior::Whitened;
 use crate::infer::vi::predict::{Predictions, TestMetrics, outcome_predictions, test_inputs};
 use crate::ir::bind::Bound;
@@ -18,6 +18,7 @@ use crate::output::report::Report;
 use nalgebra::DMatrix;
 use serde::Serialize;
 use serde_json::json;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Points per batch when the whole training ELBO or predictions are
@@ -127,11 +128,17 @@ impl SviFit {
         let finer = fit.rule.finer();
         let (mut total, mut finer_total) = (0.0, 0.0);
         let m = &fit.model;
-        for_batches_with(m, &fit.pieces, &fit.inducing, &fit.qs, |rows, mg| {
-            let lik = &fit.pieces.lik;
-            total += expectations_at(m, lik, &fit.rule, Some(rows), &mg.mean, &mg.var)?.total();
+        let at = At {
+            model: m,
+            theta: &fit.theta,
+            pieces: &fit.pieces,
+            ind: &fit.inducing,
+        };
+        for_batches_with(&at, &fit.qs, |rows, _, mg| {
+            let lik = lik_rows(m, &fit.theta, &fit.pieces, rows)?;
+            total += expectations_at(m, &lik, &fit.rule, Some(rows), &mg.mean, &mg.var)?.total();
             if let Some(f) = &finer {
-                finer_total += expectations_at(m, lik, f, Some(rows), &mg.mean, &mg.var)?.total();
+                finer_total += expectations_at(m, &lik, f, Some(rows), &mg.mean, &mg.var)?.total();
             }
             Ok(())
         })?;
@@ -148,13 +155,13 @@ impl SviFit {
 
     /// Σₙ E_q\[ℓₙ\] − Σ_c KL over all N training points, in batches.
     pub fn full_elbo(&self) -> Result<f64, Error> {
-        whole_elbo(
-            &self.model,
-            &self.pieces,
-            &self.inducing,
-            &self.qs,
-            &self.rule,
-        )
+        let at = At {
+            model: &self.model,
+            theta: &self.theta,
+            pieces: &self.pieces,
+            ind: &self.inducing,
+        };
+        whole_elbo(&at, &self.qs, &self.rule)
     }
 
     /// Latent means and variances [M, C] at the inputs of `test`, in batches.
@@ -196,17 +203,39 @@ impl SviFit {
     }
 }
 
+/// The state a whole-data pass reads: the model, θ, the pieces at θ and
+/// the inducing points.
+pub struct At<'a> {
+    /// The model.
+    pub model: &'a ViModel,
+    /// The learned hypers.
+    pub theta: &'a [f64],
+    /// The pieces at θ (the likelihood's arguments at all rows only when
+    /// they are not row-wise).
+    pub pieces: &'a ViPieces<f64>,
+    /// Z and the factor of K_ZZ.
+    pub ind: &'a Inducing,
+}
+
+/// The likelihood's arguments for the training rows `rows`: evaluated at
+/// those rows when they are row-wise, else the pieces' own (all N rows).
+pub fn lik_rows<'a>(
+    model: &ViModel,
+    theta: &[f64],
+    pieces: &'a ViPieces<f64>,
+    rows: &[usize],
+) -> Result<Cow<'a, LikArgs<f64>>, Error> {
+    Ok(match model.row_wise {
+        Some(_) => Cow::Owned(model.batch_lik::<f64>(theta, rows)?),
+        None => Cow::Borrowed(&pieces.lik),
+    })
+}
+
 /// Σₙ E_q\[ℓₙ\] − Σ_c KL over all N training points, in batches of
 /// [`EVAL_BATCH`], with expectations by `rule`.
-pub fn whole_elbo(
-    model: &ViModel,
-    pieces: &ViPieces<f64>,
-    ind: &Inducing,
-    qs: &[Whitened],
-    rule: &Rule,
-) -> Result<f64, Error> {
+pub fn whole_elbo(at: &At, qs: &[Whitened], rule: &Rule) -> Result<f64, Error> {
     let mut total = 0.0;
-    for_batches(model, pieces, ind, qs, rule, |_, e| {
+    for_batches(at, qs, rule, |_, e| {
         total += e.total();
     })?;
     Ok(total - qs.iter().map(|q| q.kl()).sum::<f64>())
@@ -215,39 +244,38 @@ pub fn whole_elbo(
 /// Visit the training data in batches of [`EVAL_BATCH`]: each batch's
 /// projection and its expectations by `rule`.
 pub fn for_batches(
-    model: &ViModel,
-    pieces: &ViPieces<f64>,
-    ind: &Inducing,
+    at: &At,
     qs: &[Whitened],
     rule: &Rule,
     mut visit: impl FnMut(&super::sparse::Projection, &crate::infer::vi::expect::Expectations),
 ) -> Result<(), Error> {
-    let n = model.inputs.len();
-    for start in (0..n).step_by(EVAL_BATCH) {
-        let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(n)).collect();
-        let x = model.inputs.gather(&rows);
-        let p = ind.project(&pieces.kernel, &x)?;
-        let mg = p.marginals(qs, pieces.mean);
-        let e = expectations_at(model, &pieces.lik, rule, Some(&rows), &mg.mean, &mg.var)?;
-        visit(&p, &e);
-    }
-    Ok(())
+    for_batches_with(at, qs, |rows, p, mg| {
+        let lik = lik_rows(at.model, at.theta, at.pieces, rows)?;
+        let e = expectations_at(at.model, &lik, rule, Some(rows), &mg.mean, &mg.var)?;
+        visit(p, &e);
+        Ok(())
+    })
 }
 
-/// Visit the training data in batches of [`EVAL_BATCH`]: each batch's rows
-/// and latent marginals.
+/// Visit the training data in batches of [`EVAL_BATCH`]: each batch's
+/// rows, projection and latent marginals.
 fn for_batches_with(
-    model: &ViModel,
-    pieces: &ViPieces<f64>,
-    ind: &Inducing,
+    at: &At,
     qs: &[Whitened],
-    mut visit: impl FnMut(&[usize], &super::sparse::Marginals) -> Result<(), Error>,
+    mut visit: impl FnMut(
+        &[usize],
+        &super::sparse::Projection,
+        &super::sparse::Marginals,
+    ) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let n = model.inputs.len();
+    let n = at.model.inputs.len();
     for start in (0..n).step_by(EVAL_BATCH) {
         let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(n)).collect();
-        let p = ind.project(&pieces.kernel, &model.inputs.gather(&rows))?;
-        visit(&rows, &p.marginals(qs, pieces.mean))?;
+        let p = at
+            .ind
+            .project(&at.pieces.kernel, &at.model.inputs.gather(&rows))?;
+        let mg = p.marginals(qs, at.pieces.mean);
+        visit(&rows, &p, &mg)?;
     }
     Ok(())
 }

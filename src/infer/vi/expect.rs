@@ -182,9 +182,10 @@ pub fn expectations_at(
                 let sd = vi.sqrt();
                 let (mut e, mut gm, mut gz) = (0.0, 0.0, 0.0);
                 let k = at(i);
+                let a = if lik.local { i } else { k };
                 for (z, w) in gh.points.iter().zip(&gh.weights) {
                     let f = Dual1::new(mi + sd * z, [1.0]);
-                    let l = lik1.log_lik(model, k, model.y[k], &[f])?;
+                    let l = lik1.log_lik(model, a, model.y[k], &[f])?;
                     let (val, d) = (l.value(), l.tangent()[0]);
                     e += w * val;
                     gm += w * d;
@@ -288,9 +289,10 @@ pub fn expected_total_at<T: Scalar>(
             for i in 0..m.nrows() {
                 let sd = v[(i, 0)].max(0.0).sqrt();
                 let k = at(i);
+                let a = if lik.local { i } else { k };
                 for (z, w) in gh.points.iter().zip(&gh.weights) {
                     let f = T::constant(m[(i, 0)] + sd * z);
-                    total += lik.log_lik(model, k, model.y[k], &[f])? * T::constant(*w);
+                    total += lik.log_lik(model, a, model.y[k], &[f])? * T::constant(*w);
                 }
             }
         }
@@ -314,7 +316,8 @@ pub fn expected_total_at<T: Scalar>(
                     let f: Vec<T> = (0..m.ncols())
                         .map(|j| T::constant(m[(i, j)] + v[(i, j)].max(0.0).sqrt() * row[j]))
                         .collect();
-                    total += lik.log_lik(model, k, model.y[k], &f)? * T::constant(1.0 / s);
+                    let a = if lik.local { i } else { k };
+                    total += lik.log_lik(model, a, model.y[k], &f)? * T::constant(1.0 / s);
                 }
             }
         }

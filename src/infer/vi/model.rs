@@ -10,6 +10,7 @@ use crate::infer::structure::{LatentObservation, latent_observation, likelihood_
 use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
 use crate::ir::pointwise::Pointwise;
+use crate::ir::types::Size;
 use crate::ir::value::Value;
 use crate::model::custom::Scalar;
 use crate::model::dist::{Dist, Support};
@@ -34,6 +35,10 @@ pub struct ViModel {
     pub layout: HyperLayout,
     /// Added to the diagonal of K.
     pub jitter: f64,
+    /// The outcomes' leading size, when the likelihood's arguments are
+    /// row-wise in it and so can be evaluated at a minibatch's rows alone
+    /// (see [`ViModel::check_row_wise`]).
+    pub row_wise: Option<Size>,
 }
 
 /// The model's pieces at one θ: the kernel, the prior mean, and the
@@ -47,13 +52,16 @@ pub struct ViPieces<T> {
     pub lik: LikArgs<T>,
 }
 
-/// A likelihood's arguments at N points and its power.
+/// A likelihood's arguments at N points (or a minibatch's B) and its power.
 #[derive(Clone)]
 pub struct LikArgs<T> {
     /// The arguments (the latent one holds the offset: \[N\] or a number).
     pub args: Vec<Value<T>>,
     /// The power t of the likelihood.
     pub t: T,
+    /// Whether the arguments hold a minibatch's rows only: element i
+    /// belongs to the batch's i-th point rather than to data row i.
+    pub local: bool,
 }
 
 impl LikArgs<f64> {
@@ -62,6 +70,7 @@ impl LikArgs<f64> {
         LikArgs {
             args: self.args.iter().map(|a| a.lift()).collect(),
             t: U::constant(self.t),
+            local: self.local,
         }
     }
     /// The untempered likelihood (t = 1), for predictions.
@@ -69,6 +78,7 @@ impl LikArgs<f64> {
         LikArgs {
             args: self.args.clone(),
             t: 1.0,
+            local: self.local,
         }
     }
 }
@@ -124,6 +134,7 @@ impl ViModel {
             y,
             layout,
             jitter,
+            row_wise: None,
         })
     }
 
@@ -172,6 +183,35 @@ impl ViModel {
         let gp = &g.gps[self.latent.gp];
         let kernel = env.kernel(&gp.kernel)?;
         let mean = env.scalar(&gp.mean)?;
+        Ok(ViPieces {
+            kernel,
+            mean,
+            lik: self.lik_args(&env)?,
+        })
+    }
+
+    /// The pieces at θ with the likelihood's arguments at the training rows
+    /// `rows` only when they are row-wise (see [`ViModel::batch_lik`]), at
+    /// all N rows otherwise. (The `svi` engine keeps pieces at row 0 for
+    /// the kernel and the mean, and evaluates each batch's arguments.)
+    pub fn pieces_rows<T: Scalar>(
+        &self,
+        theta: &[T],
+        rows: &[usize],
+    ) -> Result<ViPieces<T>, Error> {
+        let hypers = self.layout.values::<T>(&self.bound, theta);
+        let env = Env::new(&self.bound, &hypers, &[], &[]);
+        let gp = &self.bound.graph.gps[self.latent.gp];
+        Ok(ViPieces {
+            kernel: env.kernel(&gp.kernel)?,
+            mean: env.scalar(&gp.mean)?,
+            lik: self.batch_lik(theta, rows)?,
+        })
+    }
+
+    /// The likelihood's arguments and power in `env`.
+    fn lik_args<T: Scalar>(&self, env: &Env<T>) -> Result<LikArgs<T>, Error> {
+        let g = &self.bound.graph;
         let o = &g.observations[self.latent.obs];
         let mut args = Vec::with_capacity(o.dist.args.len());
         for (i, a) in o.dist.args.iter().enumerate() {
@@ -192,12 +232,69 @@ impl ViModel {
                 args.push(env.eval(a)?);
             }
         }
-        let t = likelihood_power(&env, self.latent.obs)?;
-        Ok(ViPieces {
-            kernel,
-            mean,
-            lik: LikArgs { args, t },
+        let t = likelihood_power(env, self.latent.obs)?;
+        Ok(LikArgs {
+            args,
+            t,
+            local: false,
         })
+    }
+
+    /// The likelihood's arguments at θ for the training rows `rows` (local:
+    /// element i belongs to `rows[i]`), in O(B) when they are row-wise
+    /// ([`ViModel::row_wise`]); else over all N rows (not local).
+    pub fn batch_lik<T: Scalar>(&self, theta: &[T], rows: &[usize]) -> Result<LikArgs<T>, Error> {
+        let hypers = self.layout.values::<T>(&self.bound, theta);
+        let Some(size) = &self.row_wise else {
+            return self.lik_args(&Env::new(&self.bound, &hypers, &[], &[]));
+        };
+        let view = self.bound.gather_rows(size, rows)?;
+        let mut lik = self.lik_args(&Env::new(&view, &hypers, &[], &[]))?;
+        lik.local = true;
+        Ok(lik)
+    }
+
+    /// Decide whether the likelihood's arguments are row-wise, so that a
+    /// minibatch can evaluate them at its rows alone: evaluated on a
+    /// scrambled subset of the rows, they must equal the whole-data values
+    /// at those rows (a mean or a slice over the data differs, and an
+    /// expression that cannot be evaluated on fewer rows fails). Sets
+    /// [`ViModel::row_wise`].
+    pub fn check_row_wise(&mut self, theta: &[f64]) -> Result<(), Error> {
+        self.row_wise = None;
+        let o = &self.bound.graph.observations[self.latent.obs];
+        let Some(size) = self.bound.leading_size(o.data).cloned() else {
+            return Ok(());
+        };
+        let n = self.y.len();
+        let full = self.pieces::<f64>(theta, &self.bound)?.lik;
+        // Up to 37 rows spread over the data, in a scrambled order.
+        let k = n.min(37);
+        let rows: Vec<usize> = (0..k).map(|i| (i * 7919 % k) * n / k.max(1)).collect();
+        let Ok(view) = self.bound.gather_rows(&size, &rows) else {
+            return Ok(());
+        };
+        let hypers = self.layout.values::<f64>(&self.bound, theta);
+        let Ok(part) = self.lik_args(&Env::new(&view, &hypers, &[], &[])) else {
+            return Ok(());
+        };
+        let same = |a: f64, b: f64| a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
+        let agrees = full.args.iter().zip(&part.args).all(|(f, p)| match (f, p) {
+            (Value::Vector(_) | Value::IntArray(_), Value::Vector(_) | Value::IntArray(_)) => rows
+                .iter()
+                .enumerate()
+                .all(|(i, &r)| match (f.element(r), p.element(i)) {
+                    (Some(a), Some(b)) => same(a, b),
+                    _ => false,
+                }),
+            (Value::Real(a), Value::Real(b)) => same(*a, *b),
+            (Value::Int(a), Value::Int(b)) => a == b,
+            _ => false,
+        }) && same(full.t, part.t);
+        if agrees {
+            self.row_wise = Some(size);
+        }
+        Ok(())
     }
 }
 

@@ -1,0 +1,80 @@
+//! A bound model's data restricted to some rows (a minibatch), so that an
+//! expression over the data costs O(B) rather than O(N) per step.
+
+use super::bind::Bound;
+use super::types::{Size, Ty};
+use super::value::Value;
+use crate::error::Error;
+use nalgebra::{DMatrix, DVector};
+
+impl Bound {
+    /// The leading size of data declaration `d` (a vector's or array's
+    /// length, a matrix's rows), as declared.
+    pub fn leading_size(&self, d: usize) -> Option<&Size> {
+        match &self.graph.data[d].ty {
+            Ty::Vector(s) | Ty::IntArray(s) | Ty::StrArray(s) | Ty::Matrix(s, _) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The data at `rows` only: every data value declared with the leading
+    /// size `size` (the outcomes' rows) keeps those rows, in that order, and
+    /// a size name `size` takes the value `rows.len()`; other values stay
+    /// whole. Each row must be below the values' length. Memory and time
+    /// are O(B) for the row-indexed values plus a copy of the others.
+    pub fn gather_rows(&self, size: &Size, rows: &[usize]) -> Result<Bound, Error> {
+        let mut out = Bound {
+            graph: self.graph.clone(),
+            data: Vec::with_capacity(self.data.len()),
+            present: self.present.clone(),
+            sizes: self.sizes.clone(),
+            hyper_init: self.hyper_init.clone(),
+            hyper_bounds: self.hyper_bounds.clone(),
+            param_bounds: self.param_bounds.clone(),
+            data_file: self.data_file.clone(),
+            data_format: self.data_format,
+            row_ids: Vec::new(),
+            temperature: self.temperature,
+        };
+        let too_far = || Error::internal("a minibatch row beyond the data");
+        for (d, v) in self.data.iter().enumerate() {
+            let indexed = self.present[d] && self.leading_size(d) == Some(size);
+            if !indexed {
+                out.data.push(v.clone());
+                continue;
+            }
+            let pick = |len: usize| rows.iter().all(|&r| r < len);
+            out.data.push(match v {
+                Value::Vector(x) if pick(x.len()) => Value::Vector(DVector::from_iterator(
+                    rows.len(),
+                    rows.iter().map(|&r| x[r]),
+                )),
+                Value::IntArray(x) if pick(x.len()) => {
+                    Value::IntArray(rows.iter().map(|&r| x[r]).collect())
+                }
+                Value::StrArray(x) if pick(x.len()) => {
+                    Value::StrArray(rows.iter().map(|&r| x[r].clone()).collect())
+                }
+                Value::Matrix(x) if pick(x.nrows()) => {
+                    Value::Matrix(DMatrix::from_fn(rows.len(), x.ncols(), |i, j| {
+                        x[(rows[i], j)]
+                    }))
+                }
+                Value::Vector(_) | Value::IntArray(_) | Value::StrArray(_) | Value::Matrix(_) => {
+                    return Err(too_far());
+                }
+                other => other.clone(),
+            });
+        }
+        if let Size::Sym(name) = size
+            && let Some(n) = out.sizes.get_mut(name)
+        {
+            *n = rows.len();
+        }
+        out.row_ids = rows
+            .iter()
+            .map(|&r| self.row_ids.get(r).copied().unwrap_or(r))
+            .collect();
+        Ok(out)
+    }
+}
