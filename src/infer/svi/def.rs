@@ -51,6 +51,12 @@ pub const SVI_SCHEMA: EngineSchema = EngineSchema {
             "Adam learning rate for the hypers and inducing inputs (and q(u) with q_step = adam)",
         ),
         s(
+            "anneal",
+            SettingKind::Choice(&["cosine", "none"]),
+            Some("cosine"),
+            "step sizes over the steps: rho and lr follow a half cosine down to 1/20 of their values, or stay fixed",
+        ),
+        s(
             "learn_hypers",
             SettingKind::Bool,
             Some("true"),
@@ -75,6 +81,23 @@ pub const SVI_SCHEMA: EngineSchema = EngineSchema {
     ],
 };
 
+/// The smallest factor of the cosine annealing (at the last step).
+pub const ANNEAL_FLOOR: f64 = 0.05;
+
+impl SviSettings {
+    /// The factor of ρ and the learning rates at minibatch step `step`
+    /// (1-based): 1 without annealing, else
+    /// f + (1 − f) · ½(1 + cos(π (step − 1) / (steps − 1))), f = [`ANNEAL_FLOOR`],
+    /// from 1 at the first step to f at the last.
+    pub fn anneal_factor(&self, step: usize) -> f64 {
+        if !self.anneal || self.steps < 2 {
+            return 1.0;
+        }
+        let x = (step.clamp(1, self.steps) - 1) as f64 / (self.steps - 1) as f64;
+        ANNEAL_FLOOR + (1.0 - ANNEAL_FLOOR) * 0.5 * (1.0 + (std::f64::consts::PI * x).cos())
+    }
+}
+
 /// How q(u) moves.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum QStep {
@@ -97,6 +120,8 @@ pub struct SviSettings {
     pub q_step: QStep,
     /// Adam's learning rate.
     pub lr: f64,
+    /// Whether ρ and the learning rates follow a half cosine over the steps.
+    pub anneal: bool,
     /// Learn the hypers.
     pub learn_hypers: bool,
     /// Learn Z.
@@ -124,6 +149,7 @@ impl Settings for SviSettings {
                 _ => QStep::Natural(cfg.number("rho")?),
             },
             lr: cfg.number("lr")?,
+            anneal: cfg.choice("anneal")? == "cosine",
             learn_hypers: cfg.flag("learn_hypers")?,
             learn_inducing: cfg.flag("learn_inducing")?,
             quadrature: cfg.count("quadrature")?,
@@ -148,3 +174,22 @@ pub const SVI: Def = Def {
         Ok(Box::new(Svi::new(bound, &s)?))
     },
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::settings::EngineConfig;
+
+    #[test]
+    fn the_cosine_runs_from_one_to_the_floor() {
+        let cfg = EngineConfig::defaults(&SVI_SCHEMA, Default::default());
+        let mut s = SviSettings::from_config(&cfg).unwrap();
+        s.steps = 101;
+        assert_eq!(s.anneal_factor(1), 1.0);
+        assert!((s.anneal_factor(51) - (ANNEAL_FLOOR + 1.0) / 2.0).abs() < 1e-12);
+        assert!((s.anneal_factor(101) - ANNEAL_FLOOR).abs() < 1e-12);
+        assert!(s.anneal_factor(30) > s.anneal_factor(31));
+        s.anneal = false;
+        assert_eq!(s.anneal_factor(101), 1.0);
+    }
+}

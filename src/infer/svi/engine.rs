@@ -657,6 +657,20 @@ impl Engine for Svi {
         if self.model.categorical() {
             self.rule = Svi::step_rule(&self.model, &self.s, self.step);
         }
+        // Annealing: the learning rates move by the factor's ratio, so that
+        // halvings after rejected steps are kept.
+        let (now, before) = (
+            self.s.anneal_factor(self.step),
+            self.s.anneal_factor(self.step - 1),
+        );
+        if now != before {
+            if let Some(o) = &mut self.opt {
+                o.scale_lr(now / before);
+            }
+            if let Some((o, _)) = &mut self.q_adam {
+                o.scale_lr(now / before);
+            }
+        }
         let (rows, epoch_end) = self.next_batch();
         let b = self.evaluate(rows)?;
         self.epoch_sum += b.elbo(&self.qs);
@@ -666,7 +680,7 @@ impl Engine for Svi {
             None => None,
         };
         match self.s.q_step {
-            QStep::Natural(rho) => self.natural_step(&b, rho)?,
+            QStep::Natural(rho) => self.natural_step(&b, rho * now)?,
             QStep::Adam => self.adam_q_step(&b),
         }
         if let Some(g) = g {
