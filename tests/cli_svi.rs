@@ -132,3 +132,52 @@ fn a_non_finite_expectation_names_the_row_and_the_likelihood() {
     );
     assert!(err.contains("rescale the outcomes"), "{err}");
 }
+
+#[test]
+fn natural_and_adam_runs_overlay_against_time() {
+    // Two runs without test data: each plots its ELBO against seconds, and
+    // plot-trace overlays them (svi traces carry their times).
+    let dir = out_dir("svi_plot_trace");
+    let mut runs = Vec::new();
+    for q in ["natural", "adam"] {
+        let json = dir.join(format!("{q}.json"));
+        let png = dir.join(format!("{q}.png"));
+        let (out, j) = run_json(
+            std::path::Path::new("examples/satellite.tempest"),
+            std::path::Path::new(SATELLITE),
+            &[
+                "--rows",
+                "0..599",
+                "--set",
+                "steps=60",
+                "--set",
+                &format!("q_step={q}"),
+                "--set",
+                "polish=0",
+                "--plot",
+                png.to_str().unwrap(),
+                "-q",
+            ],
+            &json,
+        );
+        assert!(out.contains("plot written to"), "{out}");
+        assert!(std::fs::metadata(&png).unwrap().len() > 10_000);
+        let trace = j["elbo_trace"].as_array().unwrap();
+        let secs: Vec<f64> = trace
+            .iter()
+            .map(|t| t["seconds"].as_f64().unwrap())
+            .collect();
+        assert!(secs.windows(2).all(|w| w[0] <= w[1]), "{secs:?}");
+        runs.push(json);
+    }
+    let out_png = dir.join("both.png");
+    let o = tempest(&[
+        "plot-trace",
+        "--out",
+        out_png.to_str().unwrap(),
+        runs[0].to_str().unwrap(),
+        runs[1].to_str().unwrap(),
+    ]);
+    assert_ok(&o);
+    assert!(std::fs::metadata(&out_png).unwrap().len() > 10_000);
+}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tempest::command::{self, Failure};
 use tempest::error::{Error, ErrorKind, Errors};
-use tempest::output::plot::traces;
+use tempest::output::plot::traces_xy;
 use tempest::output::progress::BarProgress;
 use tempest::syntax::diagnostics::{SourceFile, render};
 use tempest::{Registry, RunOptions};
@@ -404,7 +404,16 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
     }
 }
 
-/// `tempest plot-trace`: read the runs' JSON and overlay their ELBO traces.
+/// One point of a run's ELBO trace: the step, the seconds since the start
+/// (svi runs), the ELBO.
+struct TracePoint {
+    step: f64,
+    seconds: Option<f64>,
+    elbo: f64,
+}
+
+/// `tempest plot-trace`: read the runs' JSON and overlay their ELBO traces
+/// (against seconds when every run recorded them, else by step).
 fn plot_trace(
     out_path: &Path,
     runs: &[PathBuf],
@@ -433,13 +442,29 @@ fn plot_trace(
                 format!("`{}` has no `elbo_trace` array", path.display()),
             )
             .with_note(
-                "write one with `tempest run ... --json OUT` and a variational engine (mirror_descent, gradient_descent)",
+                "write one with `tempest run ... --json OUT` and a variational engine (mirror_descent, gradient_descent, svi)",
             )
         })?;
-        // NaN and infinities are written as null; keep their place in the trace.
-        let values: Vec<f64> = trace
+        // NaN and infinities are written as null; keep their place in the
+        // trace. An svi run's entries are objects with step, seconds, elbo.
+        let points: Vec<TracePoint> = trace
             .iter()
-            .map(|v| v.as_f64().unwrap_or(f64::NAN))
+            .enumerate()
+            .map(|(i, v)| match v.as_object() {
+                Some(o) => {
+                    let num = |k: &str| o.get(k).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
+                    TracePoint {
+                        step: num("step"),
+                        seconds: Some(num("seconds")),
+                        elbo: num("elbo"),
+                    }
+                }
+                None => TracePoint {
+                    step: i as f64,
+                    seconds: None,
+                    elbo: v.as_f64().unwrap_or(f64::NAN),
+                },
+            })
             .collect();
         let stem = path
             .file_stem()
@@ -449,8 +474,29 @@ fn plot_trace(
             Some(e) => format!("{stem} ({e})"),
             None => stem,
         };
-        series.push((label, values));
+        series.push((label, points));
     }
+    // Against seconds when every run has times (svi), else by step.
+    let timed = series
+        .iter()
+        .all(|(_, p)| !p.is_empty() && p.iter().all(|q| q.seconds.is_some()));
+    let xy: Vec<(String, Vec<(f64, f64)>)> = series
+        .into_iter()
+        .map(|(l, p)| {
+            let pts = p
+                .iter()
+                .map(|q| {
+                    let x = if timed {
+                        q.seconds.unwrap_or(f64::NAN)
+                    } else {
+                        q.step
+                    };
+                    (x, q.elbo)
+                })
+                .collect();
+            (l, pts)
+        })
+        .collect();
     let (default_title, y_label) = if gap {
         (
             "convergence: distance to the best ELBO",
@@ -459,8 +505,15 @@ fn plot_trace(
     } else {
         ("ELBO by step", "ELBO")
     };
-    let title = title.unwrap_or_else(|| default_title.to_string());
-    traces(out_path, &series, &title, y_label, gap)?;
+    let title = title.unwrap_or_else(|| {
+        if timed {
+            default_title.replace("by step", "against time")
+        } else {
+            default_title.to_string()
+        }
+    });
+    let x_label = timed.then_some("seconds");
+    traces_xy(out_path, &xy, &title, x_label, y_label, gap)?;
     out(&format!("plot written to {}\n", out_path.display()))?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! (variational), trace and density per chain (samplers), and the rung
 //! means (evidence). The fits' [`crate::infer::fit::Fit::plot`] call these.
 
-use super::plot::{RegressionPlot, regression_1d, reliability_diagram, traces};
+use super::plot::{RegressionPlot, regression_1d, reliability_diagram, traces, traces_xy};
 use super::plot_mcmc::{ChainSeries, trace_density};
 use crate::error::{Error, ErrorKind};
 use crate::infer::evidence::fit::EvidenceFit;
@@ -140,18 +140,25 @@ fn reliability(t: Option<&TestMetrics>, what: &str, path: &Path) -> Option<Resul
 }
 
 /// An `svi` fit: the reliability diagram on the test data for
-/// classification, else the ELBO (epoch means of the minibatch estimates)
-/// by epoch.
+/// classification, else the ELBO (epoch means of the minibatch estimates,
+/// then the whole-data ELBO of the polishing steps) against seconds.
 pub fn svi(f: &SviFit, path: &Path) -> Result<(), Error> {
     if let Some(drawn) = reliability(f.test.as_ref(), "svi", path) {
         return drawn;
     }
     let title = format!(
-        "svi: ELBO by epoch (whole-data ELBO {:.4} after {} steps, {:.1} s)",
+        "svi: ELBO against time (whole-data ELBO {:.4} after {} steps, {:.1} s)",
         f.elbo, f.steps, f.seconds
     );
-    let trace: Vec<f64> = f.trace.iter().map(|t| t.elbo).collect();
-    traces(path, &[("svi".to_string(), trace)], &title, "ELBO", false)
+    let trace: Vec<(f64, f64)> = f.trace.iter().map(|t| (t.seconds, t.elbo)).collect();
+    traces_xy(
+        path,
+        &[("svi".to_string(), trace)],
+        &title,
+        Some("seconds"),
+        "ELBO",
+        false,
+    )
 }
 
 /// A sampling fit: trace and density of the first params (at most

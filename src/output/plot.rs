@@ -471,11 +471,34 @@ pub fn traces(
     y_label: &str,
     log_gap: bool,
 ) -> Result<(), Error> {
+    let xy: Vec<(String, Vec<(f64, f64)>)> = series
+        .iter()
+        .map(|(l, t)| {
+            (
+                l.clone(),
+                t.iter().enumerate().map(|(i, &v)| (i as f64, v)).collect(),
+            )
+        })
+        .collect();
+    traces_xy(path, &xy, title, None, y_label, log_gap)
+}
+
+/// [`traces`] with explicit x values: the points (x, ELBO) of each series.
+/// `x_label` names a continuous x axis (e.g. seconds); `None` means steps,
+/// with the step axis rules of [`traces`].
+pub fn traces_xy(
+    path: &Path,
+    series: &[(String, Vec<(f64, f64)>)],
+    title: &str,
+    x_label: Option<&str>,
+    y_label: &str,
+    log_gap: bool,
+) -> Result<(), Error> {
     register_font();
     let e = |err| plot_err(path, err);
     let best = series
         .iter()
-        .flat_map(|(_, t)| t.iter().copied())
+        .flat_map(|(_, t)| t.iter().map(|p| p.1))
         .filter(|v| v.is_finite())
         .fold(f64::NEG_INFINITY, f64::max);
     let lens: Vec<usize> = series
@@ -485,21 +508,20 @@ pub fn traces(
         .collect();
     let longest = lens.iter().copied().max().unwrap_or(0);
     let shortest = lens.iter().copied().min().unwrap_or(0);
-    let log_x = longest >= 101 && longest >= 10 * shortest;
+    let log_x = x_label.is_none() && longest >= 101 && longest >= 10 * shortest;
     let pts: Vec<Vec<(f64, f64)>> = series
         .iter()
         .map(|(_, t)| {
             t.iter()
-                .enumerate()
                 .skip(usize::from(log_x))
-                .filter_map(|(i, &v)| {
+                .filter_map(|&(x, v)| {
                     let y = if log_gap {
                         let gap = best - v;
                         (gap > 0.0).then(|| gap.log10())?
                     } else {
                         v
                     };
-                    y.is_finite().then_some((i as f64, y))
+                    (y.is_finite() && x.is_finite()).then_some((x, y))
                 })
                 .collect()
         })
@@ -520,7 +542,10 @@ pub fn traces(
             },
         ));
     }
-    let x1 = all.map(|p| p.0).fold(1.0, f64::max);
+    let x1 = all
+        .map(|p| p.0)
+        .fold(if x_label.is_some() { 0.0 } else { 1.0 }, f64::max);
+    let x1 = if x1 > 0.0 { x1 } else { 1.0 };
     let pad = 0.06 * (y1 - y0).max(1e-9 * y1.abs().max(1.0));
     let caption = if log_gap {
         format!("{title}  (best ELBO {best:.6})")
@@ -541,7 +566,12 @@ pub fn traces(
         pts: &pts,
         y_label,
         y_span: y1 - y0,
-        x_labels: (x1 as usize + 1).clamp(2, 11),
+        x_labels: if x_label.is_some() {
+            11
+        } else {
+            (x1 as usize + 1).clamp(2, 11)
+        },
+        x_span: x_label.map(|_| x1),
     };
     if log_x {
         let chart = builder
@@ -558,7 +588,7 @@ pub fn traces(
         let chart = builder
             .build_cartesian_2d(0.0..x1 * 1.01, y_range)
             .map_err(e)?;
-        draw_traces(path, &root, chart, &spec, "step")?;
+        draw_traces(path, &root, chart, &spec, x_label.unwrap_or("step"))?;
     }
     root.present().map_err(e)?;
     Ok(())
@@ -566,11 +596,13 @@ pub fn traces(
 
 /// What [`traces`] draws, once its axes are chosen.
 struct TraceSpec<'a> {
-    series: &'a [(String, Vec<f64>)],
+    series: &'a [(String, Vec<(f64, f64)>)],
     pts: &'a [Vec<(f64, f64)>],
     y_label: &'a str,
     y_span: f64,
     x_labels: usize,
+    /// The span of a continuous x axis (`None`: whole steps).
+    x_span: Option<f64>,
 }
 
 /// A tick label with as many decimals as the axis span needs.
@@ -601,13 +633,11 @@ where
         .x_desc(x_desc)
         .y_desc(spec.y_label)
         .x_labels(spec.x_labels)
-        .x_label_formatter(&|x| {
+        .x_label_formatter(&|x| match spec.x_span {
+            Some(span) => tick(*x, span),
             // Steps are whole numbers: label only whole ticks.
-            if (x - x.round()).abs() < 1e-9 {
-                format!("{x:.0}")
-            } else {
-                String::new()
-            }
+            None if (x - x.round()).abs() < 1e-9 => format!("{x:.0}"),
+            None => String::new(),
         })
         .y_label_formatter(&y_fmt)
         .light_line_style(RGBColor(238, 238, 238))
