@@ -181,3 +181,145 @@ fn natural_and_adam_runs_overlay_against_time() {
     assert_ok(&o);
     assert!(std::fs::metadata(&out_png).unwrap().len() > 10_000);
 }
+
+#[test]
+fn a_saved_fit_predicts_later_without_training() {
+    let dir = out_dir("svi_saved");
+    let (fit, run_json_path, pred_json) = (
+        dir.join("fit.json"),
+        dir.join("run.json"),
+        dir.join("pred.json"),
+    );
+    let (out, run) = run_json(
+        std::path::Path::new("examples/satellite.tempest"),
+        std::path::Path::new(SATELLITE),
+        &[
+            "--rows",
+            "0..799",
+            "--test",
+            SATELLITE,
+            "--test-rows",
+            "800..999",
+            "--set",
+            "steps=60",
+            "--save",
+            fit.to_str().unwrap(),
+            "-q",
+        ],
+        &run_json_path,
+    );
+    assert!(out.contains("fit saved to"), "{out}");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fit).unwrap()).unwrap();
+    assert_eq!(saved["format"], "tempest fit");
+    assert_eq!(saved["version"], 1);
+    assert_eq!(saved["svi"]["q"].as_array().unwrap().len(), 6);
+    // The same test rows from the saved fit: the same predictions.
+    let o = tempest(&[
+        "predict",
+        "examples/satellite.tempest",
+        "--fit",
+        fit.to_str().unwrap(),
+        "--test",
+        SATELLITE,
+        "--test-rows",
+        "800..999",
+        "--json",
+        pred_json.to_str().unwrap(),
+    ]);
+    let text = assert_ok(&o);
+    assert!(text.contains("read from the saved fit"), "{text}");
+    let pred: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&pred_json).unwrap()).unwrap();
+    let probs = |j: &serde_json::Value| -> Vec<f64> {
+        j["predictions"]["probabilities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()))
+            .collect()
+    };
+    let (a, b) = (probs(&run), probs(&pred));
+    assert_eq!(a.len(), 200 * 6);
+    assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-12));
+    let acc = |j: &serde_json::Value| j["test"]["accuracy"].as_f64().unwrap();
+    assert_eq!(acc(&run), acc(&pred));
+
+    // Test data without the outcome column: predictions, no metrics.
+    let table = std::fs::read_to_string(SATELLITE).unwrap();
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let y = header.iter().position(|h| *h == "y").unwrap();
+    let drop = |l: &str| {
+        l.split(',')
+            .enumerate()
+            .filter(|(i, _)| *i != y)
+            .map(|(_, v)| v)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut csv = drop(&header.join(","));
+    for l in lines.take(15) {
+        csv.push('\n');
+        csv.push_str(&drop(l));
+    }
+    let unlabelled = dir.join("unlabelled.csv");
+    std::fs::write(&unlabelled, csv + "\n").unwrap();
+    let o = tempest(&[
+        "predict",
+        "examples/satellite.tempest",
+        "--fit",
+        fit.to_str().unwrap(),
+        "--test",
+        unlabelled.to_str().unwrap(),
+    ]);
+    let text = assert_ok(&o);
+    assert!(text.contains("predictions: 15 test points"), "{text}");
+
+    // Another model, a damaged file, an engine that cannot save: clean
+    // failures that say what is wrong.
+    let other = dir.join("other.tempest");
+    let model = std::fs::read_to_string("examples/satellite.tempest").unwrap();
+    std::fs::write(&other, model.replace("rbf(ell)", "matern52(ell)")).unwrap();
+    let err = assert_clean_failure(&tempest(&[
+        "predict",
+        other.to_str().unwrap(),
+        "--fit",
+        fit.to_str().unwrap(),
+        "--test",
+        SATELLITE,
+    ]));
+    assert!(err.contains("was saved from another model"), "{err}");
+    let damaged = dir.join("damaged.json");
+    std::fs::write(&damaged, r#"{"format": "tempest fit", "version": 7}"#).unwrap();
+    let err = assert_clean_failure(&tempest(&[
+        "predict",
+        "examples/satellite.tempest",
+        "--fit",
+        damaged.to_str().unwrap(),
+        "--test",
+        SATELLITE,
+    ]));
+    assert!(err.contains("version 7"), "{err}");
+    let mut cut = std::fs::read_to_string(&fit).unwrap();
+    cut.truncate(cut.len() / 2);
+    std::fs::write(&damaged, cut).unwrap();
+    let err = assert_clean_failure(&tempest(&[
+        "predict",
+        "examples/satellite.tempest",
+        "--fit",
+        damaged.to_str().unwrap(),
+        "--test",
+        SATELLITE,
+    ]));
+    assert!(err.contains("invalid JSON"), "{err}");
+    let err = assert_clean_failure(&tempest(&[
+        "run",
+        "examples/wine.tempest",
+        "--data",
+        "examples/data/wine.csv",
+        "--save",
+        dir.join("wine_fit.json").to_str().unwrap(),
+    ]));
+    assert!(err.contains("cannot save its fit"), "{err}");
+}

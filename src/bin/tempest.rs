@@ -62,9 +62,33 @@ enum Command {
         /// `PREFIX_2.csv`, ... (Stan CSV, readable by ArviZ's from_cmdstan).
         #[arg(long, value_name = "PREFIX")]
         csv: Option<PathBuf>,
+        /// Save the fit to this JSON file, for `tempest predict` (svi).
+        #[arg(long, value_name = "FIT.json")]
+        save: Option<PathBuf>,
         /// No progress display.
         #[arg(long, short)]
         quiet: bool,
+    },
+    /// Predict at new data from a fit saved with `tempest run --save`,
+    /// without training again.
+    Predict {
+        /// The model file the fit was trained with.
+        model: PathBuf,
+        /// The saved fit.
+        #[arg(long, value_name = "FIT.json")]
+        fit: PathBuf,
+        /// The data to predict at (outcomes, when present, give test metrics).
+        #[arg(long)]
+        test: PathBuf,
+        /// Rows of the test CSV file: `300..304` (inclusive) or `COLUMN=VALUE`.
+        #[arg(long = "test-rows", value_name = "A..B|COL=V")]
+        test_rows: Option<String>,
+        /// Write the predictions and metrics as JSON.
+        #[arg(long, value_name = "OUT")]
+        json: Option<PathBuf>,
+        /// Draw the reliability diagram (classifier outcomes) to a PNG file.
+        #[arg(long, value_name = "OUT.png")]
+        plot: Option<PathBuf>,
     },
     /// Check a model (and its data, if given) without running it.
     Check {
@@ -319,6 +343,51 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::Predict {
+            model,
+            fit,
+            test,
+            test_rows,
+            json,
+            plot,
+        } => {
+            check_outputs(json.as_deref(), plot.as_deref(), None)?;
+            let src = source.insert(read_source(&model)?);
+            let graph = command::compile(src, &Registry::default())?;
+            let text = std::fs::read_to_string(&fit).map_err(|e| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("cannot read the saved fit `{}`: {e}", fit.display()),
+                )
+            })?;
+            let name = fit.display().to_string();
+            let j: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                Error::new(
+                    ErrorKind::Data,
+                    format!("{name}, line {}: invalid JSON: {e}", e.line()),
+                )
+                .with_note("write a saved fit with `tempest run ... --save FIT.json`")
+            })?;
+            let (mut saved, base) = tempest::infer::svi::fit::SviFit::restore(graph, &j, &name)
+                .map_err(|e| sourced(e.into()))?;
+            let data =
+                command::load_data(&test, test_rows.as_deref(), "--test-rows").map_err(sourced)?;
+            let test_bound = tempest::ir::bind::bind_test(&base, &data).map_err(sourced)?;
+            tempest::Fit::attach_test(&mut saved, &test_bound).map_err(|e| sourced(e.into()))?;
+            let fit: Box<dyn tempest::Fit> = Box::new(saved);
+            out(&fit.summary())?;
+            if let Some(path) = &json {
+                let mut j = fit.to_json();
+                j["model"] = serde_json::json!(src.name);
+                j["test_data"] = serde_json::json!(test.display().to_string());
+                write_json(path, &j)?;
+            }
+            if let Some(path) = &plot {
+                fit.plot(path)?;
+                out(&format!("plot written to {}\n", path.display()))?;
+            }
+            Ok(())
+        }
         Command::Run {
             model,
             data,
@@ -331,9 +400,13 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             json,
             plot,
             csv,
+            save,
             quiet,
         } => {
             check_outputs(json.as_deref(), plot.as_deref(), csv.as_deref())?;
+            if let Some(p) = &save {
+                command::check_output_path("--save", p)?;
+            }
             let src = source.insert(read_source(&model)?);
             let graph = command::compile(src, &Registry::default())?;
             let train = command::load_data(&data, rows.as_deref(), "--rows").map_err(sourced)?;
@@ -377,6 +450,20 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             if !quiet {
                 options.observers.push(Box::new(BarProgress::new()));
             }
+            if save.is_some() {
+                let cfg = tempest::engine_config(&bound.graph, &options)
+                    .map_err(|e| sourced(e.into()))?;
+                if cfg.name != "svi" {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        format!(
+                            "--save: the `{}` engine cannot save its fit yet; the `svi` engine can",
+                            cfg.name
+                        ),
+                    )
+                    .into());
+                }
+            }
             let fit = match tempest::run(&bound, options) {
                 Ok(fit) => fit,
                 Err(e) if was_cancelled() => return Err(interrupted(Some(e), wrote_csv, true)),
@@ -395,6 +482,13 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             if let Some(path) = &plot {
                 fit.plot(path)?;
                 out(&format!("plot written to {}\n", path.display()))?;
+            }
+            if let Some(path) = &save {
+                let j = fit
+                    .saved(&src.name)
+                    .ok_or_else(|| Error::internal("a fit that cannot be saved"))??;
+                write_json(path, &j)?;
+                out(&format!("fit saved to {}\n", path.display()))?;
             }
             if was_cancelled() {
                 return Err(interrupted(None, wrote_csv, false));

@@ -43,6 +43,13 @@ pub trait Fit: AsAny + Send {
             self.engine()
         )))
     }
+    /// The fit in the saved form `tempest predict` reads (see
+    /// [`crate::infer::svi::saved`]), for engines that can save one;
+    /// `model` names the model file. `None`: this engine cannot.
+    fn saved(&self, model: &str) -> Option<Result<serde_json::Value, Error>> {
+        let _ = model;
+        None
+    }
     /// Draw the fit's figure to a PNG file at `path`.
     fn plot(&self, path: &Path) -> Result<(), Error> {
         let _ = path;

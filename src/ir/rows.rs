@@ -19,7 +19,8 @@ impl Bound {
 
     /// The data at `rows` only: every data value declared with the leading
     /// size `size` (the outcomes' rows) keeps those rows, in that order, and
-    /// a size name `size` takes the value `rows.len()`; other values stay
+    /// a size name `size` (and its `int` declaration) takes the value
+    /// `rows.len()`; other values stay
     /// whole. Each row must be below the values' length. Memory and time
     /// are O(B) for the row-indexed values plus a copy of the others.
     pub fn gather_rows(&self, size: &Size, rows: &[usize]) -> Result<Bound, Error> {
@@ -38,6 +39,13 @@ impl Bound {
         };
         let too_far = || Error::internal("a minibatch row beyond the data");
         for (d, v) in self.data.iter().enumerate() {
+            // The size's own declaration (`n : int`) counts the batch.
+            if matches!(size, Size::Sym(name) if *name == self.graph.data[d].name)
+                && matches!(v, Value::Int(_))
+            {
+                out.data.push(Value::Int(rows.len() as i64));
+                continue;
+            }
             let indexed = self.present[d] && self.leading_size(d) == Some(size);
             if !indexed {
                 out.data.push(v.clone());

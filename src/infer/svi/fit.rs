@@ -76,6 +76,10 @@ pub struct SviFit {
     pub test: Option<TestMetrics>,
     /// The expectation rule of the whole-data ELBO and its error estimate.
     pub rule_error: RuleError,
+    /// The number of training points.
+    pub n_train: usize,
+    /// The saved fit this one was read from (`tempest predict`).
+    pub loaded_from: Option<String>,
 }
 
 impl SviFit {
@@ -96,35 +100,17 @@ impl SviFit {
         notes: Vec<String>,
         seconds: f64,
     ) -> Result<SviFit, Error> {
-        let (b, layout) = (&model.bound, &model.layout);
-        let hypers = layout.values::<f64>(b, &theta);
-        let log_prior = has_priors(b, layout)
-            .then(|| log_prior_value(b, layout, &theta))
+        let mut fit = SviFit::assemble(model, settings, rule, theta, pieces, inducing, qs);
+        let (b, layout) = (&fit.model.bound, &fit.model.layout);
+        fit.log_prior = has_priors(b, layout)
+            .then(|| log_prior_value(b, layout, &fit.theta))
             .transpose()?;
-        let mut fit = SviFit {
-            model,
-            settings,
-            rule,
-            theta,
-            pieces,
-            inducing,
-            qs,
-            elbo: f64::NAN,
-            rule_error: RuleError {
-                rule: String::new(),
-                estimate: None,
-            },
-            trace,
-            steps,
-            reason,
-            rejected,
-            notes,
-            seconds,
-            hypers,
-            log_prior,
-            predictions: None,
-            test: None,
-        };
+        fit.trace = trace;
+        fit.steps = steps;
+        fit.reason = reason;
+        fit.rejected = rejected;
+        fit.notes = notes;
+        fit.seconds = seconds;
         let finer = fit.rule.finer();
         let (mut total, mut finer_total) = (0.0, 0.0);
         let m = &fit.model;
@@ -151,6 +137,46 @@ impl SviFit {
             ));
         }
         Ok(fit)
+    }
+
+    /// The fit's state without a run's record (ELBO NaN, no trace): the
+    /// part [`SviFit::new`] and a saved fit share.
+    pub fn assemble(
+        model: Arc<ViModel>,
+        settings: SviSettings,
+        rule: Rule,
+        theta: Vec<f64>,
+        pieces: ViPieces<f64>,
+        inducing: Inducing,
+        qs: Vec<Whitened>,
+    ) -> SviFit {
+        let hypers = model.layout.values::<f64>(&model.bound, &theta);
+        SviFit {
+            n_train: model.inputs.len(),
+            model,
+            settings,
+            rule,
+            theta,
+            pieces,
+            inducing,
+            qs,
+            elbo: f64::NAN,
+            rule_error: RuleError {
+                rule: String::new(),
+                estimate: None,
+            },
+            trace: Vec::new(),
+            steps: 0,
+            reason: String::new(),
+            rejected: 0,
+            notes: Vec::new(),
+            seconds: 0.0,
+            hypers,
+            log_prior: None,
+            predictions: None,
+            test: None,
+            loaded_from: None,
+        }
     }
 
     /// Σₙ E_q\[ℓₙ\] − Σ_c KL over all N training points, in batches.
@@ -285,6 +311,10 @@ impl crate::infer::fit::Fit for SviFit {
         "svi"
     }
 
+    fn saved(&self, model: &str) -> Option<Result<serde_json::Value, Error>> {
+        Some(SviFit::saved(self, model))
+    }
+
     fn attach_test(&mut self, test: &Bound) -> Result<(), Error> {
         let (mean, var) = self.latent(test)?;
         let pieces = self.model.pieces::<f64>(&self.theta, test)?;
@@ -310,11 +340,7 @@ impl crate::infer::fit::Fit for SviFit {
     fn report(&self) -> Report {
         let b = &self.model.bound;
         let mut r = Report::new("svi");
-        let (n, m, c) = (
-            self.model.inputs.len(),
-            self.inducing.len(),
-            self.model.classes,
-        );
+        let (n, m, c) = (self.n_train, self.inducing.len(), self.model.classes);
         let cls = if c > 1 {
             format!(", {c} latent GPs")
         } else {
@@ -328,6 +354,12 @@ impl crate::infer::fit::Fit for SviFit {
             "engine: sparse variational GP ({n} points, {m} inducing points{cls}; batch {}, {how})",
             self.settings.batch.min(n)
         ));
+        if let Some(file) = &self.loaded_from {
+            r.line(format!(
+                "read from the saved fit {file}: the predictions below come from it without training again"
+            ));
+            r.field("saved_fit", file.clone());
+        }
         r.line(format!(
             "ELBO over the training data: {} after {} step{} in {:.2} s ({})",
             fixed(self.elbo, 6),

@@ -6,10 +6,12 @@
 //!
 //! - [`sparse`]: the projection, marginals, reverse pass and natural step;
 //! - [`kmeans`]: the initial inducing inputs;
-//! - [`engine`]: the state machine; [`fit`]: the result; [`def`]: settings.
+//! - [`engine`]: the state machine; [`fit`]: the result; [`def`]: settings;
+//! - [`saved`]: the saved fit (`--save`, `tempest predict`).
 
 pub mod def;
 pub mod engine;
 pub mod fit;
 pub mod kmeans;
+pub mod saved;
 pub mod sparse;

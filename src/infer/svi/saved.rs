@@ -1,0 +1,301 @@
+//! A saved `svi` fit: everything prediction needs (the hypers, Z, q(u) and
+//! the settings that shape predictions), written as versioned JSON by
+//! `tempest run --save FIT.json` and read back by `tempest predict`, which
+//! predicts at new data without training again.
+//!
+//! The file (`"format": "tempest fit"`, `"version": 1`) holds `engine`,
+//! `model` (the file name), `graph` (the model's printed IR without its
+//! `infer` line, checked against the model given to `predict`), `hypers`
+//! (every hyper's value by name), `theta` (the learned hypers on the
+//! unconstrained scale, exactly), `base` (the training data's first row in
+//! Stan's JSON convention: the values prediction reuses when the test data
+//! lacks them, such as scalars), `temperature`, and `svi`: `n` (training
+//! points), `elbo`, `steps`, `seconds`, `reason`, `settings` (`quadrature`,
+//! `bins`, `jitter`, `learn_hypers`), `z` (M rows of D) and `q` (per latent
+//! GP the whitened mean `mean` [M] and lower-triangular factor `factor`
+//! [M, M] as rows).
+
+use super::def::{SVI_SCHEMA, SviSettings};
+use super::fit::SviFit;
+use super::sparse::Inducing;
+use crate::data::Data;
+use crate::data::JsonData;
+use crate::error::{Error, ErrorKind};
+use crate::infer::settings::{EngineConfig, Settings};
+use crate::infer::vi::expect::{Rule, RuleError};
+use crate::infer::vi::model::ViModel;
+use crate::infer::vi::posterior::Whitened;
+use crate::ir::bind::{Bound, Overrides, bind};
+use crate::ir::graph::Graph;
+use crate::ir::value::Value;
+use crate::model::kernel::Inputs;
+use nalgebra::{DMatrix, DVector};
+use serde_json::{Map, Value as Json, json};
+use std::sync::Arc;
+
+/// The format's name in the file.
+pub const FORMAT: &str = "tempest fit";
+/// The format's version.
+pub const VERSION: u64 = 1;
+
+/// The model's printed IR without the `engine` line: what must match
+/// between the model a fit was saved from and the one predicting.
+pub fn graph_text(g: &Graph) -> String {
+    crate::ir::print::graph(g)
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("engine "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A value as JSON in Stan's convention.
+fn value_json(v: &Value<f64>) -> Json {
+    match v {
+        Value::Int(i) => json!(i),
+        Value::Real(x) => json!(x),
+        Value::Bool(b) => json!(b),
+        Value::Vector(x) => json!(x.iter().collect::<Vec<_>>()),
+        Value::IntArray(x) => json!(x),
+        Value::Matrix(x) => rows_json(x),
+        Value::Str(s) => json!(s),
+        Value::StrArray(s) => json!(s),
+        Value::IntRange(a, b) => json!([a, b]),
+        Value::Kernel(_) => Json::Null,
+    }
+}
+
+fn rows_json(x: &DMatrix<f64>) -> Json {
+    json!(
+        (0..x.nrows())
+            .map(|i| x.row(i).iter().copied().collect::<Vec<f64>>())
+            .collect::<Vec<_>>()
+    )
+}
+
+impl SviFit {
+    /// The saved form of this fit; `model` names the model file.
+    pub fn saved(&self, model: &str) -> Result<Json, Error> {
+        let b = &self.model.bound;
+        let o = &b.graph.observations[self.model.latent.obs];
+        let first = match b.leading_size(o.data) {
+            Some(size) if !self.model.y.is_empty() => b.gather_rows(size, &[0])?,
+            _ => (**b).clone(),
+        };
+        let mut base = Map::new();
+        for (i, d) in b.graph.data.iter().enumerate() {
+            if first.present[i] {
+                base.insert(d.name.clone(), value_json(&first.data[i]));
+            }
+        }
+        let mut hypers = Map::new();
+        for (h, v) in b.graph.hypers.iter().zip(&self.hypers) {
+            hypers.insert(h.name.clone(), value_json(v));
+        }
+        let q: Vec<Json> = self
+            .qs
+            .iter()
+            .map(|q| json!({"mean": q.z.iter().collect::<Vec<_>>(), "factor": rows_json(&q.r)}))
+            .collect();
+        let s = &self.settings;
+        Ok(json!({
+            "format": FORMAT,
+            "version": VERSION,
+            "engine": "svi",
+            "model": model,
+            "graph": graph_text(&b.graph),
+            "hypers": hypers,
+            "theta": self.theta,
+            "base": base,
+            "temperature": b.temperature,
+            "svi": {
+                "n": self.n_train,
+                "elbo": self.elbo,
+                "steps": self.steps,
+                "seconds": self.seconds,
+                "reason": self.reason,
+                "settings": {
+                    "quadrature": s.quadrature,
+                    "bins": s.bins,
+                    "jitter": s.jitter,
+                    "learn_hypers": s.learn_hypers,
+                },
+                "z": rows_json(&DMatrix::from_row_slice(
+                    self.inducing.z.len(),
+                    self.inducing.z.dim(),
+                    self.inducing.z.as_flat(),
+                )),
+                "q": q,
+            },
+        }))
+    }
+
+    /// Rebuild a saved fit for `graph` (the model given to `predict`) from
+    /// the file's JSON; `file` names it in messages. Returns the fit and
+    /// the bound base data (to bind test data against).
+    pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(SviFit, Bound), Error> {
+        let bad = |what: &str| {
+            Error::new(
+                ErrorKind::Data,
+                format!("{file}: not a saved fit tempest can read ({what})"),
+            )
+            .with_note("write one with `tempest run ... --save FIT.json` (the svi engine)")
+        };
+        if j.get("format").and_then(Json::as_str) != Some(FORMAT) {
+            return Err(bad("no `\"format\": \"tempest fit\"`"));
+        }
+        match j.get("version").and_then(Json::as_u64) {
+            Some(VERSION) => {}
+            Some(v) => {
+                return Err(bad(&format!(
+                    "version {v}; this tempest reads version {VERSION}"
+                )));
+            }
+            None => return Err(bad("no version")),
+        }
+        if j.get("engine").and_then(Json::as_str) != Some("svi") {
+            return Err(bad("saved by another engine than svi"));
+        }
+        let saved_graph = j
+            .get("graph")
+            .and_then(Json::as_str)
+            .ok_or_else(|| bad("no `graph`"))?;
+        if saved_graph != graph_text(&graph) {
+            let model = j.get("model").and_then(Json::as_str).unwrap_or("?");
+            return Err(Error::new(
+                ErrorKind::Data,
+                format!("{file} was saved from another model ({model}): its declarations, model or guide differ from this one's"),
+            )
+            .with_note("predict with the model file the fit was trained with (comments, layout and the `infer` block may differ)"));
+        }
+        let base_map = j
+            .get("base")
+            .and_then(Json::as_object)
+            .ok_or_else(|| bad("no `base`"))?;
+        let base_data = Data::Json(JsonData {
+            file: format!("{file} (the training data's first row)"),
+            map: base_map.clone(),
+        });
+        let mut overrides = Overrides::default();
+        if let Some(t) = j.get("temperature").and_then(Json::as_f64) {
+            overrides.values.push(("temperature".into(), t.to_string()));
+        }
+        let mut base = bind(graph, &base_data, &overrides).map_err(|e| {
+            let first = e.0.into_iter().next().unwrap_or_else(|| bad("base"));
+            first.with_note(format!("while binding the training data saved in {file}"))
+        })?;
+        let hypers = j
+            .get("hypers")
+            .and_then(Json::as_object)
+            .ok_or_else(|| bad("no `hypers`"))?;
+        for (i, h) in base.graph.hypers.clone().iter().enumerate() {
+            let v = hypers
+                .get(&h.name)
+                .ok_or_else(|| bad(&format!("no value of the hyper `{}`", h.name)))?;
+            base.hyper_init[i] = like(&base.hyper_init[i], v)
+                .ok_or_else(|| bad(&format!("the hyper `{}` has another shape", h.name)))?;
+        }
+        let svi = j.get("svi").ok_or_else(|| bad("no `svi` section"))?;
+        let set = svi.get("settings").ok_or_else(|| bad("no settings"))?;
+        let mut s =
+            SviSettings::from_config(&EngineConfig::defaults(&SVI_SCHEMA, Default::default()))?;
+        let count = |k: &str| set.get(k).and_then(Json::as_u64).map(|v| v as usize);
+        s.quadrature = count("quadrature")
+            .filter(|&q| (1..=1000).contains(&q))
+            .ok_or_else(|| bad("quadrature"))?;
+        s.bins = count("bins")
+            .filter(|&q| (1..=1000).contains(&q))
+            .ok_or_else(|| bad("bins"))?;
+        s.jitter = set
+            .get("jitter")
+            .and_then(Json::as_f64)
+            .filter(|x| *x >= 0.0 && x.is_finite())
+            .ok_or_else(|| bad("jitter"))?;
+        s.learn_hypers = set
+            .get("learn_hypers")
+            .and_then(Json::as_bool)
+            .ok_or_else(|| bad("learn_hypers"))?;
+        let base = Arc::new(base);
+        let model = ViModel::sparse(base.clone(), s.learn_hypers, s.jitter, "svi")?;
+        let theta = numbers(j.get("theta")).ok_or_else(|| bad("theta"))?;
+        if theta.len() != model.layout.len {
+            return Err(bad("the learned hypers do not match the model's"));
+        }
+        let z = matrix(svi.get("z")).ok_or_else(|| bad("z"))?;
+        if z.nrows() == 0 || z.ncols() != model.inputs.dim() {
+            return Err(bad(
+                "the inducing inputs' columns differ from the model's inputs",
+            ));
+        }
+        let mm = z.nrows();
+        let qs = svi
+            .get("q")
+            .and_then(Json::as_array)
+            .filter(|q| q.len() == model.classes)
+            .ok_or_else(|| bad("q(u) for each latent GP"))?
+            .iter()
+            .map(|q| {
+                let mean = numbers(q.get("mean")).filter(|m| m.len() == mm)?;
+                let r = matrix(q.get("factor")).filter(|r| r.shape() == (mm, mm))?;
+                Some(Whitened::from_factor(DVector::from_vec(mean), r))
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| bad("q(u)'s mean and factor"))?;
+        let pieces = model.pieces_rows::<f64>(&theta, &[0][..model.y.len().min(1)])?;
+        let inducing = Inducing::new(&pieces.kernel, Inputs::from_matrix(&z), s.jitter)?;
+        let rule = Rule::for_model(&model, s.quadrature);
+        let num = |k: &str| svi.get(k).and_then(Json::as_f64);
+        let mut fit = SviFit::assemble(Arc::new(model), s, rule, theta, pieces, inducing, qs);
+        fit.n_train = num("n").ok_or_else(|| bad("n"))? as usize;
+        fit.elbo = num("elbo").ok_or_else(|| bad("elbo"))?;
+        fit.steps = num("steps").unwrap_or(0.0) as usize;
+        fit.seconds = num("seconds").unwrap_or(0.0);
+        fit.reason = svi
+            .get("reason")
+            .and_then(Json::as_str)
+            .unwrap_or("")
+            .to_string();
+        fit.rule_error = RuleError {
+            rule: fit.rule.describe(),
+            estimate: None,
+        };
+        fit.loaded_from = Some(file.to_string());
+        Ok((fit, (*base).clone()))
+    }
+}
+
+/// A JSON array of finite numbers.
+fn numbers(j: Option<&Json>) -> Option<Vec<f64>> {
+    j?.as_array()?
+        .iter()
+        .map(|x| x.as_f64().filter(|v| v.is_finite()))
+        .collect()
+}
+
+/// A JSON array of equally long rows of finite numbers.
+fn matrix(j: Option<&Json>) -> Option<DMatrix<f64>> {
+    let rows: Vec<Vec<f64>> = j?
+        .as_array()?
+        .iter()
+        .map(|r| numbers(Some(r)))
+        .collect::<Option<_>>()?;
+    let c = rows.first().map_or(0, Vec::len);
+    if rows.iter().any(|r| r.len() != c) {
+        return None;
+    }
+    Some(DMatrix::from_fn(rows.len(), c, |i, k| rows[i][k]))
+}
+
+/// `j` as a value of the same kind and shape as `shape`.
+fn like(shape: &Value<f64>, j: &Json) -> Option<Value<f64>> {
+    match shape {
+        Value::Real(_) => j.as_f64().filter(|v| v.is_finite()).map(Value::Real),
+        Value::Int(_) => j.as_i64().map(Value::Int),
+        Value::Vector(v) => numbers(Some(j))
+            .filter(|x| x.len() == v.len())
+            .map(|x| Value::Vector(DVector::from_vec(x))),
+        Value::Matrix(m) => matrix(Some(j))
+            .filter(|x| x.shape() == m.shape())
+            .map(Value::Matrix),
+        other => Some(other.clone()),
+    }
+}
