@@ -281,37 +281,26 @@ fn a_saved_fit_predicts_later_without_training() {
     let other = dir.join("other.tempest");
     let model = std::fs::read_to_string("examples/satellite.tempest").unwrap();
     std::fs::write(&other, model.replace("rbf(ell)", "matern52(ell)")).unwrap();
-    let err = assert_clean_failure(&tempest(&[
-        "predict",
-        other.to_str().unwrap(),
-        "--fit",
-        fit.to_str().unwrap(),
-        "--test",
-        SATELLITE,
-    ]));
+    let predict_fails = |model: &str, fit: &std::path::Path| {
+        assert_clean_failure(&tempest(&[
+            "predict",
+            model,
+            "--fit",
+            fit.to_str().unwrap(),
+            "--test",
+            SATELLITE,
+        ]))
+    };
+    let err = predict_fails(other.to_str().unwrap(), &fit);
     assert!(err.contains("was saved from another model"), "{err}");
     let damaged = dir.join("damaged.json");
     std::fs::write(&damaged, r#"{"format": "tempest fit", "version": 7}"#).unwrap();
-    let err = assert_clean_failure(&tempest(&[
-        "predict",
-        "examples/satellite.tempest",
-        "--fit",
-        damaged.to_str().unwrap(),
-        "--test",
-        SATELLITE,
-    ]));
+    let err = predict_fails("examples/satellite.tempest", &damaged);
     assert!(err.contains("version 7"), "{err}");
     let mut cut = std::fs::read_to_string(&fit).unwrap();
     cut.truncate(cut.len() / 2);
     std::fs::write(&damaged, cut).unwrap();
-    let err = assert_clean_failure(&tempest(&[
-        "predict",
-        "examples/satellite.tempest",
-        "--fit",
-        damaged.to_str().unwrap(),
-        "--test",
-        SATELLITE,
-    ]));
+    let err = predict_fails("examples/satellite.tempest", &damaged);
     assert!(err.contains("invalid JSON"), "{err}");
     let err = assert_clean_failure(&tempest(&[
         "run",

@@ -115,9 +115,9 @@ infer svi { steps = 12, batch = 300, rho = 1, learn_hypers = false, polish = 0 }
         "polished Adam against GPflow's optimum",
     );
     assert!(
-        polished.reason.contains("whole-data natural"),
+        polished.run.reason.contains("whole-data natural"),
         "{}",
-        polished.reason
+        polished.run.reason
     );
 }
 
@@ -235,7 +235,7 @@ fn minibatches_learn_a_lower_bound_close_to_the_exact_optimum() {
         "ELBO {} far below lml {lml}",
         fit.elbo
     );
-    assert!(fit.trace.len() >= 80, "{} epochs", fit.trace.len());
+    assert!(fit.run.trace.len() >= 80, "{} epochs", fit.run.trace.len());
 }
 
 #[test]
@@ -262,10 +262,18 @@ fn the_trace_stays_bounded_whatever_the_steps() {
     let b = diabetes("guide { f : inducing(m = 5) }", true, (0, 29));
     let fit = svi(&b, &[("steps", "9000"), ("batch", "1000"), ("polish", "0")]);
     // Every step is an epoch here; the trace thins itself to stay bounded.
-    assert!(fit.trace.len() <= 4096, "{} points", fit.trace.len());
-    assert!(fit.trace.len() >= 2048, "{} points", fit.trace.len());
-    assert_eq!(fit.trace.last().unwrap().step, 9000);
-    assert!(fit.trace.windows(2).all(|w| w[0].step < w[1].step));
+    assert!(
+        fit.run.trace.len() <= 4096,
+        "{} points",
+        fit.run.trace.len()
+    );
+    assert!(
+        fit.run.trace.len() >= 2048,
+        "{} points",
+        fit.run.trace.len()
+    );
+    assert_eq!(fit.run.trace.last().unwrap().step, 9000);
+    assert!(fit.run.trace.windows(2).all(|w| w[0].step < w[1].step));
 }
 
 /// A rational-quadratic kernel written in Rust: no reverse rule, so the
@@ -392,10 +400,10 @@ fn row_wise_arguments_are_evaluated_at_the_batch_alone() {
     // A whole run through the library: the fallback says so in its notes.
     let fit = svi(&offset_model("mean(bmi)"), &[("steps", "20")]);
     assert!(
-        fit.notes.iter().any(|n| n.contains("not row-wise")),
+        fit.run.notes.iter().any(|n| n.contains("not row-wise")),
         "{:?}",
-        fit.notes
+        fit.run.notes
     );
     let fit = svi(&offset_model("0.3"), &[("steps", "20")]);
-    assert!(fit.elbo.is_finite() && !fit.notes.iter().any(|n| n.contains("row-wise")));
+    assert!(fit.elbo.is_finite() && !fit.run.notes.iter().any(|n| n.contains("row-wise")));
 }

@@ -148,9 +148,9 @@ pub fn svi(f: &SviFit, path: &Path) -> Result<(), Error> {
     }
     let title = format!(
         "svi: ELBO against time (whole-data ELBO {:.4} after {} steps, {:.1} s)",
-        f.elbo, f.steps, f.seconds
+        f.elbo, f.run.steps, f.run.seconds
     );
-    let trace: Vec<(f64, f64)> = f.trace.iter().map(|t| (t.seconds, t.elbo)).collect();
+    let trace: Vec<(f64, f64)> = f.run.trace.iter().map(|t| (t.seconds, t.elbo)).collect();
     traces_xy(
         path,
         &[("svi".to_string(), trace)],

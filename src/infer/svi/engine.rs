@@ -5,7 +5,7 @@
 //! (Adam), all from the same batch at the same point.
 
 use super::def::{QStep, SviSettings};
-use super::fit::{At, SviFit, TracePoint, for_batches, lik_rows, whole_elbo};
+use super::fit::{At, RunRecord, SviFit, TracePoint, for_batches, lik_rows, whole_elbo};
 use super::kmeans::centres;
 use super::sparse::{
     Inducing, Marginals, Natural, Projection, batch_adjoints, left_family, weighted_gram,
@@ -732,7 +732,7 @@ impl Engine for Svi {
         let seconds = this.seconds();
         // The final ELBO and predictions with many more draws.
         let rule = this.eval_rule();
-        let fit = SviFit::new(
+        let fit = SviFit::assemble(
             this.model,
             this.s,
             rule,
@@ -740,13 +740,15 @@ impl Engine for Svi {
             this.pieces,
             this.ind,
             this.qs,
-            this.trace,
-            this.step,
+        )
+        .finish(RunRecord {
+            trace: this.trace,
+            steps: this.step,
             reason,
-            this.rejected,
-            this.notes,
+            rejected: this.rejected,
+            notes: this.notes,
             seconds,
-        )?;
+        })?;
         Ok(Box::new(fit))
     }
 }

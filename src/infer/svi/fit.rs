@@ -36,6 +36,23 @@ pub struct TracePoint {
     pub elbo: f64,
 }
 
+/// What a run of the `svi` engine did, beside its final state.
+#[derive(Clone, Debug)]
+pub struct RunRecord {
+    /// The epoch trace.
+    pub trace: Vec<TracePoint>,
+    /// Steps taken.
+    pub steps: usize,
+    /// Why it stopped.
+    pub reason: String,
+    /// Steps retried after a rejection.
+    pub rejected: usize,
+    /// Notes from the run.
+    pub notes: Vec<String>,
+    /// Seconds the steps took.
+    pub seconds: f64,
+}
+
 /// What the `svi` engine found.
 pub struct SviFit {
     /// The model.
@@ -54,18 +71,9 @@ pub struct SviFit {
     pub qs: Vec<Whitened>,
     /// The ELBO over the whole training data at the end.
     pub elbo: f64,
-    /// The epoch trace.
-    pub trace: Vec<TracePoint>,
-    /// Steps taken.
-    pub steps: usize,
-    /// Why it stopped.
-    pub reason: String,
-    /// Steps retried after a rejection.
-    pub rejected: usize,
-    /// Notes from the run.
-    pub notes: Vec<String>,
-    /// Seconds the steps took.
-    pub seconds: f64,
+    /// The run: its trace, steps, stopping reason, rejections, notes and
+    /// seconds.
+    pub run: RunRecord,
     /// Every hyper's value.
     pub hypers: Vec<Value<f64>>,
     /// The log prior of the learned hypers, when any has a prior.
@@ -83,34 +91,15 @@ pub struct SviFit {
 }
 
 impl SviFit {
-    /// Collect the result and compute the ELBO over the whole data.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        model: Arc<ViModel>,
-        settings: SviSettings,
-        rule: Rule,
-        theta: Vec<f64>,
-        pieces: ViPieces<f64>,
-        inducing: Inducing,
-        qs: Vec<Whitened>,
-        trace: Vec<TracePoint>,
-        steps: usize,
-        reason: String,
-        rejected: usize,
-        notes: Vec<String>,
-        seconds: f64,
-    ) -> Result<SviFit, Error> {
-        let mut fit = SviFit::assemble(model, settings, rule, theta, pieces, inducing, qs);
+    /// Add the run's record to an assembled fit and compute the ELBO over
+    /// the whole data (with the expectations' error estimate).
+    pub fn finish(self, record: RunRecord) -> Result<SviFit, Error> {
+        let mut fit = self;
         let (b, layout) = (&fit.model.bound, &fit.model.layout);
         fit.log_prior = has_priors(b, layout)
             .then(|| log_prior_value(b, layout, &fit.theta))
             .transpose()?;
-        fit.trace = trace;
-        fit.steps = steps;
-        fit.reason = reason;
-        fit.rejected = rejected;
-        fit.notes = notes;
-        fit.seconds = seconds;
+        fit.run = record;
         let finer = fit.rule.finer();
         let (mut total, mut finer_total) = (0.0, 0.0);
         let m = &fit.model;
@@ -140,7 +129,7 @@ impl SviFit {
     }
 
     /// The fit's state without a run's record (ELBO NaN, no trace): the
-    /// part [`SviFit::new`] and a saved fit share.
+    /// part [`SviFit::finish`] and a saved fit share.
     pub fn assemble(
         model: Arc<ViModel>,
         settings: SviSettings,
@@ -165,12 +154,14 @@ impl SviFit {
                 rule: String::new(),
                 estimate: None,
             },
-            trace: Vec::new(),
-            steps: 0,
-            reason: String::new(),
-            rejected: 0,
-            notes: Vec::new(),
-            seconds: 0.0,
+            run: RunRecord {
+                trace: Vec::new(),
+                steps: 0,
+                reason: String::new(),
+                rejected: 0,
+                notes: Vec::new(),
+                seconds: 0.0,
+            },
             hypers,
             log_prior: None,
             predictions: None,
@@ -210,13 +201,13 @@ impl SviFit {
 
     /// Parts of the model this engine does not use, and repairs.
     fn all_notes(&self) -> Vec<String> {
-        let mut out = self.notes.clone();
+        let mut out = self.run.notes.clone();
         out.extend(unused_parts(&self.model, "svi"));
-        if self.rejected > 0 {
+        if self.run.rejected > 0 {
             out.push(format!(
                 "{} step{} retried with a smaller step (K_ZZ could not be factorised, a value was not finite, or q(u) left the family)",
-                self.rejected,
-                if self.rejected == 1 { " was" } else { "s were" }
+                self.run.rejected,
+                if self.run.rejected == 1 { " was" } else { "s were" }
             ));
         }
         if self.inducing.chol.jitter > 0.0 {
@@ -363,17 +354,17 @@ impl crate::infer::fit::Fit for SviFit {
         r.line(format!(
             "ELBO over the training data: {} after {} step{} in {:.2} s ({})",
             fixed(self.elbo, 6),
-            self.steps,
-            if self.steps == 1 { "" } else { "s" },
-            self.seconds,
-            self.reason
+            self.run.steps,
+            if self.run.steps == 1 { "" } else { "s" },
+            self.run.seconds,
+            self.run.reason
         ));
         let z: Vec<Vec<f64>> = (0..m).map(|i| self.inducing.z.row(i).to_vec()).collect();
         r.field("elbo", self.elbo)
-            .field_ser("elbo_trace", &self.trace)
-            .field("steps", self.steps)
-            .field("seconds", self.seconds)
-            .field("reason", self.reason.clone())
+            .field_ser("elbo_trace", &self.run.trace)
+            .field("steps", self.run.steps)
+            .field("seconds", self.run.seconds)
+            .field("reason", self.run.reason.clone())
             .field("hypers", hypers_json(b, &self.hypers))
             .field("learned", json!(self.model.layout.names(b)))
             .field("n", n)

@@ -110,9 +110,9 @@ impl SviFit {
             "svi": {
                 "n": self.n_train,
                 "elbo": self.elbo,
-                "steps": self.steps,
-                "seconds": self.seconds,
-                "reason": self.reason,
+                "steps": self.run.steps,
+                "seconds": self.run.seconds,
+                "reason": self.run.reason,
                 "settings": {
                     "quadrature": s.quadrature,
                     "bins": s.bins,
@@ -247,9 +247,9 @@ impl SviFit {
         let mut fit = SviFit::assemble(Arc::new(model), s, rule, theta, pieces, inducing, qs);
         fit.n_train = num("n").ok_or_else(|| bad("n"))? as usize;
         fit.elbo = num("elbo").ok_or_else(|| bad("elbo"))?;
-        fit.steps = num("steps").unwrap_or(0.0) as usize;
-        fit.seconds = num("seconds").unwrap_or(0.0);
-        fit.reason = svi
+        fit.run.steps = num("steps").unwrap_or(0.0) as usize;
+        fit.run.seconds = num("seconds").unwrap_or(0.0);
+        fit.run.reason = svi
             .get("reason")
             .and_then(Json::as_str)
             .unwrap_or("")
