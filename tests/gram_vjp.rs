@@ -272,3 +272,88 @@ fn non_finite_adjoints_are_errors() {
         err.message
     );
 }
+
+#[test]
+fn radial_kernels_take_the_matrix_path_with_the_entries_results() {
+    // Radial kernels' X̄ and Z̄ come from two matrix products; they must
+    // equal the entry-by-entry reverse passes (and coincident points add
+    // nothing). Non-radial kernels are unaffected.
+    let (n, m, d) = (11, 7, 3);
+    let mut x = matrix(n, d, 14);
+    let z = matrix(m, d, 15);
+    for k in 0..d {
+        x[(3, k)] = z[(2, k)];
+    }
+    let k_bar = matrix(n, m, 16);
+    let radial = [
+        "rbf(ell)",
+        "matern12(ell)",
+        "s^2 * rbf(ell) + 0.1 * white() + constant()",
+        "matern32(ell) * (0.5 * matern52(ell) + rbf(ell))",
+    ];
+    for kexpr in radial {
+        let k = kernel(kexpr, &x);
+        assert!(k.radial(0.7).is_some(), "{kexpr} is radial");
+        let (xi, zi) = (Inputs::from_matrix(&x), Inputs::from_matrix(&z));
+        let adj = cross_vjp(&k, &xi, &zi, &k_bar).unwrap().expect("a rule");
+        let (mut rx, mut rz) = (DMatrix::<f64>::zeros(n, d), DMatrix::<f64>::zeros(m, d));
+        for i in 0..n {
+            for j in 0..m {
+                let (mut gx, mut gz) = (vec![0.0; d], vec![0.0; d]);
+                k.entry_vjp_inputs(
+                    xi.row(i),
+                    zi.row(j),
+                    false,
+                    k_bar[(i, j)],
+                    Some(&mut gx),
+                    Some(&mut gz),
+                )
+                .unwrap();
+                for c in 0..d {
+                    rx[(i, c)] += gx[c];
+                    rz[(j, c)] += gz[c];
+                }
+            }
+        }
+        let scale = rx.amax().max(rz.amax());
+        assert!((&adj.x - &rx).amax() <= 1e-12 * scale, "{kexpr}: X̄");
+        assert!((&adj.z - &rz).amax() <= 1e-12 * scale, "{kexpr}: Z̄");
+        let g = gram_vjp(&k, &zi, &DMatrix::from_fn(m, m, |i, j| k_bar[(i, j)]))
+            .unwrap()
+            .expect("a rule");
+        let mut rg = DMatrix::<f64>::zeros(m, d);
+        for i in 0..m {
+            for j in 0..m {
+                let (mut ga, mut gb) = (vec![0.0; d], vec![0.0; d]);
+                k.entry_vjp_inputs(
+                    zi.row(i),
+                    zi.row(j),
+                    i == j,
+                    k_bar[(i, j)],
+                    Some(&mut ga),
+                    Some(&mut gb),
+                )
+                .unwrap();
+                for c in 0..d {
+                    rg[(i, c)] += ga[c];
+                    rg[(j, c)] += gb[c];
+                }
+            }
+        }
+        assert!(
+            (&g.x - &rg).amax() <= 1e-12 * rg.amax().max(1.0),
+            "{kexpr}: Gram X̄"
+        );
+    }
+    for kexpr in [
+        "rbf(ells)",
+        "periodic(ell, p)",
+        "rbf(ell, dims = 0..1)",
+        "linear(v)",
+    ] {
+        assert!(
+            kernel(kexpr, &x).radial(0.7).is_none(),
+            "{kexpr} is not radial"
+        );
+    }
+}

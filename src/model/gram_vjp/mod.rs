@@ -8,12 +8,15 @@
 //! points, so gradients with respect to inputs (inducing points, learned
 //! features) cost a small multiple of one Gram evaluation whatever D and
 //! the number of parameters. This is the entry-by-entry path; the column
-//! blocks of [`crate::model::block`] give θ̄ alone, faster.
+//! blocks of [`crate::model::block`] give θ̄ alone, faster. For radial
+//! kernels (entries a function of ‖x − z‖²) the input adjoints are two
+//! matrix products instead (`radial.rs`).
 //!
 //! [`KernelValue::entry_grad`]: crate::model::kernel::KernelValue::entry_grad
 //! [`KernelValue::entry_vjp_inputs`]: crate::model::kernel::KernelValue::entry_vjp_inputs
 
 mod entry;
 mod node;
+mod radial;
 
 pub use node::{CrossAdjoints, GramAdjoints, cross_vjp, cross_vjp_with, gram_vjp, gram_vjp_with};

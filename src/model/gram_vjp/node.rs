@@ -126,13 +126,18 @@ pub fn gram_vjp_with(
     };
     let planned = leaf_adjoints(kernel, x, &(k_bar + k_bar.transpose()))?;
     let entry_params = if planned.is_some() { 0 } else { leaves };
+    // A radial kernel's X̄ by matrix products; then the entries serve θ̄ alone.
+    let fast_x = if want_x {
+        super::radial::gram_inputs(kernel, x, k_bar)
+    } else {
+        None
+    };
+    let want_x = want_x && fast_x.is_none();
     if entry_params == 0 && !want_x {
         let params = planned.unwrap_or_default();
-        finite(&params, &[])?;
-        return Ok(Some(GramAdjoints {
-            params,
-            x: DMatrix::zeros(n, d),
-        }));
+        let x = fast_x.unwrap_or_else(|| DMatrix::zeros(n, d));
+        finite(&params, &[&x])?;
+        return Ok(Some(GramAdjoints { params, x }));
     }
     let weight = |i: usize, j: usize| {
         if i == j {
@@ -178,7 +183,7 @@ pub fn gram_vjp_with(
     let (ps, xs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
     let out = GramAdjoints {
         params: planned.unwrap_or_else(|| total(&ps, leaves)),
-        x: stack(&xs, d),
+        x: fast_x.unwrap_or_else(|| stack(&xs, d)),
     };
     finite(&out.params, &[&out.x])?;
     Ok(Some(out))
@@ -232,6 +237,10 @@ pub fn cross_vjp_with(
     let Some(leaves) = kernel.leaves().map(|l| l.len()) else {
         return Ok(None);
     };
+    // A radial kernel's X̄ and Z̄ by matrix products; then the entries
+    // serve θ̄ alone.
+    let fast = super::radial::cross_inputs(kernel, x, z, k_bar, want_x, want_z);
+    let (want_x, want_z) = (want_x && fast.is_none(), want_z && fast.is_none());
     let rows: Vec<(Vec<f64>, Vec<f64>)> = (0..n)
         .into_par_iter()
         .with_min_len(8)
@@ -274,10 +283,11 @@ pub fn cross_vjp_with(
         })
         .collect::<Result<_, Error>>()?;
     let (ps, xs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
+    let (x, z) = fast.unwrap_or_else(|| (stack(&xs, d), stack(&zs, d)));
     let out = CrossAdjoints {
         params: total(&ps, leaves),
-        x: stack(&xs, d),
-        z: stack(&zs, d),
+        x,
+        z,
     };
     finite(&out.params, &[&out.x, &out.z])?;
     Ok(Some(out))

@@ -1,0 +1,159 @@
+//! Input adjoints of radial kernels by matrix products.
+//!
+//! A kernel whose entries depend on two distinct points only through
+//! ρ = ‖x − z‖² (built-in stationary kernels with one lengthscale on all
+//! columns, `white`, `constant`, and their sums, products and scalings) has
+//! ∂k/∂x = 2 (dk/dρ) (x − z). With W = K̄ ⊙ (dk/dρ) over the entries of a
+//! cross-covariance K(X, Z):
+//!
+//!   X̄ = 2 (diag(W 1) X − W Z),   Z̄ = 2 (diag(Wᵀ 1) Z − Wᵀ X),
+//!
+//! two matrix products instead of a D-dimensional reverse pass per entry.
+//! Coincident points (ρ = 0) contribute nothing, as in the entry path.
+
+use crate::math::linalg::matmul;
+use crate::model::kernel::{Inputs, KernelKind, KernelValue};
+use crate::model::kernels::stationary;
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+
+impl KernelValue<f64> {
+    /// k and dk/dρ at ρ = ‖x − z‖² for two distinct points, when the kernel
+    /// is radial (see the module); `None` otherwise.
+    pub fn radial(&self, rho: f64) -> Option<(f64, f64)> {
+        match self {
+            KernelValue::Base {
+                kind,
+                args,
+                dims: None,
+                ..
+            } => match kind {
+                KernelKind::Rbf
+                | KernelKind::Matern12
+                | KernelKind::Matern32
+                | KernelKind::Matern52 => {
+                    let ls = args[0].as_slice();
+                    if ls.len() != 1 {
+                        return None;
+                    }
+                    let l2 = ls[0] * ls[0];
+                    let (k, slope) = stationary::value_and_slope(*kind, rho / l2);
+                    Some((k, slope / l2))
+                }
+                KernelKind::White => Some((0.0, 0.0)),
+                KernelKind::Constant => Some((1.0, 0.0)),
+                _ => None,
+            },
+            KernelValue::Sum(a, b) => {
+                let ((ka, da), (kb, db)) = (a.radial(rho)?, b.radial(rho)?);
+                Some((ka + kb, da + db))
+            }
+            KernelValue::Product(a, b) => {
+                let ((ka, da), (kb, db)) = (a.radial(rho)?, b.radial(rho)?);
+                Some((ka * kb, da * kb + ka * db))
+            }
+            KernelValue::Scale(c, k) => {
+                let (v, d) = k.radial(rho)?;
+                Some((c * v, c * d))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Inputs as a dense [N, D] matrix.
+fn dense(x: &Inputs) -> DMatrix<f64> {
+    DMatrix::from_row_slice(x.len(), x.dim(), x.as_flat())
+}
+
+/// W = K̄ ⊙ dk/dρ for the entries of K(X, Z) (0 where the points coincide
+/// or ρ is not finite); `None` when the kernel is not radial.
+fn weights(
+    kernel: &KernelValue<f64>,
+    x: &Inputs,
+    z: &Inputs,
+    k_bar: &DMatrix<f64>,
+) -> Option<DMatrix<f64>> {
+    kernel.radial(1.0)?;
+    let (n, m) = (x.len(), z.len());
+    let cols: Vec<Vec<f64>> = (0..m)
+        .into_par_iter()
+        .with_min_len(8)
+        .map(|j| {
+            let zj = z.row(j);
+            (0..n)
+                .map(|i| {
+                    let g = k_bar[(i, j)];
+                    if g == 0.0 {
+                        return 0.0;
+                    }
+                    let rho: f64 = x
+                        .row(i)
+                        .iter()
+                        .zip(zj)
+                        .map(|(a, b)| (a - b) * (a - b))
+                        .sum();
+                    if rho == 0.0 || !rho.is_finite() {
+                        return 0.0;
+                    }
+                    kernel.radial(rho).map_or(0.0, |(_, s)| g * s)
+                })
+                .collect()
+        })
+        .collect();
+    Some(DMatrix::from_fn(n, m, |i, j| cols[j][i]))
+}
+
+/// X̄ [N, D] and Z̄ [M, D] of K(X, Z) for a radial kernel (see the module),
+/// each only when wanted; `None` when the kernel is not radial.
+pub fn cross_inputs(
+    kernel: &KernelValue<f64>,
+    x: &Inputs,
+    z: &Inputs,
+    k_bar: &DMatrix<f64>,
+    want_x: bool,
+    want_z: bool,
+) -> Option<(DMatrix<f64>, DMatrix<f64>)> {
+    let (n, m, d) = (x.len(), z.len(), x.dim());
+    if !want_x && !want_z {
+        return Some((DMatrix::zeros(n, d), DMatrix::zeros(m, d)));
+    }
+    let w = weights(kernel, x, z, k_bar)?;
+    let (xd, zd) = (dense(x), dense(z));
+    let side = |w: &DMatrix<f64>, t: bool, own: &DMatrix<f64>, other: &DMatrix<f64>| {
+        let sums: Vec<f64> = if t {
+            w.column_iter().map(|c| c.sum()).collect()
+        } else {
+            w.row_iter().map(|r| r.sum()).collect()
+        };
+        let mut out = matmul(w, t, other, false) * -2.0;
+        for (i, s) in sums.iter().enumerate() {
+            for k in 0..d {
+                out[(i, k)] += 2.0 * s * own[(i, k)];
+            }
+        }
+        out
+    };
+    let xb = if want_x {
+        side(&w, false, &xd, &zd)
+    } else {
+        DMatrix::zeros(n, d)
+    };
+    let zb = if want_z {
+        side(&w, true, &zd, &xd)
+    } else {
+        DMatrix::zeros(m, d)
+    };
+    Some((xb, zb))
+}
+
+/// X̄ [N, D] of the Gram matrix K(X, X) for a radial kernel, from its
+/// adjoint K̄ (both arguments are X); `None` when the kernel is not radial.
+pub fn gram_inputs(
+    kernel: &KernelValue<f64>,
+    x: &Inputs,
+    k_bar: &DMatrix<f64>,
+) -> Option<DMatrix<f64>> {
+    let (xb, zb) = cross_inputs(kernel, x, x, k_bar, true, true)?;
+    Some(xb + zb)
+}
