@@ -29,6 +29,10 @@ pub const PARSER_STEPS_PER_BYTE: usize = 400;
 /// The largest model file read, in bytes.
 pub const MAX_MODEL_BYTES: u64 = 16 << 20;
 
+/// The largest saved fit `tempest predict` reads (a fit with M = 1,000
+/// inducing points and 26 latent GPs is about 500 MB of JSON).
+pub const MAX_FIT_BYTES: u64 = 1 << 30;
+
 /// Stack left below which a recursive stage continues on a new segment.
 const RED_ZONE: usize = 256 << 10;
 

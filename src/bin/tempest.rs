@@ -354,6 +354,20 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             check_outputs(json.as_deref(), plot.as_deref(), None)?;
             let src = source.insert(read_source(&model)?);
             let graph = command::compile(src, &Registry::default())?;
+            if let Ok(meta) = std::fs::metadata(&fit)
+                && meta.len() > tempest::limits::MAX_FIT_BYTES
+            {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!(
+                        "the saved fit `{}` has {} bytes; tempest reads fits of at most {}",
+                        fit.display(),
+                        meta.len(),
+                        tempest::limits::MAX_FIT_BYTES
+                    ),
+                )
+                .into());
+            }
             let text = std::fs::read_to_string(&fit).map_err(|e| {
                 Error::new(
                     ErrorKind::Io,
@@ -487,7 +501,7 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
                 let j = fit
                     .saved(&src.name)
                     .ok_or_else(|| Error::internal("a fit that cannot be saved"))??;
-                write_json(path, &j)?;
+                write_json_as(path, &j, false)?;
                 out(&format!("fit saved to {}\n", path.display()))?;
             }
             if was_cancelled() {
@@ -613,9 +627,19 @@ fn plot_trace(
 }
 
 fn write_json(path: &Path, j: &serde_json::Value) -> Result<(), Failure> {
-    let text = serde_json::to_string_pretty(j)
-        .context("serialising results")
-        .map_err(|e| Error::internal(e.to_string()))?;
+    write_json_as(path, j, true)
+}
+
+/// Write JSON to `path`, indented for reading or compact (saved fits,
+/// whose matrices would triple in size indented).
+fn write_json_as(path: &Path, j: &serde_json::Value, pretty: bool) -> Result<(), Failure> {
+    let text = if pretty {
+        serde_json::to_string_pretty(j)
+    } else {
+        serde_json::to_string(j)
+    }
+    .context("serialising results")
+    .map_err(|e| Error::internal(e.to_string()))?;
     std::fs::write(path, text + "\n").map_err(|e| {
         Error::new(
             ErrorKind::Io,
