@@ -21,6 +21,7 @@ use crate::error::Error;
 use crate::math::lse::LseRule;
 use crate::math::quadrature::GaussHermite;
 use crate::math::scalar::Dual1;
+use crate::math::vector::{exp_in_place, ln_in_place};
 use crate::model::custom::Scalar;
 use nalgebra::DMatrix;
 use rand::SeedableRng;
@@ -200,17 +201,36 @@ pub fn expectations_at(
         Rule::MonteCarlo(eps) => {
             let s = eps.nrows() as f64;
             let t = lik.t;
+            let rows = eps.nrows();
+            // Per point: the draws' scores less their maximum, [S, C] row
+            // by row, exponentiated in one vectorised pass, and the log
+            // normalisers [S] in another.
+            let (mut buf, mut top, mut norm) =
+                (vec![0.0; rows * c], vec![0.0; rows], vec![0.0; rows]);
             for i in 0..n {
                 let yi = model.y[at(i)] as usize;
                 let (mut e, mut gm, mut gv) = (0.0, vec![0.0; c], vec![0.0; c]);
                 let sd: Vec<f64> = (0..c).map(|j| v[(i, j)].max(0.0).sqrt()).collect();
-                for row in eps.row_iter() {
-                    let f: Vec<f64> = (0..c).map(|j| m[(i, j)] + sd[j] * row[j]).collect();
-                    let mx = f.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                    let z: f64 = f.iter().map(|x| (x - mx).exp()).sum();
-                    e += f[yi] - mx - z.ln();
+                for (r, row) in eps.row_iter().enumerate() {
+                    let f = &mut buf[r * c..(r + 1) * c];
                     for j in 0..c {
-                        let d = if j == yi { 1.0 } else { 0.0 } - (f[j] - mx).exp() / z;
+                        f[j] = m[(i, j)] + sd[j] * row[j];
+                    }
+                    top[r] = f.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    e += f[yi] - top[r];
+                    f.iter_mut().for_each(|x| *x -= top[r]);
+                }
+                exp_in_place(&mut buf);
+                for r in 0..rows {
+                    norm[r] = buf[r * c..(r + 1) * c].iter().sum();
+                }
+                let mut logs = norm.clone();
+                ln_in_place(&mut logs);
+                e -= logs.iter().sum::<f64>();
+                for (r, row) in eps.row_iter().enumerate() {
+                    let p = &buf[r * c..(r + 1) * c];
+                    for j in 0..c {
+                        let d = if j == yi { 1.0 } else { 0.0 } - p[j] / norm[r];
                         gm[j] += d;
                         gv[j] += d * row[j];
                     }
