@@ -272,9 +272,18 @@ fn a_saved_fit_predicts_later_without_training() {
         fit.to_str().unwrap(),
         "--test",
         unlabelled.to_str().unwrap(),
+        "--plot",
+        dir.join("saved_trace.png").to_str().unwrap(),
     ]);
     let text = assert_ok(&o);
     assert!(text.contains("predictions: 15 test points"), "{text}");
+    // Without test outcomes the plot is the saved ELBO trace.
+    assert!(
+        std::fs::metadata(dir.join("saved_trace.png"))
+            .unwrap()
+            .len()
+            > 10_000
+    );
 
     // Another model, a damaged file, an engine that cannot save: clean
     // failures that say what is wrong.

@@ -26,7 +26,7 @@ use std::sync::Arc;
 const EVAL_BATCH: usize = 2048;
 
 /// The ELBO estimate averaged over one epoch.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct TracePoint {
     /// Steps taken when the epoch ended.
     pub step: usize,

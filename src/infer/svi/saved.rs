@@ -10,7 +10,8 @@
 //! unconstrained scale, exactly), `base` (the training data's first row in
 //! Stan's JSON convention: the values prediction reuses when the test data
 //! lacks them, such as scalars), `temperature`, and `svi`: `n` (training
-//! points), `elbo`, `steps`, `seconds`, `reason`, `settings` (`quadrature`,
+//! points), `elbo`, `steps`, `seconds`, `reason`, `trace` (the epoch trace:
+//! `step`, `seconds`, `elbo`), `settings` (`quadrature`,
 //! `bins`, `jitter`, `learn_hypers`), `z` (M rows of D) and `q` (per latent
 //! GP the whitened mean `mean` [M] and lower-triangular factor `factor`
 //! [M, M] as rows).
@@ -113,6 +114,7 @@ impl SviFit {
                 "steps": self.run.steps,
                 "seconds": self.run.seconds,
                 "reason": self.run.reason,
+                "trace": self.run.trace,
                 "settings": {
                     "quadrature": s.quadrature,
                     "bins": s.bins,
@@ -254,6 +256,10 @@ impl SviFit {
             .and_then(Json::as_str)
             .unwrap_or("")
             .to_string();
+        fit.run.trace = svi
+            .get("trace")
+            .and_then(|t| serde_json::from_value(t.clone()).ok())
+            .unwrap_or_default();
         fit.rule_error = RuleError {
             rule: fit.rule.describe(),
             estimate: None,
