@@ -153,19 +153,13 @@ pub fn outcome_predictions(
                     weights.push(*w);
                 }
             }
-            Rule::Softmax(_) => {
+            // The softmax (the only model with several latent values per
+            // point) predicts through its product rule below; Monte Carlo
+            // serves only svi's minibatch steps.
+            Rule::Softmax(_) | Rule::MonteCarlo(_) => {
                 return Err(Error::internal(
                     "the softmax's probabilities come from its product rule",
                 ));
-            }
-            Rule::MonteCarlo(eps) => {
-                for row in eps.row_iter() {
-                    let f: Vec<f64> = (0..c)
-                        .map(|j| mean[(i, j)] + var[(i, j)].sqrt() * row[j])
-                        .collect();
-                    terms.push(lik.log_lik(model, i, yv, &f)?);
-                    weights.push(1.0 / eps.nrows() as f64);
-                }
             }
         }
         let mx = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
