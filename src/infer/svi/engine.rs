@@ -5,7 +5,7 @@
 //! (Adam), all from the same batch at the same point.
 
 use super::def::{QStep, SviSettings};
-use super::fit::{At, RunRecord, SviFit, TracePoint, for_batches, lik_rows, whole_elbo};
+use super::fit::{At, RunRecord, SviFit, TracePoint, for_batches, lik_on, whole_elbo};
 use super::kmeans::centres;
 use super::sparse::{
     Inducing, Marginals, Natural, Projection, batch_adjoints, left_family, weighted_gram,
@@ -48,6 +48,9 @@ pub const DEFAULT_INDUCING: usize = 100;
 struct BatchEval {
     /// The data rows of the batch.
     rows: Vec<usize>,
+    /// The data at those rows, when the likelihood's arguments are
+    /// row-wise (built once, for the values and every hyper chunk).
+    view: Option<Bound>,
     /// Their inputs [B, D].
     x: Inputs,
     /// The projection on the inducing points.
@@ -205,10 +208,11 @@ impl Svi {
     fn expect(
         &self,
         rows: &[usize],
+        view: Option<&Bound>,
         mean: &DMatrix<f64>,
         var: &DMatrix<f64>,
     ) -> Result<Expectations, Error> {
-        let lik = lik_rows(&self.model, &self.theta, &self.pieces, rows)?;
+        let lik = lik_on(&self.model, &self.theta, &self.pieces, view)?;
         let e = expectations_at(&self.model, &lik, &self.rule, Some(rows), mean, var)?;
         if let Some(i) = e.value.iter().position(|x| !x.is_finite()) {
             let err = self.model.non_finite_expectation(rows[i], e.value[i]);
@@ -223,9 +227,11 @@ impl Svi {
         let x = self.model.inputs.gather(&rows);
         let proj = self.ind.project(&self.pieces.kernel, &x)?;
         let marg = proj.marginals(&self.qs, self.pieces.mean);
-        let e = self.expect(&rows, &marg.mean, &marg.var)?;
+        let view = self.model.batch_view(&rows)?;
+        let e = self.expect(&rows, view.as_ref(), &marg.mean, &marg.var)?;
         Ok(BatchEval {
             rows,
+            view,
             x,
             proj,
             marg,
@@ -268,7 +274,7 @@ impl Svi {
         let mut grad = vec![0.0; p + if self.learn_z { z.len() * d } else { 0 }];
         for start in (0..p).step_by(CHUNK) {
             let td = seed_chunk(&self.theta, start);
-            let pd = self.model.pieces_rows::<Dual8>(&td, &b.rows)?;
+            let pd = self.model.pieces_on::<Dual8>(&td, b.view.as_ref())?;
             let mut g = match (&pbar, pd.kernel.leaves()) {
                 (Some(pbar), Some(leaves)) if leaves.len() == pbar.len() => {
                     let mut g = [0.0; CHUNK];

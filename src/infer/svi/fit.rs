@@ -110,7 +110,8 @@ impl SviFit {
             ind: &fit.inducing,
         };
         for_batches_with(&at, &fit.qs, |rows, _, mg| {
-            let lik = lik_rows(m, &fit.theta, &fit.pieces, rows)?;
+            let view = m.batch_view(rows)?;
+            let lik = lik_on(m, &fit.theta, &fit.pieces, view.as_ref())?;
             total += expectations_at(m, &lik, &fit.rule, Some(rows), &mg.mean, &mg.var)?.total();
             if let Some(f) = &finer {
                 finer_total += expectations_at(m, &lik, f, Some(rows), &mg.mean, &mg.var)?.total();
@@ -234,16 +235,16 @@ pub struct At<'a> {
     pub ind: &'a Inducing,
 }
 
-/// The likelihood's arguments for the training rows `rows`: evaluated at
-/// those rows when they are row-wise, else the pieces' own (all N rows).
-pub fn lik_rows<'a>(
+/// The likelihood's arguments on a batch view (see
+/// [`ViModel::batch_view`]), or the pieces' own (all N rows) without one.
+pub fn lik_on<'a>(
     model: &ViModel,
     theta: &[f64],
     pieces: &'a ViPieces<f64>,
-    rows: &[usize],
+    view: Option<&Bound>,
 ) -> Result<Cow<'a, LikArgs<f64>>, Error> {
-    Ok(match model.row_wise {
-        Some(_) => Cow::Owned(model.batch_lik::<f64>(theta, rows)?),
+    Ok(match view {
+        Some(_) => Cow::Owned(model.lik_on::<f64>(theta, view)?),
         None => Cow::Borrowed(&pieces.lik),
     })
 }
@@ -267,7 +268,8 @@ pub fn for_batches(
     mut visit: impl FnMut(&super::sparse::Projection, &crate::infer::vi::expect::Expectations),
 ) -> Result<(), Error> {
     for_batches_with(at, qs, |rows, p, mg| {
-        let lik = lik_rows(at.model, at.theta, at.pieces, rows)?;
+        let view = at.model.batch_view(rows)?;
+        let lik = lik_on(at.model, at.theta, at.pieces, view.as_ref())?;
         let e = expectations_at(at.model, &lik, rule, Some(rows), &mg.mean, &mg.var)?;
         visit(p, &e);
         Ok(())

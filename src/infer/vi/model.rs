@@ -191,7 +191,7 @@ impl ViModel {
     }
 
     /// The pieces at θ with the likelihood's arguments at the training rows
-    /// `rows` only when they are row-wise (see [`ViModel::batch_lik`]), at
+    /// `rows` only when they are row-wise (see [`ViModel::batch_view`]), at
     /// all N rows otherwise. (The `svi` engine keeps pieces at row 0 for
     /// the kernel and the mean, and evaluates each batch's arguments.)
     pub fn pieces_rows<T: Scalar>(
@@ -199,13 +199,23 @@ impl ViModel {
         theta: &[T],
         rows: &[usize],
     ) -> Result<ViPieces<T>, Error> {
+        self.pieces_on(theta, self.batch_view(rows)?.as_ref())
+    }
+
+    /// The pieces at θ with the likelihood's arguments on `view` (a batch
+    /// view from [`ViModel::batch_view`]; `None`: all N rows).
+    pub fn pieces_on<T: Scalar>(
+        &self,
+        theta: &[T],
+        view: Option<&Bound>,
+    ) -> Result<ViPieces<T>, Error> {
         let hypers = self.layout.values::<T>(&self.bound, theta);
         let env = Env::new(&self.bound, &hypers, &[], &[]);
         let gp = &self.bound.graph.gps[self.latent.gp];
         Ok(ViPieces {
             kernel: env.kernel(&gp.kernel)?,
             mean: env.scalar(&gp.mean)?,
-            lik: self.batch_lik(theta, rows)?,
+            lik: self.lik_on(theta, view)?,
         })
     }
 
@@ -240,17 +250,27 @@ impl ViModel {
         })
     }
 
-    /// The likelihood's arguments at θ for the training rows `rows` (local:
-    /// element i belongs to `rows[i]`), in O(B) when they are row-wise
-    /// ([`ViModel::row_wise`]); else over all N rows (not local).
-    pub fn batch_lik<T: Scalar>(&self, theta: &[T], rows: &[usize]) -> Result<LikArgs<T>, Error> {
+    /// The training data at `rows` alone ([`Bound::gather_rows`]) when the
+    /// likelihood's arguments are row-wise ([`ViModel::row_wise`]), so that
+    /// they cost O(B); `None` when they must be evaluated at all N rows.
+    /// One view serves a batch's values and every hyper chunk's duals.
+    pub fn batch_view(&self, rows: &[usize]) -> Result<Option<Bound>, Error> {
+        self.row_wise
+            .as_ref()
+            .map(|size| self.bound.gather_rows(size, rows))
+            .transpose()
+    }
+
+    /// The likelihood's arguments at θ on a batch view (local: element i
+    /// belongs to the view's i-th row), or at all N rows for `None`.
+    pub fn lik_on<T: Scalar>(
+        &self,
+        theta: &[T],
+        view: Option<&Bound>,
+    ) -> Result<LikArgs<T>, Error> {
         let hypers = self.layout.values::<T>(&self.bound, theta);
-        let Some(size) = &self.row_wise else {
-            return self.lik_args(&Env::new(&self.bound, &hypers, &[], &[]));
-        };
-        let view = self.bound.gather_rows(size, rows)?;
-        let mut lik = self.lik_args(&Env::new(&view, &hypers, &[], &[]))?;
-        lik.local = true;
+        let mut lik = self.lik_args(&Env::new(view.unwrap_or(&self.bound), &hypers, &[], &[]))?;
+        lik.local = view.is_some();
         Ok(lik)
     }
 
