@@ -390,17 +390,11 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             tempest::Fit::attach_test(&mut saved, &test_bound).map_err(|e| sourced(e.into()))?;
             let fit: Box<dyn tempest::Fit> = Box::new(saved);
             out(&fit.summary())?;
-            if let Some(path) = &json {
-                let mut j = fit.to_json();
-                j["model"] = serde_json::json!(src.name);
-                j["test_data"] = serde_json::json!(test.display().to_string());
-                write_json(path, &j)?;
-            }
-            if let Some(path) = &plot {
-                fit.plot(path)?;
-                out(&format!("plot written to {}\n", path.display()))?;
-            }
-            Ok(())
+            let files = [
+                ("model", serde_json::json!(src.name)),
+                ("test_data", serde_json::json!(test.display().to_string())),
+            ];
+            write_outputs(fit.as_ref(), json.as_deref(), plot.as_deref(), &files)
         }
         Command::Run {
             model,
@@ -484,19 +478,14 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
                 Err(e) => return Err(sourced(e)),
             };
             out(&fit.summary())?;
-            if let Some(path) = &json {
-                let mut j = fit.to_json();
-                j["model"] = serde_json::json!(src.name);
-                j["data"] = serde_json::json!(data.display().to_string());
-                if let Some(s) = seed {
-                    j["seed"] = serde_json::json!(s);
-                }
-                write_json(path, &j)?;
+            let mut files = vec![
+                ("model", serde_json::json!(src.name)),
+                ("data", serde_json::json!(data.display().to_string())),
+            ];
+            if let Some(s) = seed {
+                files.push(("seed", serde_json::json!(s)));
             }
-            if let Some(path) = &plot {
-                fit.plot(path)?;
-                out(&format!("plot written to {}\n", path.display()))?;
-            }
+            write_outputs(fit.as_ref(), json.as_deref(), plot.as_deref(), &files)?;
             if let Some(path) = &save {
                 let j = fit
                     .saved(&src.name)
@@ -623,6 +612,28 @@ fn plot_trace(
     let x_label = timed.then_some("seconds");
     traces_xy(out_path, &xy, &title, x_label, y_label, gap)?;
     out(&format!("plot written to {}\n", out_path.display()))?;
+    Ok(())
+}
+
+/// A fit's `--json` file (its report with `fields` added) and `--plot`
+/// figure, when asked for.
+fn write_outputs(
+    fit: &dyn tempest::Fit,
+    json: Option<&Path>,
+    plot: Option<&Path>,
+    fields: &[(&str, serde_json::Value)],
+) -> Result<(), Failure> {
+    if let Some(path) = json {
+        let mut j = fit.to_json();
+        for (k, v) in fields {
+            j[*k] = v.clone();
+        }
+        write_json(path, &j)?;
+    }
+    if let Some(path) = plot {
+        fit.plot(path)?;
+        out(&format!("plot written to {}\n", path.display()))?;
+    }
     Ok(())
 }
 
