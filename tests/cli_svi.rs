@@ -306,6 +306,11 @@ fn a_saved_fit_predicts_later_without_training() {
     std::fs::write(&damaged, r#"{"format": "tempest fit", "version": 7}"#).unwrap();
     let err = predict_fails("examples/satellite.tempest", &damaged);
     assert!(err.contains("version 7"), "{err}");
+    let mut bad_setting = saved.clone();
+    bad_setting["svi"]["settings"]["quadrature"] = serde_json::json!(0);
+    std::fs::write(&damaged, bad_setting.to_string()).unwrap();
+    let err = predict_fails("examples/satellite.tempest", &damaged);
+    assert!(err.contains("the setting `quadrature`"), "{err}");
     let mut cut = std::fs::read_to_string(&fit).unwrap();
     cut.truncate(cut.len() / 2);
     std::fs::write(&damaged, cut).unwrap();

@@ -198,24 +198,18 @@ impl SviFit {
         }
         let svi = j.get("svi").ok_or_else(|| bad("no `svi` section"))?;
         let set = svi.get("settings").ok_or_else(|| bad("no settings"))?;
-        let mut s =
-            SviSettings::from_config(&EngineConfig::defaults(&SVI_SCHEMA, Default::default()))?;
-        let count = |k: &str| set.get(k).and_then(Json::as_u64).map(|v| v as usize);
-        s.quadrature = count("quadrature")
-            .filter(|&q| (1..=1000).contains(&q))
-            .ok_or_else(|| bad("quadrature"))?;
-        s.bins = count("bins")
-            .filter(|&q| (1..=1000).contains(&q))
-            .ok_or_else(|| bad("bins"))?;
-        s.jitter = set
-            .get("jitter")
-            .and_then(Json::as_f64)
-            .filter(|x| *x >= 0.0 && x.is_finite())
-            .ok_or_else(|| bad("jitter"))?;
-        s.learn_hypers = set
-            .get("learn_hypers")
-            .and_then(Json::as_bool)
-            .ok_or_else(|| bad("learn_hypers"))?;
+        // The saved settings go through the schema's own checks.
+        let mut cfg = EngineConfig::defaults(&SVI_SCHEMA, Default::default());
+        for key in ["quadrature", "bins", "jitter", "learn_hypers"] {
+            let text = match set.get(key) {
+                Some(Json::Number(x)) => x.to_string(),
+                Some(Json::Bool(b)) => b.to_string(),
+                _ => return Err(bad(&format!("no setting `{key}`"))),
+            };
+            cfg.set(key, &text)
+                .map_err(|e| bad(&format!("the setting `{key}`: {}", e.message)))?;
+        }
+        let s = SviSettings::from_config(&cfg)?;
         let base = Arc::new(base);
         let model = ViModel::sparse(base.clone(), s.learn_hypers, s.jitter, "svi")?;
         let theta = numbers(j.get("theta")).ok_or_else(|| bad("theta"))?;
