@@ -503,10 +503,6 @@ impl Svi {
             pieces,
             ind,
         };
-        let now = match self.polished {
-            Some(e) => e,
-            None => whole_elbo(&at, &self.qs, &rule)?,
-        };
         if self.s.q_step == QStep::Adam && self.polished.is_none() {
             self.natural = self
                 .qs
@@ -523,13 +519,17 @@ impl Svi {
             self.qs.len()
         ];
         let qs = &self.qs;
+        // The pass that sums the target also gives the ELBO at the start.
+        let mut expected = 0.0;
         for_batches(&at, qs, &rule, |p, e| {
+            expected += e.total();
             for (c, t) in targets.iter_mut().enumerate() {
                 let gm: Vec<f64> = e.gm.column(c).iter().copied().collect();
                 let gv: Vec<f64> = e.gv.column(c).iter().copied().collect();
                 t.add_batch(&p.a, &qs[c].z, &gm, &gv, 1.0);
             }
         })?;
+        let now = expected - qs.iter().map(|q| q.kl()).sum::<f64>();
         let mut rho = 1.0;
         for _ in 0..=POLISH_HALVINGS {
             let nat: Vec<Natural> = self
