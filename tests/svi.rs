@@ -222,6 +222,60 @@ infer svi { }
     check_gradient(&mut e, &rows, 2e-5);
 }
 
+/// A deep kernel: the gradient in the hypers, the inducing features and
+/// every network weight (backpropagation through the layers, with the
+/// diagonal's input adjoint from a non-stationary part) against central
+/// differences, for both activations and for the softmax.
+#[test]
+fn deep_kernel_gradients_match_finite_differences() {
+    let text = r#"
+data {
+  n : int
+  X : matrix[n, 3] = columns("age", "bmi", "bp")
+  y : vector[n]
+}
+hyper { ell : positive = 1.5  sf2 : positive = 0.8  noise : positive = 0.3 }
+model {
+  let net = mlp([5, 2], activation = "ACT")
+  f ~ gp(0, deep(sf2 * rbf(ell) + 0.3 * linear(), net))
+  y ~ normal(f(X), sqrt(noise))
+}
+guide { f : inducing(m = 6) }
+infer svi { }
+"#;
+    for act in ["tanh", "relu"] {
+        let b = bind(
+            &model(&text.replace("ACT", act)),
+            &csv("diabetes_prepared.csv", Some((0, 59))),
+        );
+        let mut e = engine(&b, &[]);
+        e.set_posteriors(vec![random_q(6, 2)]);
+        // 3 hypers, Z [6, 2], weights 3·5 + 5 + 5·2 + 2.
+        assert_eq!(e.point().len(), 3 + 12 + 32);
+        let rows: Vec<usize> = (5..25).collect();
+        check_gradient(&mut e, &rows, 2e-5);
+    }
+    let text = r#"
+data {
+  n : int
+  X : matrix[n, 4] = columns("x0", "x1", "x2", "x3")
+  y : int<lower=0, upper=5>[n] = column("y")
+}
+hyper { ell : positive = 2.0  sf2 : positive = 1.5 }
+model {
+  f ~ gp(0, deep(sf2 * rbf(ell), mlp([6, 3], activation = "tanh")))[6]
+  y ~ categorical_logit(f(X))
+}
+guide { f : inducing(m = 5) }
+infer svi { }
+"#;
+    let b = bind(&model(text), &csv("satellite_prepared.csv", Some((0, 79))));
+    let mut e = engine(&b, &[("mc_samples", "16")]);
+    e.set_posteriors((0..6).map(|c| random_q(5, 10 + c)).collect());
+    let rows: Vec<usize> = (10..42).collect();
+    check_gradient(&mut e, &rows, 2e-5);
+}
+
 #[test]
 fn minibatches_learn_a_lower_bound_close_to_the_exact_optimum() {
     let b = diabetes("guide { f : inducing(m = 40) }", true, (0, 441));

@@ -1152,14 +1152,27 @@ fn dry_run(bound: &Bound) -> Result<()> {
     for (si, s) in g.sites.iter().enumerate() {
         let gp = &g.gps[s.gp];
         let inputs = bound.site_inputs(si, &hypers, &params)?;
-        let k = env0.kernel(&gp.kernel)?;
-        k.validate(inputs.dim()).map_err(|e| {
+        // A deep kernel's base kernel sees the network's features.
+        let deep = g.deep_kernel(s.gp);
+        let (k, dim) = match &deep {
+            Some(d) => (
+                env0.kernel(d.kernel)?,
+                d.widths.last().copied().unwrap_or(0),
+            ),
+            None => (env0.kernel(&gp.kernel)?, inputs.dim()),
+        };
+        k.validate(dim).map_err(|e| {
             e.with_secondary(
                 s.span,
-                format!("applied to inputs with {} columns here", inputs.dim()),
+                match &deep {
+                    Some(_) => format!("applied to the network's {dim} features here"),
+                    None => format!("applied to inputs with {dim} columns here"),
+                },
             )
         })?;
-        if !inputs.is_empty() {
+        if deep.is_some() {
+            k.entry(&vec![0.0; dim], &vec![0.0; dim], true)?;
+        } else if !inputs.is_empty() {
             k.entry(inputs.row(0), inputs.row(0), true)?;
         }
         env0.scalar(&gp.mean)?;
@@ -1180,12 +1193,24 @@ fn dry_run(bound: &Bound) -> Result<()> {
             Value::Vector(DVector::zeros(inputs.len()))
         }));
     }
-    for gp in g.gps.iter() {
-        env0.kernel(&gp.kernel)?;
+    for (i, gp) in g.gps.iter().enumerate() {
+        match g.deep_kernel(i) {
+            Some(d) => env0.kernel(d.kernel)?,
+            None => env0.kernel(&gp.kernel)?,
+        };
     }
     let env = Env::new(bound, &hypers, &params, &sites);
     for l in &g.lets {
-        env.eval(&l.value)?;
+        // Networks and deep kernels have no value of their own: they are
+        // checked with the GP that uses them.
+        let deep_part = matches!(l.value.ty, crate::ir::types::Ty::Network)
+            || matches!(
+                g.resolve(&l.value).kind,
+                crate::ir::expr::TKind::Deep { .. }
+            );
+        if !deep_part {
+            env.eval(&l.value)?;
+        }
     }
     for (oi, o) in g.observations.iter().enumerate() {
         env.observation_terms(oi)?;

@@ -431,13 +431,14 @@ fn eval_inner<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) 
                 span,
             }))
         }
-        TKind::Deep { .. } | TKind::Mlp(_) => {
+        TKind::Deep { .. } | TKind::Mlp { .. } => {
             return Err(Error::at(
                 ErrorKind::Unsupported,
                 span,
-                "deep kernels are not available in this version of tempest",
+                "a deep kernel is learned by the `svi` engine, as the whole kernel of a GP",
             )
-            .with_label("deep kernel"));
+            .with_label("deep kernel")
+            .with_note("write e.g. `f ~ gp(0, deep(sf2 * rbf(ell), mlp([64, 8])))` with `infer svi { }` and `f : inducing(m = 100)` in a guide block"));
         }
         TKind::GpApply { gp, site, .. } => {
             let env = need_env()?;

@@ -242,8 +242,14 @@ pub enum TKind {
         /// The feature network.
         net: Box<TExpr>,
     },
-    /// `mlp([64, 8])`: a feature network with these layer widths.
-    Mlp(Vec<usize>),
+    /// `mlp([64, 8], activation = "relu")`: a feature network with these
+    /// layer widths and hidden-layer activation.
+    Mlp {
+        /// The layer widths (the last is the feature dimension).
+        widths: Vec<usize>,
+        /// The hidden layers' activation.
+        activation: crate::model::network::Activation,
+    },
     /// A latent function at inputs: `f(X)`.
     GpApply {
         /// The latent GP (index into `Graph::gps`).
@@ -310,7 +316,7 @@ impl TExpr {
             | TKind::Bool(_)
             | TKind::Str(_)
             | TKind::Ref(_)
-            | TKind::Mlp(_) => {}
+            | TKind::Mlp { .. } => {}
         }
     }
 
@@ -359,7 +365,7 @@ impl TExpr {
             | TKind::Bool(_)
             | TKind::Str(_)
             | TKind::Ref(_)
-            | TKind::Mlp(_) => {}
+            | TKind::Mlp { .. } => {}
         }
     }
 

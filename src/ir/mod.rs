@@ -9,6 +9,7 @@ pub mod types;
 pub use graph::Graph;
 pub mod bind;
 pub mod compile;
+pub mod deep;
 pub mod eval;
 pub mod ops;
 pub mod pointwise;

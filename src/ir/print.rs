@@ -316,8 +316,8 @@ fn write_expr_inner(
             list(s, kernel.name(), &xs)
         }
         TKind::Deep { kernel, net } => list(s, "deep", &[kernel, net]),
-        TKind::Mlp(w) => {
-            let _ = write!(s, "(mlp {w:?})");
+        TKind::Mlp { widths, activation } => {
+            let _ = write!(s, "(mlp {widths:?} {})", activation.name());
         }
         TKind::GpApply { gp, input, site } => {
             let gname = g

@@ -9,3 +9,4 @@ pub mod family;
 pub mod gram_vjp;
 pub mod kernel;
 pub mod kernels;
+pub mod network;

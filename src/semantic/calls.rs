@@ -520,34 +520,7 @@ impl Checker<'_> {
     /// `deep(kernel, mlp([64, 8]))` and `mlp([...])`.
     fn deep(&mut self, callee: &Ident, args: &[Arg], span: Span, ctx: Context) -> TExpr {
         if callee.name == "mlp" {
-            let widths = match args {
-                [a] if a.name.is_none() => match &a.value.kind {
-                    ExprKind::Array(xs) => xs
-                        .iter()
-                        .map(|x| match x.kind {
-                            ExprKind::Int(i) if i > 0 => Some(i as usize),
-                            _ => None,
-                        })
-                        .collect::<Option<Vec<usize>>>()
-                        .filter(|w| !w.is_empty()),
-                    _ => None,
-                },
-                _ => None,
-            };
-            return match widths {
-                Some(w) => TExpr::new(TKind::Mlp(w), Ty::Network, span),
-                None => {
-                    self.error(
-                        Error::at(
-                            ErrorKind::Type,
-                            span,
-                            "`mlp` takes a list of positive layer widths: `mlp([64, 8])`",
-                        )
-                        .with_label("here"),
-                    );
-                    Self::unknown(span)
-                }
-            };
+            return self.mlp(args, span);
         }
         if args.len() != 2 || args.iter().any(|a| a.name.is_some()) {
             self.arity_error(callee, 2, args.len());
@@ -586,6 +559,63 @@ impl Checker<'_> {
             Ty::Kernel,
             span,
         )
+    }
+
+    /// `mlp([64, 8])` or `mlp([64, 8], activation = "tanh")`.
+    fn mlp(&mut self, args: &[Arg], span: Span) -> TExpr {
+        use crate::model::network::Activation;
+        let usage = "`mlp` takes a list of positive layer widths and optionally an activation: `mlp([64, 8])`, `mlp([64, 8], activation = \"tanh\")`";
+        let (mut widths, mut activation) = (None, Some(Activation::Relu));
+        let mut bad = args.is_empty() || args.len() > 2;
+        for (i, a) in args.iter().enumerate() {
+            match (i, a.name.as_ref().map(|n| n.name.as_str())) {
+                (0, None) => {
+                    widths = match &a.value.kind {
+                        ExprKind::Array(xs) => xs
+                            .iter()
+                            .map(|x| match x.kind {
+                                ExprKind::Int(i) if i > 0 => usize::try_from(i).ok(),
+                                _ => None,
+                            })
+                            .collect::<Option<Vec<usize>>>()
+                            .filter(|w| !w.is_empty()),
+                        _ => None,
+                    };
+                    bad |= widths.is_none();
+                }
+                (1, Some("activation")) => {
+                    activation = match &a.value.kind {
+                        ExprKind::Str(name) => Activation::from_name(name),
+                        _ => None,
+                    };
+                    if activation.is_none() {
+                        let names: Vec<String> = Activation::ALL
+                            .iter()
+                            .map(|(_, n)| format!("\"{n}\""))
+                            .collect();
+                        self.error(
+                            Error::at(
+                                ErrorKind::Type,
+                                a.value.span,
+                                format!("the activation of `mlp` is one of {}", names.join(", ")),
+                            )
+                            .with_label("unknown activation"),
+                        );
+                        return Self::unknown(span);
+                    }
+                }
+                _ => bad = true,
+            }
+        }
+        match (widths, activation) {
+            (Some(widths), Some(activation)) if !bad => {
+                TExpr::new(TKind::Mlp { widths, activation }, Ty::Network, span)
+            }
+            _ => {
+                self.error(Error::at(ErrorKind::Type, span, usage).with_label("here"));
+                Self::unknown(span)
+            }
+        }
     }
 
     fn builtin(

@@ -19,7 +19,7 @@ impl Checker<'_> {
             match s {
                 Stmt::Let { name, value, span } => {
                     let v = self.expr(value, Context::Model);
-                    if matches!(v.ty, Ty::Gp(_) | Ty::Network) {
+                    if matches!(v.ty, Ty::Gp(_)) {
                         self.error(
                             Error::at(
                                 ErrorKind::Type,

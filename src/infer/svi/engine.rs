@@ -5,7 +5,9 @@
 //! (Adam), all from the same batch at the same point.
 
 use super::def::{QStep, SviSettings};
-use super::fit::{At, RunRecord, SviFit, TracePoint, for_batches, lik_on, whole_elbo};
+use super::fit::{
+    At, EVAL_BATCH, Learned, RunRecord, SviFit, TracePoint, for_batches, lik_on, whole_elbo,
+};
 use super::kmeans::centres;
 use super::sparse::{
     Inducing, Marginals, Natural, Projection, batch_adjoints, left_family, weighted_gram,
@@ -23,6 +25,7 @@ use crate::math::optim::{Ascent, Rule as OptRule};
 use crate::math::scalar::{CHUNK, Dual8};
 use crate::model::gram_vjp::{cross_vjp_with, gram_vjp_with};
 use crate::model::kernel::{Inputs, KernelValue};
+use crate::model::network::{Network, Tape};
 use nalgebra::{DMatrix, DVector};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -51,8 +54,10 @@ struct BatchEval {
     /// The data at those rows, when the likelihood's arguments are
     /// row-wise (built once, for the values and every hyper chunk).
     view: Option<Bound>,
-    /// Their inputs [B, D].
+    /// The kernel's inputs [B, D] (a deep kernel's features [B, F]).
     x: Inputs,
+    /// A deep kernel's forward pass, kept for its reverse pass.
+    tape: Option<Tape>,
     /// The projection on the inducing points.
     proj: Projection,
     /// The latent marginals.
@@ -86,6 +91,8 @@ pub struct Svi {
     /// Adam over the learned hypers then Z (row-major), when any is learned.
     opt: Option<Ascent>,
     learn_z: bool,
+    /// A deep kernel's network: its weights are optimised after Z.
+    net: Option<Network>,
     order: Vec<usize>,
     pos: usize,
     rng: StdRng,
@@ -140,7 +147,31 @@ impl Svi {
             notes.push("the likelihood's arguments are not row-wise in the data (e.g. a mean over a column), so every step evaluates them at all N rows".into());
         }
         let pieces = model.pieces_rows::<f64>(&theta, &[0][..n.min(1)])?;
-        let z = centres(&model.inputs, m, s.seed);
+        let net = match &model.deep {
+            Some(d) => {
+                if pieces.kernel.leaves().is_none() {
+                    return Err(Error::at(
+                        ErrorKind::Unsupported,
+                        d.span,
+                        "the base kernel of a deep kernel needs input gradients, and this one has Rust or interpreted parts without them",
+                    )
+                    .with_label("deep kernel")
+                    .with_note("built-in kernels, their sums, products and scalings, and model-file kernels that compile have them"));
+                }
+                crate::limits::check_memory(&[crate::limits::Request::new(
+                    "the deep kernel's network (its weights and Adam's state, and a batch's layer outputs)".to_string(),
+                )
+                .times("weights and activations", (d.spec.len() as u128).saturating_mul(4).saturating_add(
+                    (s.batch.min(n) as u128).saturating_mul(d.spec.widest() as u128).saturating_mul(2 * d.spec.widths.len() as u128 + 2),
+                ))])?;
+                Some(Network::new(d.spec.clone(), d.spec.init(s.seed))?)
+            }
+            None => None,
+        };
+        let z = match &net {
+            Some(net) => centres(&net.map_batched(&model.inputs, EVAL_BATCH)?, m, s.seed),
+            None => centres(&model.inputs, m, s.seed),
+        };
         let ind = Inducing::new(&pieces.kernel, z, s.jitter)?;
         let mm = ind.len();
         let c = model.classes;
@@ -148,7 +179,9 @@ impl Svi {
         if s.learn_inducing && mm < n && !learn_z {
             notes.push("the inducing inputs stay at their k-means start: the kernel has Rust or interpreted parts without input gradients".into());
         }
-        let n_opt = model.layout.len + if learn_z { mm * model.inputs.dim() } else { 0 };
+        let n_opt = model.layout.len
+            + if learn_z { mm * ind.z.dim() } else { 0 }
+            + net.as_ref().map_or(0, |n| n.weights.len());
         let opt = (n_opt > 0).then(|| Ascent::new(OptRule::Adam, s.lr, n_opt));
         let q_adam = (s.q_step == QStep::Adam).then(|| {
             let p = pack_q(&vec![Whitened::prior(mm); c]);
@@ -169,6 +202,7 @@ impl Svi {
             q_adam,
             opt,
             learn_z,
+            net,
             order,
             pos: 0,
             rng,
@@ -225,6 +259,8 @@ impl Svi {
     fn evaluate(&self, rows: Vec<usize>) -> Result<BatchEval, Error> {
         let scale = self.model.inputs.len() as f64 / rows.len() as f64;
         let x = self.model.inputs.gather(&rows);
+        let tape = self.net.as_ref().map(|n| n.forward(&x)).transpose()?;
+        let x = tape.as_ref().map_or(x, |t| t.features());
         let proj = self.ind.project(&self.pieces.kernel, &x)?;
         let marg = proj.marginals(&self.qs, self.pieces.mean);
         let view = self.model.batch_view(&rows)?;
@@ -233,6 +269,7 @@ impl Svi {
             rows,
             view,
             x,
+            tape,
             proj,
             marg,
             e,
@@ -240,8 +277,9 @@ impl Svi {
         })
     }
 
-    /// ∂ELBO/∂(learned hypers, Z) from one batch (the KL term does not
-    /// depend on them in whitened form), plus the hypers' log prior.
+    /// ∂ELBO/∂(learned hypers, Z, network weights) from one batch (the KL
+    /// term does not depend on them in whitened form), plus the hypers'
+    /// log prior.
     fn hyper_z_gradient(&self, b: &BatchEval) -> Result<Vec<f64>, Error> {
         let (x, e, scale) = (&b.x, &b.e, b.scale);
         let adj = batch_adjoints(&self.ind, &b.proj, &self.qs, &b.marg, &e.gm, &e.gv, scale);
@@ -252,7 +290,7 @@ impl Svi {
         // Leaf adjoints and, when Z is learned, Z̄ through the reverse
         // rules, when the kernel has them.
         let (pbar, zbar) = match (
-            cross_vjp_with(kernel, x, z, &adj.kxz, false, self.learn_z)?,
+            cross_vjp_with(kernel, x, z, &adj.kxz, b.tape.is_some(), self.learn_z)?,
             gram_vjp_with(kernel, z, &adj.kzz, self.learn_z)?,
         ) {
             (Some(cx), Some(gz)) => {
@@ -267,11 +305,13 @@ impl Svi {
                     kernel.entry_grad(x.row(i), x.row(i), true, &mut g);
                     pbar.iter_mut().zip(&g).for_each(|(p, gi)| *p += kd * gi);
                 }
-                (Some(pbar), Some(cx.z + gz.x))
+                (Some(pbar), Some((cx.z + gz.x, cx.x)))
             }
             _ => (None, None),
         };
-        let mut grad = vec![0.0; p + if self.learn_z { z.len() * d } else { 0 }];
+        let nz = if self.learn_z { z.len() * d } else { 0 };
+        let nw = self.net.as_ref().map_or(0, |n| n.weights.len());
+        let mut grad = vec![0.0; p + nz + nw];
         for start in (0..p).step_by(CHUNK) {
             let td = seed_chunk(&self.theta, start);
             let pd = self.model.pieces_on::<Dual8>(&td, b.view.as_ref())?;
@@ -303,14 +343,29 @@ impl Svi {
         }
         let (_, gp) = log_prior(&self.model.bound, &self.model.layout, &self.theta)?;
         grad.iter_mut().zip(&gp).for_each(|(g, p)| *g += p);
-        if self.learn_z
-            && let Some(zb) = zbar
-        {
+        let Some((zb, mut hb)) = zbar else {
+            return Ok(grad);
+        };
+        if self.learn_z {
             for i in 0..z.len() {
                 for k in 0..d {
                     grad[p + i * d + k] = zb[(i, k)];
                 }
             }
+        }
+        if let (Some(net), Some(tape)) = (&self.net, &b.tape) {
+            // H̄ from K_XZ (above) and from the diagonal k(h_b, h_b).
+            let (mut gx, mut gy) = (vec![0.0; d], vec![0.0; d]);
+            for i in 0..x.len() {
+                gx.fill(0.0);
+                gy.fill(0.0);
+                let h = x.row(i);
+                kernel.entry_vjp_inputs(h, h, true, adj.kdiag[i], Some(&mut gx), Some(&mut gy))?;
+                for k in 0..d {
+                    hb[(i, k)] += gx[k] + gy[k];
+                }
+            }
+            grad[p + nz..].copy_from_slice(&net.backward(tape, &hb));
         }
         Ok(grad)
     }
@@ -327,8 +382,13 @@ impl Svi {
             ));
         }
         let p = self.theta.len();
+        let nz = if self.learn_z {
+            self.ind.z.as_flat().len()
+        } else {
+            0
+        };
         let z = if self.learn_z {
-            Inputs::from_flat(y[p..].to_vec(), self.ind.z.dim())
+            Inputs::from_flat(y[p..p + nz].to_vec(), self.ind.z.dim())
         } else {
             self.ind.z.clone()
         };
@@ -339,6 +399,9 @@ impl Svi {
         self.theta = y[..p].to_vec();
         self.pieces = pieces;
         self.ind = ind;
+        if let Some(net) = &mut self.net {
+            net.weights.copy_from_slice(&y[p + nz..]);
+        }
         Ok(())
     }
 
@@ -440,8 +503,9 @@ impl Svi {
     /// The minibatch objective (s Σ_b E\[ℓ_b\] − Σ KL + log p(θ)) at the
     /// batch `rows` and its gradient with respect to the optimised
     /// coordinates (the learned hypers on the unconstrained scale, then Z
-    /// row by row when it is learned), at the current state: what every
-    /// step computes, for checks against finite differences.
+    /// row by row when it is learned, then a deep kernel's network
+    /// weights), at the current state: what every step computes, for
+    /// checks against finite differences.
     pub fn batch_gradient(&self, rows: &[usize]) -> Result<(f64, Vec<f64>), Error> {
         let b = self.evaluate(rows.to_vec())?;
         let lp = log_prior_value(&self.model.bound, &self.model.layout, &self.theta)?;
@@ -454,6 +518,9 @@ impl Svi {
         let mut x = self.theta.clone();
         if self.learn_z {
             x.extend_from_slice(self.ind.z.as_flat());
+        }
+        if let Some(net) = &self.net {
+            x.extend_from_slice(&net.weights);
         }
         x
     }
@@ -502,6 +569,7 @@ impl Svi {
             theta: &self.theta,
             pieces,
             ind,
+            net: self.net.as_ref(),
         };
         if self.s.q_step == QStep::Adam && self.polished.is_none() {
             self.natural = self
@@ -742,10 +810,13 @@ impl Engine for Svi {
             this.model,
             this.s,
             rule,
-            this.theta,
-            this.pieces,
-            this.ind,
-            this.qs,
+            Learned {
+                theta: this.theta,
+                pieces: this.pieces,
+                inducing: this.ind,
+                qs: this.qs,
+                net: this.net,
+            },
         )
         .finish(RunRecord {
             trace: this.trace,

@@ -14,6 +14,8 @@ use crate::infer::vi::posterior::Whitened;
 use crate::infer::vi::predict::{Predictions, TestMetrics, outcome_predictions, test_inputs};
 use crate::ir::bind::Bound;
 use crate::ir::value::Value;
+use crate::model::kernel::Inputs;
+use crate::model::network::Network;
 use crate::output::report::Report;
 use nalgebra::DMatrix;
 use serde::Serialize;
@@ -23,7 +25,7 @@ use std::sync::Arc;
 
 /// Points per batch when the whole training ELBO or predictions are
 /// computed (memory B × M per batch).
-const EVAL_BATCH: usize = 2048;
+pub const EVAL_BATCH: usize = 2048;
 
 /// The ELBO estimate averaged over one epoch.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -34,6 +36,20 @@ pub struct TracePoint {
     pub seconds: f64,
     /// The mean of the epoch's minibatch ELBO estimates.
     pub elbo: f64,
+}
+
+/// The learned state of a fit: hypers, Z, q(u) and a network's weights.
+pub struct Learned {
+    /// The learned hypers on the unconstrained scale.
+    pub theta: Vec<f64>,
+    /// The pieces at θ.
+    pub pieces: ViPieces<f64>,
+    /// Z and the factor of K_ZZ.
+    pub inducing: Inducing,
+    /// q(u_c) for each latent GP, whitened.
+    pub qs: Vec<Whitened>,
+    /// A deep kernel's network.
+    pub net: Option<Network>,
 }
 
 /// What a run of the `svi` engine did, beside its final state.
@@ -69,6 +85,8 @@ pub struct SviFit {
     pub inducing: Inducing,
     /// q(u_c) for each latent GP, whitened.
     pub qs: Vec<Whitened>,
+    /// A deep kernel's network with its learned weights.
+    pub net: Option<Network>,
     /// The ELBO over the whole training data at the end.
     pub elbo: f64,
     /// The run: its trace, steps, stopping reason, rejections, notes and
@@ -108,6 +126,7 @@ impl SviFit {
             theta: &fit.theta,
             pieces: &fit.pieces,
             ind: &fit.inducing,
+            net: fit.net.as_ref(),
         };
         for_batches_with(&at, &fit.qs, |rows, _, mg| {
             let view = m.batch_view(rows)?;
@@ -135,11 +154,15 @@ impl SviFit {
         model: Arc<ViModel>,
         settings: SviSettings,
         rule: Rule,
-        theta: Vec<f64>,
-        pieces: ViPieces<f64>,
-        inducing: Inducing,
-        qs: Vec<Whitened>,
+        learned: Learned,
     ) -> SviFit {
+        let Learned {
+            theta,
+            pieces,
+            inducing,
+            qs,
+            net,
+        } = learned;
         let hypers = model.layout.values::<f64>(&model.bound, &theta);
         SviFit {
             n_train: model.inputs.len(),
@@ -150,6 +173,7 @@ impl SviFit {
             pieces,
             inducing,
             qs,
+            net,
             elbo: f64::NAN,
             rule_error: RuleError {
                 rule: String::new(),
@@ -178,6 +202,7 @@ impl SviFit {
             theta: &self.theta,
             pieces: &self.pieces,
             ind: &self.inducing,
+            net: self.net.as_ref(),
         };
         whole_elbo(&at, &self.qs, &self.rule)
     }
@@ -190,9 +215,8 @@ impl SviFit {
         let mut var = DMatrix::zeros(m, c);
         for start in (0..m).step_by(EVAL_BATCH) {
             let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(m)).collect();
-            let p = self
-                .inducing
-                .project(&self.pieces.kernel, &x.gather(&rows))?;
+            let xb = kernel_inputs(self.net.as_ref(), x.gather(&rows))?;
+            let p = self.inducing.project(&self.pieces.kernel, &xb)?;
             let mg = p.marginals(&self.qs, self.pieces.mean);
             mean.rows_mut(start, rows.len()).copy_from(&mg.mean);
             var.rows_mut(start, rows.len()).copy_from(&mg.var);
@@ -233,6 +257,17 @@ pub struct At<'a> {
     pub pieces: &'a ViPieces<f64>,
     /// Z and the factor of K_ZZ.
     pub ind: &'a Inducing,
+    /// A deep kernel's network.
+    pub net: Option<&'a Network>,
+}
+
+/// The kernel's inputs at points `x` [B, D]: the points, or a deep
+/// kernel's features g(x) [B, F].
+pub fn kernel_inputs(net: Option<&Network>, x: Inputs) -> Result<Inputs, Error> {
+    match net {
+        Some(n) => n.map(&x),
+        None => Ok(x),
+    }
 }
 
 /// The likelihood's arguments on a batch view (see
@@ -290,9 +325,8 @@ fn for_batches_with(
     let n = at.model.inputs.len();
     for start in (0..n).step_by(EVAL_BATCH) {
         let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(n)).collect();
-        let p = at
-            .ind
-            .project(&at.pieces.kernel, &at.model.inputs.gather(&rows))?;
+        let x = kernel_inputs(at.net, at.model.inputs.gather(&rows))?;
+        let p = at.ind.project(&at.pieces.kernel, &x)?;
         let mg = p.marginals(qs, at.pieces.mean);
         visit(&rows, &p, &mg)?;
     }
@@ -347,6 +381,17 @@ impl crate::infer::fit::Fit for SviFit {
             "engine: sparse variational GP ({n} points, {m} inducing points{cls}; batch {}, {how})",
             self.settings.batch.min(n)
         ));
+        if let Some(net) = &self.net {
+            r.line(format!(
+                "deep kernel: the base kernel sees the outputs of the network {} ({} weights learned)",
+                net.spec.describe(),
+                net.weights.len()
+            ));
+            r.field(
+                "network",
+                json!({"shape": net.spec, "weights": net.weights.len()}),
+            );
+        }
         if let Some(file) = &self.loaded_from {
             r.line(format!(
                 "read from the saved fit {file}: the predictions below come from it without training again"

@@ -14,10 +14,12 @@
 //! `step`, `seconds`, `elbo`), `settings` (`quadrature`,
 //! `bins`, `jitter`, `learn_hypers`), `z` (M rows of D) and `q` (per latent
 //! GP the whitened mean `mean` [M] and lower-triangular factor `factor`
-//! [M, M] as rows).
+//! [M, M] as rows), and with a deep kernel `network`: `shape` (`input`,
+//! `widths`, `activation`) and `weights` (laid out as in
+//! [`crate::model::network`]); Z then holds M rows of features.
 
 use super::def::{SVI_SCHEMA, SviSettings};
-use super::fit::SviFit;
+use super::fit::{Learned, SviFit};
 use super::sparse::Inducing;
 use crate::data::Data;
 use crate::data::JsonData;
@@ -30,6 +32,7 @@ use crate::ir::bind::{Bound, Overrides, bind};
 use crate::ir::graph::Graph;
 use crate::ir::value::Value;
 use crate::model::kernel::Inputs;
+use crate::model::network::{NetSpec, Network};
 use nalgebra::{DMatrix, DVector};
 use serde_json::{Map, Value as Json, json};
 use std::sync::Arc;
@@ -98,6 +101,10 @@ impl SviFit {
             .map(|q| json!({"mean": q.z.iter().collect::<Vec<_>>(), "factor": rows_json(&q.r)}))
             .collect();
         let s = &self.settings;
+        let network = self
+            .net
+            .as_ref()
+            .map(|n| json!({"shape": n.spec, "weights": n.weights}));
         Ok(json!({
             "format": FORMAT,
             "version": VERSION,
@@ -127,6 +134,7 @@ impl SviFit {
                     self.inducing.z.as_flat(),
                 )),
                 "q": q,
+                "network": network,
             },
         }))
     }
@@ -216,8 +224,31 @@ impl SviFit {
         if theta.len() != model.layout.len {
             return Err(bad("the learned hypers do not match the model's"));
         }
+        let net = match &model.deep {
+            Some(d) => {
+                let n = svi
+                    .get("network")
+                    .ok_or_else(|| bad("no `network` of the deep kernel"))?;
+                let weights =
+                    numbers(n.get("weights")).ok_or_else(|| bad("the network's weights"))?;
+                let shape: Option<NetSpec> = n
+                    .get("shape")
+                    .and_then(|v| serde_json::from_value(v.clone()).ok());
+                if shape.as_ref() != Some(&d.spec) || weights.len() != d.spec.len() {
+                    return Err(bad(&format!(
+                        "the network's shape differs from the model's {}",
+                        d.spec.describe()
+                    )));
+                }
+                Some(Network::new(d.spec.clone(), weights)?)
+            }
+            None => None,
+        };
+        let dim = net
+            .as_ref()
+            .map_or(model.inputs.dim(), |n| n.spec.features());
         let z = matrix(svi.get("z")).ok_or_else(|| bad("z"))?;
-        if z.nrows() == 0 || z.ncols() != model.inputs.dim() {
+        if z.nrows() == 0 || z.ncols() != dim {
             return Err(bad(
                 "the inducing inputs' columns differ from the model's inputs",
             ));
@@ -240,7 +271,18 @@ impl SviFit {
         let inducing = Inducing::new(&pieces.kernel, Inputs::from_matrix(&z), s.jitter)?;
         let rule = Rule::for_model(&model, s.quadrature);
         let num = |k: &str| svi.get(k).and_then(Json::as_f64);
-        let mut fit = SviFit::assemble(Arc::new(model), s, rule, theta, pieces, inducing, qs);
+        let mut fit = SviFit::assemble(
+            Arc::new(model),
+            s,
+            rule,
+            Learned {
+                theta,
+                pieces,
+                inducing,
+                qs,
+                net,
+            },
+        );
         fit.n_train = num("n").ok_or_else(|| bad("n"))? as usize;
         fit.elbo = num("elbo").ok_or_else(|| bad("elbo"))?;
         fit.run.steps = num("steps").unwrap_or(0.0) as usize;

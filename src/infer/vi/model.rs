@@ -9,12 +9,15 @@ use crate::infer::hypers::HyperLayout;
 use crate::infer::structure::{LatentObservation, latent_observation, likelihood_power};
 use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
+use crate::ir::expr::TExpr;
 use crate::ir::pointwise::Pointwise;
 use crate::ir::types::Size;
 use crate::ir::value::Value;
 use crate::model::custom::Scalar;
 use crate::model::dist::{Dist, Support};
 use crate::model::kernel::{Inputs, KernelValue};
+use crate::model::network::NetSpec;
+use crate::syntax::ast::Span;
 use ad_trait::F64;
 use std::sync::Arc;
 
@@ -39,6 +42,21 @@ pub struct ViModel {
     /// row-wise in it and so can be evaluated at a minibatch's rows alone
     /// (see [`ViModel::check_row_wise`]).
     pub row_wise: Option<Size>,
+    /// The latent GP's deep kernel, when it has one: the kernel then sees
+    /// the network's outputs (only the `svi` engine learns networks).
+    pub deep: Option<DeepPart>,
+}
+
+/// A deep kernel's parts: the base kernel, the network's shape, and where
+/// `deep(...)` was written.
+#[derive(Clone)]
+pub struct DeepPart {
+    /// The base kernel on the features.
+    pub kernel: TExpr,
+    /// The network's shape (its inputs are the GP's inputs).
+    pub spec: NetSpec,
+    /// Where `deep(...)` was written.
+    pub span: Span,
 }
 
 /// The model's pieces at one θ: the kernel, the prior mean, and the
@@ -87,6 +105,15 @@ impl ViModel {
     /// Recognise the structure; `engine` names the engine in messages.
     pub fn new(bound: Arc<Bound>, s: &ViSettings, engine: &str) -> Result<ViModel, Error> {
         let model = ViModel::sparse(bound, s.learn_hypers, s.jitter, engine)?;
+        if let Some(d) = &model.deep {
+            return Err(Error::at(
+                ErrorKind::Unsupported,
+                d.span,
+                format!("the `{engine}` engine does not learn a deep kernel's network"),
+            )
+            .with_label("deep kernel")
+            .with_note("a deep kernel is learned by the `svi` engine: `infer svi { }` with `f : inducing(m = 100)` in a guide block"));
+        }
         let (classes, inputs) = (model.classes, &model.inputs);
         crate::limits::check_memory(&[crate::limits::Request::new(format!(
             "the `{engine}` engine (the prior covariance, its factor and the posterior covariance per latent function)"
@@ -126,6 +153,15 @@ impl ViModel {
                 ),
             ));
         }
+        let deep = match bound.graph.deep_kernel(latent.gp) {
+            Some(d) => Some(DeepPart {
+                kernel: d.kernel.clone(),
+                spec: NetSpec::new(inputs.dim(), d.widths.to_vec(), d.activation)
+                    .map_err(|e| e.with_span(d.span))?,
+                span: d.span,
+            }),
+            None => None,
+        };
         Ok(ViModel {
             bound,
             latent,
@@ -135,6 +171,7 @@ impl ViModel {
             layout,
             jitter,
             row_wise: None,
+            deep,
         })
     }
 
@@ -175,13 +212,21 @@ impl ViModel {
         }
     }
 
+    /// The latent GP's kernel expression: the base kernel of a deep kernel.
+    pub fn kernel_expr(&self) -> &TExpr {
+        match &self.deep {
+            Some(d) => &d.kernel,
+            None => &self.bound.graph.gps[self.latent.gp].kernel,
+        }
+    }
+
     /// Evaluate the pieces at θ with data from `data` (training or test).
     pub fn pieces<T: Scalar>(&self, theta: &[T], data: &Bound) -> Result<ViPieces<T>, Error> {
         let hypers = self.layout.values::<T>(&self.bound, theta);
         let env = Env::new(data, &hypers, &[], &[]);
         let g = &self.bound.graph;
         let gp = &g.gps[self.latent.gp];
-        let kernel = env.kernel(&gp.kernel)?;
+        let kernel = env.kernel(self.kernel_expr())?;
         let mean = env.scalar(&gp.mean)?;
         Ok(ViPieces {
             kernel,
@@ -213,7 +258,7 @@ impl ViModel {
         let env = Env::new(&self.bound, &hypers, &[], &[]);
         let gp = &self.bound.graph.gps[self.latent.gp];
         Ok(ViPieces {
-            kernel: env.kernel(&gp.kernel)?,
+            kernel: env.kernel(self.kernel_expr())?,
             mean: env.scalar(&gp.mean)?,
             lik: self.lik_on(theta, view)?,
         })
