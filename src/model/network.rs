@@ -232,6 +232,13 @@ impl Network {
         DMatrix::from_column_slice(fan_in, width, &self.weights[off..off + fan_in * width])
     }
 
+    /// The log density of the weights under independent N(0, σ²) priors.
+    pub fn log_prior(&self, sd: f64) -> f64 {
+        let ss: f64 = self.weights.iter().map(|w| w * w).sum();
+        let n = self.weights.len() as f64;
+        -0.5 * ss / (sd * sd) - n * (sd.ln() + 0.5 * (2.0 * std::f64::consts::PI).ln())
+    }
+
     /// The forward pass at inputs X [B, D], keeping every layer's output.
     pub fn forward(&self, x: &Inputs) -> Result<Tape, Error> {
         if x.dim() != self.spec.input {

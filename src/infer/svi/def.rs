@@ -68,6 +68,12 @@ pub const SVI_SCHEMA: EngineSchema = EngineSchema {
             Some("true"),
             "learn the inducing inputs Z (k-means of the inputs at the start)",
         ),
+        s(
+            "weight_prior",
+            SettingKind::Above(0.0, f64::INFINITY),
+            Some("0.3"),
+            "standard deviation of the N(0, σ²) prior on each weight of a deep kernel's network (the weights are its MAP estimate)",
+        ),
         QUADRATURE,
         MC_SAMPLES,
         s(
@@ -126,6 +132,8 @@ pub struct SviSettings {
     pub learn_hypers: bool,
     /// Learn Z.
     pub learn_inducing: bool,
+    /// The standard deviation of the prior on each network weight.
+    pub weight_prior: f64,
     /// Gauss–Hermite points.
     pub quadrature: usize,
     /// Monte Carlo samples for multi-class expectations.
@@ -152,6 +160,7 @@ impl Settings for SviSettings {
             anneal: cfg.choice("anneal")? == "cosine",
             learn_hypers: cfg.flag("learn_hypers")?,
             learn_inducing: cfg.flag("learn_inducing")?,
+            weight_prior: cfg.number("weight_prior")?,
             quadrature: cfg.count("quadrature")?,
             mc_samples: cfg.count("mc_samples")?,
             jitter: cfg.number("jitter")?,

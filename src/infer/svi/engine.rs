@@ -366,6 +366,11 @@ impl Svi {
                 }
             }
             grad[p + nz..].copy_from_slice(&net.backward(tape, &hb));
+            // The weights' prior N(0, σ_w²).
+            let prec = self.s.weight_prior.powi(-2);
+            for (g, w) in grad[p + nz..].iter_mut().zip(&net.weights) {
+                *g -= prec * w;
+            }
         }
         Ok(grad)
     }
@@ -508,7 +513,11 @@ impl Svi {
     /// checks against finite differences.
     pub fn batch_gradient(&self, rows: &[usize]) -> Result<(f64, Vec<f64>), Error> {
         let b = self.evaluate(rows.to_vec())?;
-        let lp = log_prior_value(&self.model.bound, &self.model.layout, &self.theta)?;
+        let lp = log_prior_value(&self.model.bound, &self.model.layout, &self.theta)?
+            + self
+                .net
+                .as_ref()
+                .map_or(0.0, |n| n.log_prior(self.s.weight_prior));
         let g = self.hyper_z_gradient(&b)?;
         Ok((b.elbo(&self.qs) + lp, g))
     }

@@ -383,9 +383,10 @@ impl crate::infer::fit::Fit for SviFit {
         ));
         if let Some(net) = &self.net {
             r.line(format!(
-                "deep kernel: the base kernel sees the outputs of the network {} ({} weights learned)",
+                "deep kernel: the base kernel sees the outputs of the network {} ({} weights learned, N(0, {}²) prior on each)",
                 net.spec.describe(),
-                net.weights.len()
+                net.weights.len(),
+                self.settings.weight_prior
             ));
             r.field(
                 "network",
