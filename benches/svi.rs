@@ -2,7 +2,8 @@
 //! training rows, 36 features, 6 latent GPs sharing M = 100 inducing
 //! points): one minibatch step (B = 256: projection, Monte Carlo
 //! expectations, the reverse pass to the hypers and Z, the natural step on
-//! six q(u)), the same step with Adam on q(u), and one whole-data
+//! six q(u)), the same step with a deep kernel
+//! (`examples/satellite_dkl.tempest`), the step with Adam on q(u), and one whole-data
 //! natural (polishing) step from a fresh state. See benches/README.md for the figures and
 //! the whole-run comparison.
 
@@ -18,8 +19,12 @@ use tempest::infer::svi::engine::Svi;
 use tempest::{Data, Model, Overrides, Registry};
 
 fn engine(settings: &[(&str, &str)]) -> Svi {
+    engine_of("satellite.tempest", settings)
+}
+
+fn engine_of(example: &str, settings: &[(&str, &str)]) -> Svi {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(root.join("examples/satellite.tempest")).expect("model");
+    let text = std::fs::read_to_string(root.join("examples").join(example)).expect("model");
     let data = Data::read(&root.join("../shared/data/satellite_prepared.csv"))
         .expect("satellite data")
         .filter_rows("is_test", "0")
@@ -45,6 +50,28 @@ fn bench(c: &mut Criterion) {
     g.bench_function("satellite_step_natural", |b| {
         b.iter(|| black_box(e.step().expect("step")))
     });
+    // The deep-kernel example: the same step with the network's forward
+    // and reverse passes (36 → 64 → 64 → 16, 7,568 weights).
+    let mut e = engine_of("satellite_dkl.tempest", &[("steps", "100000000")]);
+    g.bench_function("satellite_dkl_step_natural", |b| {
+        b.iter(|| black_box(e.step().expect("step")))
+    });
+    // The network's part of that step: forward and reverse passes at a
+    // batch of 256 points.
+    {
+        use tempest::model::kernel::Inputs;
+        use tempest::model::network::{Activation, NetSpec, Network};
+        let spec = NetSpec::new(36, vec![64, 64, 16], Activation::Relu).expect("shape");
+        let net = Network::new(spec.clone(), spec.init(1)).expect("network");
+        let x = Inputs::from_flat((0..256 * 36).map(|i| ((i % 97) as f64).sin()).collect(), 36);
+        let h_bar = nalgebra::DMatrix::from_fn(256, 16, |i, j| ((i + j) as f64).cos());
+        g.bench_function("network_forward_backward_b256", |b| {
+            b.iter(|| {
+                let tape = net.forward(&x).expect("forward");
+                black_box(net.backward(&tape, &h_bar))
+            })
+        });
+    }
     let mut e = engine(&[("steps", "100000000"), ("q_step", "adam")]);
     g.bench_function("satellite_step_adam", |b| {
         b.iter(|| black_box(e.step().expect("step")))

@@ -358,7 +358,10 @@ fn a_deep_kernel_learns_saves_and_predicts() {
         &run_path,
     );
     assert!(out.contains("36 → 64 → 64 → 16 (relu)"), "{out}");
-    assert_eq!(run["network"]["weights"], 36 * 64 + 64 + 64 * 64 + 64 + 64 * 16 + 16);
+    assert_eq!(
+        run["network"]["weights"],
+        36 * 64 + 64 + 64 * 64 + 64 + 64 * 16 + 16
+    );
     // Z lives in the 16-dimensional feature space.
     assert_eq!(run["z"][0].as_array().unwrap().len(), 16);
     // These held-out rows are harder than the usual split (the plain GP of
@@ -434,11 +437,17 @@ fn deep_kernels_where_they_cannot_run_fail_cleanly() {
             "does not learn a deep kernel's network",
         ),
         (
-            base.replace("deep(sf2 * rbf(ell), net)", "deep(sf2 * rbf(ell), net) + rbf(ell)"),
+            base.replace(
+                "deep(sf2 * rbf(ell), net)",
+                "deep(sf2 * rbf(ell), net) + rbf(ell)",
+            ),
             "as the whole kernel of a GP",
         ),
         (
-            base.replace("mlp([64, 64, 16])", "mlp([64, 64, 16], activation = \"swish\")"),
+            base.replace(
+                "mlp([64, 64, 16])",
+                "mlp([64, 64, 16], activation = \"swish\")",
+            ),
             "the activation of `mlp` is one of",
         ),
         (
@@ -459,6 +468,9 @@ fn deep_kernels_where_they_cannot_run_fail_cleanly() {
             "-q",
         ]));
         assert!(err.contains(want), "case {i}: {err}");
-        assert!(err.contains(&format!("case{i}.tempest:")), "case {i} unlocated: {err}");
+        assert!(
+            err.contains(&format!("case{i}.tempest:")),
+            "case {i} unlocated: {err}"
+        );
     }
 }
