@@ -30,6 +30,10 @@ pub struct LatentObservation {
     pub offset: Vec<(TExpr, f64)>,
     /// Whether the GP has C copies (`g ~ gp(...)[C]`, for `categorical_logit`).
     pub replicated: bool,
+    /// For `categorical_logit(g(X) * A)`: the mixing matrix A [J, C] (an
+    /// expression without latent functions) that turns the J latent GPs
+    /// into the C class scores.
+    pub mixing: Option<TExpr>,
 }
 
 /// The power t of observation `obs` (1 when none is written), checked to
@@ -170,18 +174,21 @@ pub fn latent_observation_with_params(
     };
     let mut site = None;
     let mut offset = Vec::new();
-    split(
-        &o.dist.args[*latent_arg],
-        1.0,
-        &mut site,
-        &mut offset,
-        engine,
-    )?;
+    // `g(X) * A` for the softmax: J latent GPs mixed into C class scores.
+    let categorical = matches!(o.dist.dist, DistRef::Builtin(Dist::CategoricalLogit));
+    let (latent_expr, mixing) = match &o.dist.args[*latent_arg].kind {
+        TKind::Binary(BinOp::Mul, a, b)
+            if categorical && matches!(a.kind, TKind::GpApply { .. }) && !b.uses_latent() =>
+        {
+            (&**a, Some((**b).clone()))
+        }
+        _ => (&o.dist.args[*latent_arg], None),
+    };
+    split(latent_expr, 1.0, &mut site, &mut offset, engine)?;
     let Some((gp, site)) = site else {
         return Err(Error::internal("latent argument without a site"));
     };
     let replicated = g.gps[gp].replicas.is_some();
-    let categorical = matches!(o.dist.dist, DistRef::Builtin(Dist::CategoricalLogit));
     if replicated != categorical {
         let msg = if replicated {
             format!(
@@ -225,5 +232,6 @@ pub fn latent_observation_with_params(
         latent_arg: *latent_arg,
         offset,
         replicated,
+        mixing,
     })
 }

@@ -136,7 +136,7 @@ impl Svi {
             "the `svi` engine (q(u) and K_ZZ per latent function)".to_string(),
         )
         .times("matrices", 4u64)
-        .times("latent functions", model.classes as u64 + 1)
+        .times("latent functions", model.latents as u64 + 1)
         .times("inducing points", m.min(n))
         .times("inducing points", m.min(n))])?;
         let rule = Svi::step_rule(&model, s, 0);
@@ -174,7 +174,7 @@ impl Svi {
         };
         let ind = Inducing::new(&pieces.kernel, z, s.jitter)?;
         let mm = ind.len();
-        let c = model.classes;
+        let c = model.latents;
         let learn_z = s.learn_inducing && mm < n && pieces.kernel.leaves().is_some();
         if s.learn_inducing && mm < n && !learn_z {
             notes.push("the inducing inputs stay at their k-means start: the kernel has Rust or interpreted parts without input gradients".into());
@@ -560,7 +560,7 @@ impl Svi {
                 .seed
                 .wrapping_mul(0x9e37_79b9_7f4a_7c15)
                 .wrapping_add(step as u64);
-            Rule::monte_carlo(model.classes, s.mc_samples, seed)
+            Rule::monte_carlo(model.latents, s.mc_samples, seed)
         } else {
             Rule::for_model(model, s.quadrature)
         }

@@ -367,11 +367,14 @@ impl crate::infer::fit::Fit for SviFit {
     fn report(&self) -> Report {
         let b = &self.model.bound;
         let mut r = Report::new("svi");
-        let (n, m, c) = (self.n_train, self.inducing.len(), self.model.classes);
-        let cls = if c > 1 {
-            format!(", {c} latent GPs")
-        } else {
-            String::new()
+        let (n, m, c) = (self.n_train, self.inducing.len(), self.model.latents);
+        let cls = match (c, self.model.latent.mixing.is_some()) {
+            (_, true) => format!(
+                ", {c} latent GPs mixed into {} class scores",
+                self.model.classes
+            ),
+            (1, false) => String::new(),
+            _ => format!(", {c} latent GPs"),
         };
         let how = match self.settings.q_step {
             QStep::Natural(rho) => format!("natural-gradient steps on q(u), rho = {rho}"),

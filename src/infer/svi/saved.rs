@@ -257,7 +257,7 @@ impl SviFit {
         let qs = svi
             .get("q")
             .and_then(Json::as_array)
-            .filter(|q| q.len() == model.classes)
+            .filter(|q| q.len() == model.latents)
             .ok_or_else(|| bad("q(u) for each latent GP"))?
             .iter()
             .map(|q| {

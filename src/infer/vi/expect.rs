@@ -27,6 +27,12 @@ use nalgebra::DMatrix;
 use rand::SeedableRng;
 use rand_distr::{Distribution, StandardNormal};
 
+/// Draws of the whole-data rule when latent GPs are mixed into class
+/// scores (`categorical_logit(g(X) * A)`), where no product rule applies.
+pub const MIXED_DRAWS: usize = 1024;
+/// Their seed (fixed: the whole-data ELBO is a deterministic function).
+const MIXED_SEED: u64 = 0x6d69_7865_6400;
+
 /// How expectations are computed.
 #[derive(Clone, Debug)]
 pub enum Rule {
@@ -42,7 +48,10 @@ impl Rule {
     /// The rule for a model: `k` Gauss–Hermite points for a scalar latent,
     /// `k` points per class for the softmax.
     pub fn for_model(model: &ViModel, k: usize) -> Rule {
-        if model.categorical() {
+        if model.latent.mixing.is_some() {
+            // Correlated class scores: no product rule; fixed draws.
+            Rule::monte_carlo_matched(model.latents, MIXED_DRAWS, MIXED_SEED)
+        } else if model.categorical() {
             Rule::Softmax(LseRule::new(k))
         } else {
             Rule::Quadrature(GaussHermite::new(k))
@@ -65,13 +74,40 @@ impl Rule {
         Rule::MonteCarlo(eps)
     }
 
-    /// The same kind of rule with twice the points (none for Monte Carlo):
-    /// the difference between the two is the error estimate.
+    /// `samples` antithetic draws (as [`Rule::monte_carlo`]) transformed
+    /// so that their second moments are exactly the identity's (ε ← ε L⁻ᵀ
+    /// with εᵀε/S = L Lᵀ): a deterministic rule whose error starts at the
+    /// fourth moments, for whole-data passes.
+    pub fn monte_carlo_matched(classes: usize, samples: usize, seed: u64) -> Rule {
+        let Rule::MonteCarlo(eps) = Rule::monte_carlo(classes, samples, seed) else {
+            unreachable!("monte_carlo gives draws")
+        };
+        let cov = eps.tr_mul(&eps) / eps.nrows() as f64;
+        match cov.cholesky() {
+            Some(l) => {
+                // ε L⁻ᵀ: solve L X = εᵀ, then transpose.
+                let x = l
+                    .l()
+                    .solve_lower_triangular(&eps.transpose())
+                    .unwrap_or_else(|| eps.transpose());
+                Rule::MonteCarlo(x.transpose())
+            }
+            None => Rule::MonteCarlo(eps),
+        }
+    }
+
+    /// The same kind of rule with twice the points (for Monte Carlo, twice
+    /// the draws from another seed): the difference between the two is the
+    /// error estimate.
     pub fn finer(&self) -> Option<Rule> {
         match self {
             Rule::Quadrature(gh) => Some(Rule::Quadrature(GaussHermite::new(2 * gh.points.len()))),
             Rule::Softmax(r) => Some(Rule::Softmax(LseRule::new(2 * r.points()))),
-            Rule::MonteCarlo(_) => None,
+            Rule::MonteCarlo(eps) => Some(Rule::monte_carlo_matched(
+                eps.ncols(),
+                2 * eps.nrows(),
+                MIXED_SEED ^ 0x2,
+            )),
         }
     }
 
@@ -120,9 +156,15 @@ impl RuleError {
         r.field("expectation_rule", self.rule.clone())
             .field("expectation_error", e);
         if e > 1e-4 * elbo.abs().max(1.0) {
-            r.note(format!(
-                "the expected log-likelihood's error estimate {e:.1e} exceeds 1e-4 of the ELBO (wide latent marginals): raise `quadrature`"
-            ));
+            r.note(if self.rule.starts_with("Monte Carlo") {
+                format!(
+                    "the expected log-likelihood's error estimate {e:.1e} exceeds 1e-4 of the ELBO: the whole-data passes of mixed latent GPs use {MIXED_DRAWS} moment-matched Monte Carlo draws"
+                )
+            } else {
+                format!(
+                    "the expected log-likelihood's error estimate {e:.1e} exceeds 1e-4 of the ELBO (wide latent marginals): raise `quadrature`"
+                )
+            });
         }
     }
 }
@@ -198,6 +240,10 @@ pub fn expectations_at(
             }
         }
         Rule::Softmax(r) => softmax(model, r, lik.t, &at, m, v, &mut out),
+        Rule::MonteCarlo(eps) if lik.mixing(model).is_some() => {
+            let a = lik.mixing(model).expect("checked");
+            mixed_softmax(model, a, eps, lik.t, &at, m, v, &mut out, None);
+        }
         Rule::MonteCarlo(eps) => {
             let s = eps.nrows() as f64;
             let t = lik.t;
@@ -248,6 +294,105 @@ pub fn expectations_at(
         }
     }
     Ok(out)
+}
+
+/// The expectations of ℓ = t · log softmax_y(Aᵀf) over J independent
+/// latent values f ~ N(m, diag v) by the draws ε [S, J]: with
+/// f = m + √v ∘ ε, p = softmax(Aᵀf) and g = A(e_y − p) = ∇_f ℓ / t,
+/// g_m = t·mean(g) and g_v = ½ t·mean(g ∘ ε) / √v (Bonnet's and Price's
+/// identities, as for the independent scores). Row i is data point `at(i)`.
+/// With `a_bar`, adds ∂/∂A of Σ_i E[ℓ_i] there: t·mean(f (e_y − p)ᵀ).
+#[allow(clippy::too_many_arguments)]
+pub fn mixed_softmax(
+    model: &ViModel,
+    a: &DMatrix<f64>,
+    eps: &DMatrix<f64>,
+    t: f64,
+    at: &dyn Fn(usize) -> usize,
+    m: &DMatrix<f64>,
+    v: &DMatrix<f64>,
+    out: &mut Expectations,
+    mut a_bar: Option<&mut DMatrix<f64>>,
+) {
+    let (n, j) = m.shape();
+    let (c, s) = (a.ncols(), eps.nrows());
+    let (mut f, mut scores, mut g) = (vec![0.0; j], vec![0.0; c], vec![0.0; j]);
+    for i in 0..n {
+        let yi = model.y[at(i)] as usize;
+        let sd: Vec<f64> = (0..j).map(|k| v[(i, k)].max(0.0).sqrt()).collect();
+        let (mut e, mut gm, mut gz) = (0.0, vec![0.0; j], vec![0.0; j]);
+        for row in eps.row_iter() {
+            for k in 0..j {
+                f[k] = m[(i, k)] + sd[k] * row[k];
+            }
+            for (cc, sc) in scores.iter_mut().enumerate() {
+                *sc = (0..j).map(|k| a[(k, cc)] * f[k]).sum();
+            }
+            let top = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let mut norm = 0.0;
+            for sc in scores.iter_mut() {
+                *sc = (*sc - top).exp();
+                norm += *sc;
+            }
+            e += (scores[yi] / norm).ln();
+            for (k, gk) in g.iter_mut().enumerate() {
+                *gk = a[(k, yi)] - (0..c).map(|cc| a[(k, cc)] * scores[cc]).sum::<f64>() / norm;
+            }
+            for k in 0..j {
+                gm[k] += g[k];
+                gz[k] += g[k] * row[k];
+            }
+            if let Some(ab) = a_bar.as_deref_mut() {
+                let w = t / s as f64;
+                for cc in 0..c {
+                    let d = if cc == yi { 1.0 } else { 0.0 } - scores[cc] / norm;
+                    for k in 0..j {
+                        ab[(k, cc)] += w * f[k] * d;
+                    }
+                }
+            }
+        }
+        out.value[i] = t * e / s as f64;
+        for k in 0..j {
+            out.gm[(i, k)] = t * gm[k] / s as f64;
+            out.gv[(i, k)] = if sd[k] > 0.0 {
+                0.5 * t * gz[k] / (s as f64 * sd[k])
+            } else {
+                0.0
+            };
+        }
+    }
+}
+
+/// Class probabilities E[softmax(Aᵀf)] [C] for f ~ N(m, diag v) [J] by the
+/// draws ε [S, J] (A = I without mixing).
+pub fn mixed_probabilities(
+    a: Option<&DMatrix<f64>>,
+    eps: &DMatrix<f64>,
+    m: &[f64],
+    v: &[f64],
+) -> Vec<f64> {
+    let j = m.len();
+    let c = a.map_or(j, |a| a.ncols());
+    let mut p = vec![0.0; c];
+    let (mut f, mut scores) = (vec![0.0; j], vec![0.0; c]);
+    for row in eps.row_iter() {
+        for k in 0..j {
+            f[k] = m[k] + v[k].max(0.0).sqrt() * row[k];
+        }
+        for (cc, sc) in scores.iter_mut().enumerate() {
+            *sc = match a {
+                Some(a) => (0..j).map(|k| a[(k, cc)] * f[k]).sum(),
+                None => f[cc],
+            };
+        }
+        let top = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let norm: f64 = scores.iter().map(|x| (x - top).exp()).sum();
+        for (pc, sc) in p.iter_mut().zip(&scores) {
+            *pc += (sc - top).exp() / norm;
+        }
+    }
+    p.iter().map(|x| x / eps.nrows() as f64).collect()
 }
 
 /// The softmax's expectations ℓ = t · log softmax_y(f) by the product
@@ -327,6 +472,28 @@ pub fn expected_total_at<T: Scalar>(
             };
             softmax(model, r, 1.0, &at, m, v, &mut out);
             total += lik.t * T::constant(out.total());
+        }
+        Rule::MonteCarlo(eps) if model.latent.mixing.is_some() => {
+            let Some(crate::ir::value::Value::Matrix(a_t)) = lik.args.get(model.latent.latent_arg)
+            else {
+                return Err(Error::internal("the mixing matrix is not a matrix"));
+            };
+            let a = a_t.map(|x| x.to_constant());
+            let (n, j) = m.shape();
+            let mut out = Expectations {
+                value: vec![0.0; n],
+                gm: DMatrix::zeros(n, j),
+                gv: DMatrix::zeros(n, j),
+            };
+            let mut a_bar = DMatrix::zeros(a.nrows(), a.ncols());
+            mixed_softmax(model, &a, eps, 1.0, &at, m, v, &mut out, Some(&mut a_bar));
+            // t · (Σ E[log softmax_y(Aᵀf)] + ⟨Ā, A − A₀⟩): the value at A₀ = A,
+            // the tangents of A through Ā.
+            let mut inner = T::constant(out.total());
+            for (x, b) in a_t.iter().zip(a_bar.iter()) {
+                inner += (*x - T::constant(x.to_constant())) * T::constant(*b);
+            }
+            total += lik.t * inner;
         }
         Rule::MonteCarlo(eps) => {
             let s = eps.nrows() as f64;

@@ -140,8 +140,8 @@ impl crate::infer::fit::Fit for VariationalFit {
         let b = &self.core.model.bound;
         let mut r = Report::new(self.engine);
         let what = crate::output::figures::engine_words(self.engine);
-        let cls = if self.core.model.classes > 1 {
-            format!(", {} latent GPs", self.core.model.classes)
+        let cls = if self.core.model.latents > 1 {
+            format!(", {} latent GPs", self.core.model.latents)
         } else {
             String::new()
         };
@@ -163,7 +163,7 @@ impl crate::infer::fit::Fit for VariationalFit {
             .field("hypers", hypers_json(b, &self.hypers))
             .field("learned", json!(self.core.model.layout.names(b)))
             .field("n", self.core.prior.len())
-            .field("latent_gps", self.core.model.classes);
+            .field("latent_gps", self.core.model.latents);
         self.rule_error.report(&mut r, self.elbo);
         if let Some(lp) = self.log_prior {
             r.line(format!(

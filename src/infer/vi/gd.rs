@@ -62,7 +62,7 @@ impl GradientDescent {
             return Err(Error::internal("gradient descent with mirror steps"));
         };
         let core = Core::new(model, s)?;
-        let (n, c) = (core.prior.len(), core.model.classes);
+        let (n, c) = (core.prior.len(), core.model.latents);
         let per = match param {
             Param::FullRank => n + tril_len(n),
             Param::MeanField => 2 * n,
@@ -123,7 +123,7 @@ impl GradientDescent {
     fn posteriors(&self) -> Vec<Whitened> {
         let n = self.core.prior.len();
         let per = self.per();
-        (0..self.core.model.classes)
+        (0..self.core.model.latents)
             .map(|c| {
                 let p = &self.x[c * per..(c + 1) * per];
                 match self.param {

@@ -55,7 +55,7 @@ impl MirrorDescent {
             return Err(Error::internal("mirror descent with gradient steps"));
         };
         let core = Core::new(model, s)?;
-        let (n, c) = (core.prior.len(), core.model.classes);
+        let (n, c) = (core.prior.len(), core.model.latents);
         let qs = vec![Whitened::prior(n); c];
         let (exps, elbo) = core.evaluate(&qs)?;
         Ok(MirrorDescent {

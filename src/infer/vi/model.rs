@@ -28,8 +28,11 @@ pub struct ViModel {
     pub bound: Arc<Bound>,
     /// Where the latent GP enters the likelihood.
     pub latent: LatentObservation,
-    /// The number of latent GPs C (1 unless `categorical_logit`).
+    /// The number of class scores C (1 unless `categorical_logit`).
     pub classes: usize,
+    /// The number of latent GPs J: C, or the rows of the mixing matrix of
+    /// `categorical_logit(g(X) * A)`.
+    pub latents: usize,
     /// Training inputs X, [N, D].
     pub inputs: Inputs,
     /// Outcomes y, \[N\].
@@ -105,6 +108,15 @@ impl ViModel {
     /// Recognise the structure; `engine` names the engine in messages.
     pub fn new(bound: Arc<Bound>, s: &ViSettings, engine: &str) -> Result<ViModel, Error> {
         let model = ViModel::sparse(bound, s.learn_hypers, s.jitter, engine)?;
+        if let Some(a) = &model.latent.mixing {
+            return Err(Error::at(
+                ErrorKind::Unsupported,
+                a.span,
+                format!("the `{engine}` engine does not mix latent GPs into class scores"),
+            )
+            .with_label("mixing matrix")
+            .with_note("`categorical_logit(g(X) * A)` runs with the `svi` engine"));
+        }
         if let Some(d) = &model.deep {
             return Err(Error::at(
                 ErrorKind::Unsupported,
@@ -114,7 +126,7 @@ impl ViModel {
             .with_label("deep kernel")
             .with_note("a deep kernel is learned by the `svi` engine: `infer svi { }` with `f : inducing(m = 100)` in a guide block"));
         }
-        let (classes, inputs) = (model.classes, &model.inputs);
+        let (classes, inputs) = (model.latents, &model.inputs);
         crate::limits::check_memory(&[crate::limits::Request::new(format!(
             "the `{engine}` engine (the prior covariance, its factor and the posterior covariance per latent function)"
         ))
@@ -139,7 +151,27 @@ impl ViModel {
         let layout = HyperLayout::new(&bound, learn_hypers);
         let hypers = layout.values::<f64>(&bound, &layout.initial(&bound)?);
         let inputs = bound.site_inputs(latent.site, &hypers, &[])?;
-        let classes = bound.replicas(latent.gp)?;
+        let latents = bound.replicas(latent.gp)?;
+        let classes = match &latent.mixing {
+            Some(a) => {
+                let env = Env::new(&bound, &hypers, &[], &[]);
+                match env.eval(a)? {
+                    Value::Matrix(m) if m.nrows() == latents && m.ncols() > 0 => m.ncols(),
+                    v => {
+                        return Err(Error::at(
+                            ErrorKind::Shape,
+                            a.span,
+                            format!(
+                                "the mixing matrix must be {latents} × C (one row per latent GP, one column per class), found {}",
+                                v.shape()
+                            ),
+                        )
+                        .with_label("mixing matrix"));
+                    }
+                }
+            }
+            None => latents,
+        };
         let o = &bound.graph.observations[latent.obs];
         let y = bound.data[o.data].flatten();
         if y.len() != inputs.len() {
@@ -172,6 +204,7 @@ impl ViModel {
             jitter,
             row_wise: None,
             deep,
+            latents,
         })
     }
 
@@ -270,7 +303,11 @@ impl ViModel {
         let o = &g.observations[self.latent.obs];
         let mut args = Vec::with_capacity(o.dist.args.len());
         for (i, a) in o.dist.args.iter().enumerate() {
-            if i == self.latent.latent_arg {
+            if i == self.latent.latent_arg
+                && let Some(a) = &self.latent.mixing
+            {
+                args.push(env.eval(a)?);
+            } else if i == self.latent.latent_arg {
                 let mut off = Value::Real(T::zero());
                 for (e, sign) in &self.latent.offset {
                     let v = env.eval(e)?;
@@ -344,22 +381,44 @@ impl ViModel {
             return Ok(());
         };
         let same = |a: f64, b: f64| a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
-        let agrees = full.args.iter().zip(&part.args).all(|(f, p)| match (f, p) {
-            (Value::Vector(_) | Value::IntArray(_), Value::Vector(_) | Value::IntArray(_)) => rows
-                .iter()
-                .enumerate()
-                .all(|(i, &r)| match (f.element(r), p.element(i)) {
-                    (Some(a), Some(b)) => same(a, b),
-                    _ => false,
-                }),
-            (Value::Real(a), Value::Real(b)) => same(*a, *b),
-            (Value::Int(a), Value::Int(b)) => a == b,
-            _ => false,
-        }) && same(full.t, part.t);
+        let mixing_slot = self.latent.mixing.as_ref().map(|_| self.latent.latent_arg);
+        let agrees = full
+            .args
+            .iter()
+            .zip(&part.args)
+            .enumerate()
+            .all(|(k, (f, p))| match (f, p) {
+                // The mixing matrix is the same for every row.
+                (Value::Matrix(a), Value::Matrix(b)) if Some(k) == mixing_slot => {
+                    a.shape() == b.shape() && a.iter().zip(b.iter()).all(|(x, y)| same(*x, *y))
+                }
+                (Value::Vector(_) | Value::IntArray(_), Value::Vector(_) | Value::IntArray(_)) => {
+                    rows.iter()
+                        .enumerate()
+                        .all(|(i, &r)| match (f.element(r), p.element(i)) {
+                            (Some(a), Some(b)) => same(a, b),
+                            _ => false,
+                        })
+                }
+                (Value::Real(a), Value::Real(b)) => same(*a, *b),
+                (Value::Int(a), Value::Int(b)) => a == b,
+                _ => false,
+            })
+            && same(full.t, part.t);
         if agrees {
             self.row_wise = Some(size);
         }
         Ok(())
+    }
+}
+
+impl LikArgs<f64> {
+    /// The mixing matrix A [J, C] of `categorical_logit(g(X) * A)`.
+    pub fn mixing<'a>(&'a self, model: &ViModel) -> Option<&'a nalgebra::DMatrix<f64>> {
+        match (&model.latent.mixing, self.args.get(model.latent.latent_arg)) {
+            (Some(_), Some(Value::Matrix(a))) => Some(a),
+            _ => None,
+        }
     }
 }
 
@@ -370,7 +429,16 @@ impl<T: Scalar> LikArgs<T> {
         let o = &model.bound.graph.observations[model.latent.obs];
         let pw = Pointwise::new(&model.bound.graph, &o.dist);
         let lp = if model.categorical() {
-            pw.classes(y as usize, f)
+            match (&model.latent.mixing, &self.args[model.latent.latent_arg]) {
+                // Class scores s = Aᵀ f from the J latent values.
+                (Some(_), Value::Matrix(a)) => {
+                    let s: Vec<T> = (0..a.ncols())
+                        .map(|c| (0..a.nrows()).fold(T::zero(), |acc, j| acc + a[(j, c)] * f[j]))
+                        .collect();
+                    pw.classes(y as usize, &s)
+                }
+                _ => pw.classes(y as usize, f),
+            }
         } else {
             pw.point_with(T::constant(y), self.args.len(), |k| {
                 let x = self.args[k]

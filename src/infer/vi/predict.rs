@@ -184,13 +184,16 @@ pub fn outcome_predictions(
         let mut rows = Vec::with_capacity(m);
         let (mut mi, mut vi) = (vec![0.0; c], vec![0.0; c]);
         for i in 0..m {
+            for j in 0..c {
+                mi[j] = mean[(i, j)];
+                vi[j] = var[(i, j)];
+            }
             let row: Vec<f64> = if let Rule::Softmax(r) = rule {
                 // E[softmax_c(f)] = ∂ E[log Σ exp f]/∂m_c.
-                for j in 0..c {
-                    mi[j] = mean[(i, j)];
-                    vi[j] = var[(i, j)];
-                }
                 r.eval(&mi, &vi).dm
+            } else if let (Rule::MonteCarlo(eps), Support::Category) = (rule, model.support()) {
+                // Mixed latent GPs: E[softmax(Aᵀf)] by the rule's draws.
+                crate::infer::vi::expect::mixed_probabilities(lik.mixing(model), eps, &mi, &vi)
             } else {
                 (0..k)
                     .map(|r| expect_exp(i, r as f64).map(f64::exp))
