@@ -423,13 +423,92 @@ fn a_deep_kernel_learns_saves_and_predicts() {
     assert!(err.contains("the network's shape differs"), "{err}");
 }
 
-/// Deep kernels where they cannot run: another engine, inside kernel
-/// algebra, an unknown activation, a base kernel whose `dims` exceed the
-/// features. Each is a located error.
+/// SV-DKL's whole model (network, additive GPs on feature groups with
+/// their own inducing sets, mixing matrix) on a subset: it learns, reports
+/// its structure, and a saved fit predicts the same.
+#[test]
+fn additive_mixed_deep_gps_learn_save_and_predict() {
+    let dir = out_dir("svi_svdkl");
+    let (fit, run_path, pred_path) = (
+        dir.join("fit.json"),
+        dir.join("run.json"),
+        dir.join("pred.json"),
+    );
+    let model = "examples/satellite_svdkl.tempest";
+    let (out, run) = run_json(
+        std::path::Path::new(model),
+        std::path::Path::new(SATELLITE),
+        &[
+            "--rows",
+            "0..1499",
+            "--test",
+            SATELLITE,
+            "--test-rows",
+            "1500..1999",
+            "--set",
+            "steps=300",
+            "--save",
+            fit.to_str().unwrap(),
+            "-q",
+        ],
+        &run_path,
+    );
+    assert!(
+        out.contains("20 inducing points per latent GP, each on its own group of 1 feature, 6 latent GPs mixed into 6 class scores"),
+        "{out}"
+    );
+    assert!(out.contains("Monte Carlo, 1024 draws"), "{out}");
+    // Six sets of 20 one-feature inducing inputs.
+    let z = run["z"].as_array().unwrap();
+    assert_eq!((z.len(), z[0].as_array().unwrap().len()), (120, 1));
+    // A moved from the identity.
+    let a: Vec<f64> = run["hypers"]["A"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()))
+        .collect();
+    assert_eq!(a.len(), 36);
+    assert!((a[0] - 1.0).abs() > 1e-3 && a[1].abs() > 1e-3, "{a:?}");
+    let acc = run["test"]["accuracy"].as_f64().unwrap();
+    assert!(acc > 0.74, "held-out accuracy {acc}");
+    assert_ok(&tempest(&[
+        "predict",
+        model,
+        "--fit",
+        fit.to_str().unwrap(),
+        "--test",
+        SATELLITE,
+        "--test-rows",
+        "1500..1999",
+        "--json",
+        pred_path.to_str().unwrap(),
+    ]));
+    let pred: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&pred_path).unwrap()).unwrap();
+    let probs = |j: &serde_json::Value| -> Vec<f64> {
+        j["predictions"]["probabilities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()))
+            .collect()
+    };
+    let (p, q) = (probs(&run), probs(&pred));
+    assert_eq!(p.len(), 500 * 6);
+    assert!(p.iter().zip(&q).all(|(x, y)| (x - y).abs() < 1e-9));
+}
+
+/// Deep kernels and mixing where they cannot run: another engine, inside
+/// kernel algebra, an unknown activation, a base kernel whose `dims`
+/// exceed the features, groups that do not match the network or the
+/// copies, a mixing matrix of the wrong shape or with another engine.
+/// Each is a located error.
 #[test]
 fn deep_kernels_where_they_cannot_run_fail_cleanly() {
     let dir = out_dir("svi_deep_errors");
     let base = std::fs::read_to_string("examples/satellite_dkl.tempest").unwrap();
+    let svdkl = std::fs::read_to_string("examples/satellite_svdkl.tempest").unwrap();
     let cases = [
         (
             base.replace("infer svi { }", "infer mirror_descent { }")
@@ -453,6 +532,27 @@ fn deep_kernels_where_they_cannot_run_fail_cleanly() {
         (
             base.replace("sf2 * rbf(ell)", "sf2 * rbf(ell, dims = [20])"),
             "features",
+        ),
+        (
+            base.replace(
+                "deep(sf2 * rbf(ell), net)",
+                "deep(sf2 * rbf(ell), net, groups = 5)",
+            ),
+            "into 5 equal groups",
+        ),
+        (
+            svdkl
+                .replace("A : matrix[6, 6]", "A : matrix[5, 6]")
+                .replace("[0, 0, 0, 0, 0, 1]]", "]"),
+            "matrix product needs the left columns to equal the right rows",
+        ),
+        (
+            svdkl
+                .replace("infer svi { }", "infer mirror_descent { }")
+                .replace("f : inducing(m = 20)", "")
+                .replace(", groups = 6", "")
+                .replace("deep(sf2 * rbf(ell), net)", "sf2 * rbf(ell)"),
+            "does not mix latent GPs",
         ),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {

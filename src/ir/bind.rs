@@ -1155,17 +1155,39 @@ fn dry_run(bound: &Bound) -> Result<()> {
         // A deep kernel's base kernel sees the network's features.
         let deep = g.deep_kernel(s.gp);
         let (k, dim) = match &deep {
-            Some(d) => (
-                env0.kernel(d.kernel)?,
-                d.widths.last().copied().unwrap_or(0),
-            ),
+            Some(d) => {
+                let features = d.widths.last().copied().unwrap_or(0);
+                let dim = match d.groups {
+                    Some(g) => {
+                        let copies = bound.replicas(s.gp)?;
+                        if features % g != 0 || copies != g {
+                            return Err(Error::at(
+                                ErrorKind::Shape,
+                                d.span,
+                                format!(
+                                    "`groups = {g}` splits the network's {features} features into {g} equal groups, one per copy of `{}`; it has {copies} cop{} and {features} is {}a multiple of {g}",
+                                    gp.name,
+                                    if copies == 1 { "y" } else { "ies" },
+                                    if features % g == 0 { "" } else { "not " }
+                                ),
+                            )
+                            .with_label("deep kernel")
+                            .with_note(format!("e.g. `mlp([64, {g}])` with `groups = {g}` and `{} ~ gp(...)[{g}]`", gp.name))
+                            .into());
+                        }
+                        features / g
+                    }
+                    None => features,
+                };
+                (env0.kernel(d.kernel)?, dim)
+            }
             None => (env0.kernel(&gp.kernel)?, inputs.dim()),
         };
         k.validate(dim).map_err(|e| {
             e.with_secondary(
                 s.span,
                 match &deep {
-                    Some(_) => format!("applied to the network's {dim} features here"),
+                    Some(_) => format!("applied to {dim} of the network's features here"),
                     None => format!("applied to inputs with {dim} columns here"),
                 },
             )

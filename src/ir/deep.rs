@@ -14,6 +14,8 @@ pub struct DeepKernel<'a> {
     pub widths: &'a [usize],
     /// The network's hidden-layer activation.
     pub activation: Activation,
+    /// `groups = G`: copy j of the GP sees feature group j.
+    pub groups: Option<usize>,
     /// Where `deep(...)` was written.
     pub span: Span,
 }
@@ -35,7 +37,12 @@ impl Graph {
     /// The deep kernel of GP `gp`, when its kernel is `deep(k, mlp(...))`.
     pub fn deep_kernel(&self, gp: usize) -> Option<DeepKernel<'_>> {
         let top = self.resolve(&self.gps.get(gp)?.kernel);
-        let TKind::Deep { kernel, net } = &top.kind else {
+        let TKind::Deep {
+            kernel,
+            net,
+            groups,
+        } = &top.kind
+        else {
             return None;
         };
         match &self.resolve(net).kind {
@@ -43,6 +50,7 @@ impl Graph {
                 kernel,
                 widths,
                 activation: *activation,
+                groups: *groups,
                 span: top.span,
             }),
             _ => None,

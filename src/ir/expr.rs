@@ -241,6 +241,9 @@ pub enum TKind {
         kernel: Box<TExpr>,
         /// The feature network.
         net: Box<TExpr>,
+        /// `groups = G`: the features split into G equal groups, copy j
+        /// of the GP on group j (additive GPs).
+        groups: Option<usize>,
     },
     /// `mlp([64, 8], activation = "relu")`: a feature network with these
     /// layer widths and hidden-layer activation.
@@ -297,7 +300,7 @@ impl TExpr {
                     d.walk(f);
                 }
             }
-            TKind::Deep { kernel, net } => {
+            TKind::Deep { kernel, net, .. } => {
                 kernel.walk(f);
                 net.walk(f);
             }
@@ -346,7 +349,7 @@ impl TExpr {
                     d.walk_mut(f);
                 }
             }
-            TKind::Deep { kernel, net } => {
+            TKind::Deep { kernel, net, .. } => {
                 kernel.walk_mut(f);
                 net.walk_mut(f);
             }

@@ -315,7 +315,16 @@ fn write_expr_inner(
             }
             list(s, kernel.name(), &xs)
         }
-        TKind::Deep { kernel, net } => list(s, "deep", &[kernel, net]),
+        TKind::Deep {
+            kernel,
+            net,
+            groups,
+        } => {
+            list(s, "deep", &[kernel, net]);
+            if let Some(g) = groups {
+                let _ = write!(s, "[groups {g}]");
+            }
+        }
         TKind::Mlp { widths, activation } => {
             let _ = write!(s, "(mlp {widths:?} {})", activation.name());
         }

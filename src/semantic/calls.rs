@@ -522,9 +522,33 @@ impl Checker<'_> {
         if callee.name == "mlp" {
             return self.mlp(args, span);
         }
-        if args.len() != 2 || args.iter().any(|a| a.name.is_some()) {
-            self.arity_error(callee, 2, args.len());
+        let positional = args.iter().take_while(|a| a.name.is_none()).count();
+        let named = &args[positional..];
+        if positional != 2 {
+            self.arity_error(callee, 2, positional);
             return Self::unknown(span);
+        }
+        let mut groups = None;
+        for a in named {
+            let n = a.name.as_ref().map_or("", |n| n.name.as_str());
+            let value = match a.value.kind {
+                ExprKind::Int(i) if i > 0 => usize::try_from(i).ok(),
+                _ => None,
+            };
+            match (n, value) {
+                ("groups", Some(g)) if groups.is_none() => groups = Some(g),
+                _ => {
+                    self.error(
+                        Error::at(
+                            ErrorKind::Type,
+                            a.span,
+                            "`deep` takes a kernel, a network and optionally `groups = G` (a positive integer): `deep(rbf(ell), mlp([64, 6]), groups = 6)`",
+                        )
+                        .with_label("here"),
+                    );
+                    return Self::unknown(span);
+                }
+            }
         }
         let k = self.expr(&args[0].value, ctx);
         let net = self.expr(&args[1].value, ctx);
@@ -555,6 +579,7 @@ impl Checker<'_> {
             TKind::Deep {
                 kernel: Box::new(k),
                 net: Box::new(net),
+                groups,
             },
             Ty::Kernel,
             span,

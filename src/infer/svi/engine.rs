@@ -8,10 +8,8 @@ use super::def::{QStep, SviSettings};
 use super::fit::{
     At, EVAL_BATCH, Learned, RunRecord, SviFit, TracePoint, for_batches, lik_on, whole_elbo,
 };
-use super::kmeans::centres;
-use super::sparse::{
-    Inducing, Marginals, Natural, Projection, batch_adjoints, left_family, weighted_gram,
-};
+use super::sets::{InducingSets, Projections};
+use super::sparse::{Marginals, Natural, batch_adjoints, left_family, weighted_gram};
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
@@ -58,8 +56,8 @@ struct BatchEval {
     x: Inputs,
     /// A deep kernel's forward pass, kept for its reverse pass.
     tape: Option<Tape>,
-    /// The projection on the inducing points.
-    proj: Projection,
+    /// The projections on the inducing points.
+    proj: Projections,
     /// The latent marginals.
     marg: Marginals,
     /// The expectations and their derivatives.
@@ -82,7 +80,7 @@ pub struct Svi {
     rule: Rule,
     theta: Vec<f64>,
     pieces: ViPieces<f64>,
-    ind: Inducing,
+    ind: InducingSets,
     qs: Vec<Whitened>,
     natural: Vec<Natural>,
     /// Adam's state and parameters for q(u) with `q_step = adam`: per
@@ -168,11 +166,19 @@ impl Svi {
             }
             None => None,
         };
-        let z = match &net {
-            Some(net) => centres(&net.map_batched(&model.inputs, EVAL_BATCH)?, m, s.seed),
-            None => centres(&model.inputs, m, s.seed),
-        };
-        let ind = Inducing::new(&pieces.kernel, z, s.jitter)?;
+        let mapped = net
+            .as_ref()
+            .map(|n| n.map_batched(&model.inputs, EVAL_BATCH))
+            .transpose()?;
+        let groups = model.deep.as_ref().and_then(|d| d.groups);
+        let ind = InducingSets::start(
+            &pieces.kernel,
+            mapped.as_ref().unwrap_or(&model.inputs),
+            m,
+            groups,
+            s.seed,
+            s.jitter,
+        )?;
         let mm = ind.len();
         let c = model.latents;
         let learn_z = s.learn_inducing && mm < n && pieces.kernel.leaves().is_some();
@@ -180,7 +186,7 @@ impl Svi {
             notes.push("the inducing inputs stay at their k-means start: the kernel has Rust or interpreted parts without input gradients".into());
         }
         let n_opt = model.layout.len
-            + if learn_z { mm * ind.z.dim() } else { 0 }
+            + if learn_z { ind.flat_len() } else { 0 }
             + net.as_ref().map_or(0, |n| n.weights.len());
         let opt = (n_opt > 0).then(|| Ascent::new(OptRule::Adam, s.lr, n_opt));
         let q_adam = (s.q_step == QStep::Adam).then(|| {
@@ -262,7 +268,7 @@ impl Svi {
         let tape = self.net.as_ref().map(|n| n.forward(&x)).transpose()?;
         let x = tape.as_ref().map_or(x, |t| t.features());
         let proj = self.ind.project(&self.pieces.kernel, &x)?;
-        let marg = proj.marginals(&self.qs, self.pieces.mean);
+        let marg = proj.marginals(&self.ind, &self.qs, self.pieces.mean);
         let view = self.model.batch_view(&rows)?;
         let e = self.expect(&rows, view.as_ref(), &marg.mean, &marg.var)?;
         Ok(BatchEval {
@@ -281,37 +287,84 @@ impl Svi {
     /// term does not depend on them in whitened form), plus the hypers'
     /// log prior.
     fn hyper_z_gradient(&self, b: &BatchEval) -> Result<Vec<f64>, Error> {
-        let (x, e, scale) = (&b.x, &b.e, b.scale);
-        let adj = batch_adjoints(&self.ind, &b.proj, &self.qs, &b.marg, &e.gm, &e.gv, scale);
+        let (e, scale) = (&b.e, b.scale);
         let kernel = &self.pieces.kernel;
-        let z = &self.ind.z;
         let p = self.theta.len();
-        let d = x.dim();
-        // Leaf adjoints and, when Z is learned, Z̄ through the reverse
-        // rules, when the kernel has them.
-        let (pbar, zbar) = match (
-            cross_vjp_with(kernel, x, z, &adj.kxz, b.tape.is_some(), self.learn_z)?,
-            gram_vjp_with(kernel, z, &adj.kzz, self.learn_z)?,
-        ) {
-            (Some(cx), Some(gz)) => {
-                let mut pbar: Vec<f64> = cx
-                    .params
-                    .iter()
-                    .zip(&gz.params)
-                    .map(|(a, b)| a + b)
-                    .collect();
-                let mut g = vec![0.0; pbar.len()];
-                for (i, kd) in adj.kdiag.iter().enumerate() {
-                    kernel.entry_grad(x.row(i), x.row(i), true, &mut g);
-                    pbar.iter_mut().zip(&g).for_each(|(p, gi)| *p += kd * gi);
-                }
-                (Some(pbar), Some((cx.z + gz.x, cx.x)))
-            }
-            _ => (None, None),
-        };
-        let nz = if self.learn_z { z.len() * d } else { 0 };
+        let latents = self.qs.len();
+        let nz = if self.learn_z { self.ind.flat_len() } else { 0 };
         let nw = self.net.as_ref().map_or(0, |n| n.weights.len());
         let mut grad = vec![0.0; p + nz + nw];
+        // Per set: the batch's adjoints, then the leaf adjoints, Z̄ and the
+        // kernel inputs' H̄ through the reverse rules, when the kernel has
+        // them.
+        let mut adjs = Vec::with_capacity(self.ind.sets.len());
+        let mut pbar: Option<Vec<f64>> = Some(Vec::new());
+        let mut hb = DMatrix::zeros(b.x.len(), b.x.dim());
+        let want_h = b.tape.is_some();
+        for (s, set) in self.ind.sets.iter().enumerate() {
+            let range = self.ind.latents_of(s, latents);
+            let adj = batch_adjoints(
+                set,
+                &b.proj.p[s],
+                &self.qs,
+                &b.marg,
+                &e.gm,
+                &e.gv,
+                range,
+                scale,
+            );
+            let (x, z) = (&b.proj.x[s], &set.z);
+            let (d, first) = (x.dim(), self.ind.first_column(s));
+            match (
+                cross_vjp_with(kernel, x, z, &adj.kxz, want_h, self.learn_z)?,
+                gram_vjp_with(kernel, z, &adj.kzz, self.learn_z)?,
+                pbar.as_mut(),
+            ) {
+                (Some(cx), Some(gz), Some(pb)) => {
+                    pb.resize(cx.params.len(), 0.0);
+                    for ((t, a), g) in pb.iter_mut().zip(&cx.params).zip(&gz.params) {
+                        *t += a + g;
+                    }
+                    let mut g = vec![0.0; pb.len()];
+                    for (i, kd) in adj.kdiag.iter().enumerate() {
+                        kernel.entry_grad(x.row(i), x.row(i), true, &mut g);
+                        pb.iter_mut().zip(&g).for_each(|(p, gi)| *p += kd * gi);
+                    }
+                    if self.learn_z {
+                        let zb = cx.z + gz.x;
+                        let off = p + s * set.len() * d;
+                        for i in 0..set.len() {
+                            for k in 0..d {
+                                grad[off + i * d + k] = zb[(i, k)];
+                            }
+                        }
+                    }
+                    if want_h {
+                        // H̄ from K_XZ and from the diagonal k(h_b, h_b).
+                        let (mut gx, mut gy) = (vec![0.0; d], vec![0.0; d]);
+                        for i in 0..x.len() {
+                            gx.fill(0.0);
+                            gy.fill(0.0);
+                            let h = x.row(i);
+                            kernel.entry_vjp_inputs(
+                                h,
+                                h,
+                                true,
+                                adj.kdiag[i],
+                                Some(&mut gx),
+                                Some(&mut gy),
+                            )?;
+                            for k in 0..d {
+                                hb[(i, first + k)] += cx.x[(i, k)] + gx[k] + gy[k];
+                            }
+                        }
+                    }
+                }
+                _ => pbar = None,
+            }
+            adjs.push(adj);
+        }
+        let mean_bar: f64 = adjs.iter().map(|a| a.mean).sum();
         for start in (0..p).step_by(CHUNK) {
             let td = seed_chunk(&self.theta, start);
             let pd = self.model.pieces_on::<Dual8>(&td, b.view.as_ref())?;
@@ -324,7 +377,15 @@ impl Svi {
                     }
                     g
                 }
-                _ => dual_kernel_terms(&pd.kernel, x, z, &adj)?,
+                _ => {
+                    let mut g = [0.0; CHUNK];
+                    for (s, adj) in adjs.iter().enumerate() {
+                        let z = &self.ind.sets[s].z;
+                        let t = dual_kernel_terms(&pd.kernel, &b.proj.x[s], z, adj)?;
+                        (0..CHUNK).for_each(|c| g[c] += t[c]);
+                    }
+                    g
+                }
             };
             let lik = expected_total_at(
                 &self.model,
@@ -336,35 +397,14 @@ impl Svi {
             )?;
             let (tm, tl) = (pd.mean.tangent(), lik.tangent());
             for c in 0..CHUNK {
-                g[c] += adj.mean * tm[c] + scale * tl[c];
+                g[c] += mean_bar * tm[c] + scale * tl[c];
             }
             let k = CHUNK.min(p - start);
             grad[start..start + k].copy_from_slice(&g[..k]);
         }
         let (_, gp) = log_prior(&self.model.bound, &self.model.layout, &self.theta)?;
         grad.iter_mut().zip(&gp).for_each(|(g, p)| *g += p);
-        let Some((zb, mut hb)) = zbar else {
-            return Ok(grad);
-        };
-        if self.learn_z {
-            for i in 0..z.len() {
-                for k in 0..d {
-                    grad[p + i * d + k] = zb[(i, k)];
-                }
-            }
-        }
-        if let (Some(net), Some(tape)) = (&self.net, &b.tape) {
-            // H̄ from K_XZ (above) and from the diagonal k(h_b, h_b).
-            let (mut gx, mut gy) = (vec![0.0; d], vec![0.0; d]);
-            for i in 0..x.len() {
-                gx.fill(0.0);
-                gy.fill(0.0);
-                let h = x.row(i);
-                kernel.entry_vjp_inputs(h, h, true, adj.kdiag[i], Some(&mut gx), Some(&mut gy))?;
-                for k in 0..d {
-                    hb[(i, k)] += gx[k] + gy[k];
-                }
-            }
+        if let (Some(net), Some(tape), Some(_)) = (&self.net, &b.tape, &pbar) {
             grad[p + nz..].copy_from_slice(&net.backward(tape, &hb));
             // The weights' prior N(0, σ_w²).
             let prec = self.s.weight_prior.powi(-2);
@@ -387,20 +427,16 @@ impl Svi {
             ));
         }
         let p = self.theta.len();
-        let nz = if self.learn_z {
-            self.ind.z.as_flat().len()
-        } else {
-            0
-        };
-        let z = if self.learn_z {
-            Inputs::from_flat(y[p..p + nz].to_vec(), self.ind.z.dim())
-        } else {
-            self.ind.z.clone()
-        };
+        let nz = if self.learn_z { self.ind.flat_len() } else { 0 };
         log_prior_value(&self.model.bound, &self.model.layout, &y[..p])?;
         let first = &[0][..self.model.y.len().min(1)];
         let pieces = self.model.pieces_rows::<f64>(&y[..p], first)?;
-        let ind = Inducing::new(&pieces.kernel, z, self.s.jitter)?;
+        let ind = if self.learn_z {
+            self.ind
+                .moved(&pieces.kernel, &y[p..p + nz], self.s.jitter)?
+        } else {
+            self.ind.refactored(&pieces.kernel, self.s.jitter)?
+        };
         self.theta = y[..p].to_vec();
         self.pieces = pieces;
         self.ind = ind;
@@ -447,7 +483,8 @@ impl Svi {
             let mut r = rho;
             let mut failed = None;
             for _ in 0..MAX_REJECTED {
-                let nat = self.natural[c].step(&b.proj.a, &self.qs[c].z, &gm, &gv, b.scale, r);
+                let a = &b.proj.of(&self.ind, c).a;
+                let nat = self.natural[c].step(a, &self.qs[c].z, &gm, &gv, b.scale, r);
                 match nat.whitened() {
                     Ok(q) => {
                         self.natural[c] = nat;
@@ -470,14 +507,15 @@ impl Svi {
     /// One Adam step on q's mean and factor: ∂/∂m = s Aᵀg_m − m,
     /// ∂/∂R = tril(2 G R) − R + diag(1/Rᵢᵢ) with G = s Aᵀ diag(g_v) A.
     fn adam_q_step(&mut self, b: &BatchEval) {
-        let (a, e, scale) = (&b.proj.a, &b.e, b.scale);
+        let (e, scale) = (&b.e, b.scale);
         let Some((mut opt, mut params)) = self.q_adam.take() else {
             return;
         };
-        let mm = a.ncols();
+        let mm = self.ind.len();
         let per = mm + mm * (mm + 1) / 2;
         let mut grad = vec![0.0; params.len()];
         for (c, q) in self.qs.iter().enumerate() {
+            let a = &b.proj.of(&self.ind, c).a;
             let gm = e.gm.column(c);
             let dm = a.tr_mul(&gm) * scale - &q.z;
             let g = weighted_gram(a, |i| e.gv[(i, c)]) * (2.0 * scale);
@@ -526,7 +564,7 @@ impl Svi {
     pub fn point(&self) -> Vec<f64> {
         let mut x = self.theta.clone();
         if self.learn_z {
-            x.extend_from_slice(self.ind.z.as_flat());
+            x.extend(self.ind.flat());
         }
         if let Some(net) = &self.net {
             x.extend_from_slice(&net.weights);
@@ -603,7 +641,7 @@ impl Svi {
             for (c, t) in targets.iter_mut().enumerate() {
                 let gm: Vec<f64> = e.gm.column(c).iter().copied().collect();
                 let gv: Vec<f64> = e.gv.column(c).iter().copied().collect();
-                t.add_batch(&p.a, &qs[c].z, &gm, &gv, 1.0);
+                t.add_batch(&p.of(ind, c).a, &qs[c].z, &gm, &gv, 1.0);
             }
         })?;
         let now = expected - qs.iter().map(|q| q.kl()).sum::<f64>();

@@ -3,7 +3,7 @@
 //! q(u), and predictions at test data in batches.
 
 use super::def::{QStep, SviSettings};
-use super::sparse::Inducing;
+use super::sets::{InducingSets, Projections};
 use crate::error::{Error, ErrorKind, fixed};
 use crate::infer::hyper_prior::{has_priors, log_prior_value};
 use crate::infer::hypers::{hypers_json, hypers_table};
@@ -44,8 +44,8 @@ pub struct Learned {
     pub theta: Vec<f64>,
     /// The pieces at θ.
     pub pieces: ViPieces<f64>,
-    /// Z and the factor of K_ZZ.
-    pub inducing: Inducing,
+    /// Z and the factor of K_ZZ (one set, or one per latent GP).
+    pub inducing: InducingSets,
     /// q(u_c) for each latent GP, whitened.
     pub qs: Vec<Whitened>,
     /// A deep kernel's network.
@@ -81,8 +81,8 @@ pub struct SviFit {
     pub theta: Vec<f64>,
     /// The pieces at θ.
     pub pieces: ViPieces<f64>,
-    /// Z and the factor of K_ZZ.
-    pub inducing: Inducing,
+    /// Z and the factor of K_ZZ (one set, or one per latent GP).
+    pub inducing: InducingSets,
     /// q(u_c) for each latent GP, whitened.
     pub qs: Vec<Whitened>,
     /// A deep kernel's network with its learned weights.
@@ -217,7 +217,7 @@ impl SviFit {
             let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(m)).collect();
             let xb = kernel_inputs(self.net.as_ref(), x.gather(&rows))?;
             let p = self.inducing.project(&self.pieces.kernel, &xb)?;
-            let mg = p.marginals(&self.qs, self.pieces.mean);
+            let mg = p.marginals(&self.inducing, &self.qs, self.pieces.mean);
             mean.rows_mut(start, rows.len()).copy_from(&mg.mean);
             var.rows_mut(start, rows.len()).copy_from(&mg.var);
         }
@@ -235,10 +235,10 @@ impl SviFit {
                 if self.run.rejected == 1 { " was" } else { "s were" }
             ));
         }
-        if self.inducing.chol.jitter > 0.0 {
+        if self.inducing.extra_jitter() > 0.0 {
             out.push(format!(
                 "jitter {:.1e} was added to K_ZZ beyond the `jitter` setting",
-                self.inducing.chol.jitter
+                self.inducing.extra_jitter()
             ));
         }
         out
@@ -255,8 +255,8 @@ pub struct At<'a> {
     /// The pieces at θ (the likelihood's arguments at all rows only when
     /// they are not row-wise).
     pub pieces: &'a ViPieces<f64>,
-    /// Z and the factor of K_ZZ.
-    pub ind: &'a Inducing,
+    /// Z and the factor of K_ZZ (one set, or one per latent GP).
+    pub ind: &'a InducingSets,
     /// A deep kernel's network.
     pub net: Option<&'a Network>,
 }
@@ -300,7 +300,7 @@ pub fn for_batches(
     at: &At,
     qs: &[Whitened],
     rule: &Rule,
-    mut visit: impl FnMut(&super::sparse::Projection, &crate::infer::vi::expect::Expectations),
+    mut visit: impl FnMut(&Projections, &crate::infer::vi::expect::Expectations),
 ) -> Result<(), Error> {
     for_batches_with(at, qs, |rows, p, mg| {
         let view = at.model.batch_view(rows)?;
@@ -316,18 +316,14 @@ pub fn for_batches(
 fn for_batches_with(
     at: &At,
     qs: &[Whitened],
-    mut visit: impl FnMut(
-        &[usize],
-        &super::sparse::Projection,
-        &super::sparse::Marginals,
-    ) -> Result<(), Error>,
+    mut visit: impl FnMut(&[usize], &Projections, &super::sparse::Marginals) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let n = at.model.inputs.len();
     for start in (0..n).step_by(EVAL_BATCH) {
         let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(n)).collect();
         let x = kernel_inputs(at.net, at.model.inputs.gather(&rows))?;
         let p = at.ind.project(&at.pieces.kernel, &x)?;
-        let mg = p.marginals(qs, at.pieces.mean);
+        let mg = p.marginals(at.ind, qs, at.pieces.mean);
         visit(&rows, &p, &mg)?;
     }
     Ok(())
@@ -380,8 +376,15 @@ impl crate::infer::fit::Fit for SviFit {
             QStep::Natural(rho) => format!("natural-gradient steps on q(u), rho = {rho}"),
             QStep::Adam => "Adam on q(u)".to_string(),
         };
+        let per = match self.inducing.width {
+            Some(w) => format!(
+                " per latent GP, each on its own group of {w} feature{}",
+                if w == 1 { "" } else { "s" }
+            ),
+            None => String::new(),
+        };
         r.line(format!(
-            "engine: sparse variational GP ({n} points, {m} inducing points{cls}; batch {}, {how})",
+            "engine: sparse variational GP ({n} points, {m} inducing points{per}{cls}; batch {}, {how})",
             self.settings.batch.min(n)
         ));
         if let Some(net) = &self.net {
@@ -410,7 +413,7 @@ impl crate::infer::fit::Fit for SviFit {
             self.run.seconds,
             self.run.reason
         ));
-        let z: Vec<Vec<f64>> = (0..m).map(|i| self.inducing.z.row(i).to_vec()).collect();
+        let z = self.inducing.rows();
         r.field("elbo", self.elbo)
             .field_ser("elbo_trace", &self.run.trace)
             .field("steps", self.run.steps)

@@ -5,7 +5,8 @@
 //! nothing N × N or N × M is formed; batches are B × M.
 //!
 //! - [`sparse`]: the projection, marginals, reverse pass and natural step;
-//! - [`kmeans`]: the initial inducing inputs;
+//! - [`kmeans`]: the initial inducing inputs; [`sets`]: one shared set of
+//!   inducing points, or one per latent GP (additive groups);
 //! - [`engine`]: the state machine; [`fit`]: the result; [`def`]: settings;
 //! - [`saved`]: the saved fit (`--save`, `tempest predict`).
 
@@ -14,4 +15,5 @@ pub mod engine;
 pub mod fit;
 pub mod kmeans;
 pub mod saved;
+pub mod sets;
 pub mod sparse;

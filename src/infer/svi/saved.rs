@@ -20,7 +20,7 @@
 
 use super::def::{SVI_SCHEMA, SviSettings};
 use super::fit::{Learned, SviFit};
-use super::sparse::Inducing;
+use super::sets::InducingSets;
 use crate::data::Data;
 use crate::data::JsonData;
 use crate::error::{Error, ErrorKind};
@@ -128,11 +128,7 @@ impl SviFit {
                     "jitter": s.jitter,
                     "learn_hypers": s.learn_hypers,
                 },
-                "z": rows_json(&DMatrix::from_row_slice(
-                    self.inducing.z.len(),
-                    self.inducing.z.dim(),
-                    self.inducing.z.as_flat(),
-                )),
+                "z": self.inducing.rows(),
                 "q": q,
                 "network": network,
             },
@@ -244,16 +240,21 @@ impl SviFit {
             }
             None => None,
         };
-        let dim = net
+        let groups = model.deep.as_ref().and_then(|d| d.groups);
+        let features = net
             .as_ref()
             .map_or(model.inputs.dim(), |n| n.spec.features());
+        let (sets, dim) = match groups {
+            Some(g) => (g, features / g.max(1)),
+            None => (1, features),
+        };
         let z = matrix(svi.get("z")).ok_or_else(|| bad("z"))?;
-        if z.nrows() == 0 || z.ncols() != dim {
+        if z.nrows() == 0 || z.ncols() != dim || z.nrows() % sets != 0 {
             return Err(bad(
                 "the inducing inputs' columns differ from the model's inputs",
             ));
         }
-        let mm = z.nrows();
+        let mm = z.nrows() / sets;
         let qs = svi
             .get("q")
             .and_then(Json::as_array)
@@ -268,7 +269,11 @@ impl SviFit {
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| bad("q(u)'s mean and factor"))?;
         let pieces = model.pieces_rows::<f64>(&theta, &[0][..model.y.len().min(1)])?;
-        let inducing = Inducing::new(&pieces.kernel, Inputs::from_matrix(&z), s.jitter)?;
+        let zs = (0..sets)
+            .map(|k| Inputs::from_matrix(&z.rows(k * mm, mm).into_owned()))
+            .collect();
+        let width = groups.map(|_| dim);
+        let inducing = InducingSets::new(&pieces.kernel, zs, width, s.jitter)?;
         let rule = Rule::for_model(&model, s.quadrature);
         let num = |k: &str| svi.get(k).and_then(Json::as_f64);
         let mut fit = SviFit::assemble(

@@ -149,7 +149,9 @@ pub struct BatchAdjoints {
 
 /// The reverse pass of the expected log-likelihood term s Σ_b E\[ℓ_b\]
 /// through the projection, given the batch's marginals (for A R_c),
-/// g_m and g_v [B, C] (unscaled) and the batch scale s = N/B.
+/// g_m and g_v [B, C] (unscaled) and the batch scale s = N/B, for the
+/// latent GPs `latents` (those that use this projection).
+#[allow(clippy::too_many_arguments)]
 pub fn batch_adjoints(
     ind: &Inducing,
     p: &Projection,
@@ -157,13 +159,15 @@ pub fn batch_adjoints(
     marg: &Marginals,
     gm: &DMatrix<f64>,
     gv: &DMatrix<f64>,
+    latents: std::ops::Range<usize>,
     scale: f64,
 ) -> BatchAdjoints {
     let (b, m) = p.a.shape();
     let mut a_bar = DMatrix::zeros(b, m);
     let mut kdiag = DVector::zeros(b);
     let mut mean = 0.0;
-    for (c, (q, ar)) in qs.iter().zip(&marg.ar).enumerate() {
+    for c in latents {
+        let (q, ar) = (&qs[c], &marg.ar[c]);
         // A (S − I) = (A R) Rᵀ − A.
         let mut as_i = matmul(ar, false, &q.r, true);
         as_i -= &p.a;
@@ -350,7 +354,7 @@ mod tests {
         let ind = Inducing::new(&kern, Inputs::from_matrix(&z0), 1e-8).unwrap();
         let p = ind.project(&kern, &x).unwrap();
         let marg = p.marginals(&qs, 0.0);
-        let adj = batch_adjoints(&ind, &p, &qs, &marg, &wm, &wv, scale);
+        let adj = batch_adjoints(&ind, &p, &qs, &marg, &wm, &wv, 0..2, scale);
         // Z̄ from the cross-covariance and Gram nodes.
         let cz = crate::model::gram_vjp::cross_vjp(&kern, &x, &ind.z, &adj.kxz)
             .unwrap()

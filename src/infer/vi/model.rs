@@ -58,6 +58,8 @@ pub struct DeepPart {
     pub kernel: TExpr,
     /// The network's shape (its inputs are the GP's inputs).
     pub spec: NetSpec,
+    /// `groups = G`: latent GP j sees feature group j (F / G columns).
+    pub groups: Option<usize>,
     /// Where `deep(...)` was written.
     pub span: Span,
 }
@@ -190,6 +192,7 @@ impl ViModel {
                 kernel: d.kernel.clone(),
                 spec: NetSpec::new(inputs.dim(), d.widths.to_vec(), d.activation)
                     .map_err(|e| e.with_span(d.span))?,
+                groups: d.groups,
                 span: d.span,
             }),
             None => None,
