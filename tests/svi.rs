@@ -72,6 +72,43 @@ fn every_point_inducing_is_the_exact_gp_in_one_natural_step() {
     assert_rel(fit.elbo, lml, 1e-9, "ELBO with Z = X against the exact lml");
 }
 
+/// KISS-GP against the exact GP on one input (bmi, 300 points): the
+/// optimal q for a fine grid (one natural step at ρ = 1 over the whole
+/// data) gives an ELBO within 1e-4 of the exact log marginal likelihood,
+/// and a coarse grid a lower bound below it.
+#[test]
+fn a_fine_grid_is_the_exact_gp_on_one_input() {
+    let text = DIABETES
+        .replace(
+            r#"X : matrix[n, 10] = columns("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")"#,
+            r#"X : matrix[n, 1] = columns("bmi")"#,
+        )
+        .replace("ell : positive = 3.0", "ell : positive = 0.8")
+        .replace("LEARN", "false");
+    let data = csv("diabetes_prepared.csv", Some((0, 299)));
+    let b = bind(&model(&text.replace("GUIDE", "")), &data);
+    let exact = run(&b, "exact", &[("learn_hypers", "false")]);
+    let lml = exact.to_json()["log_marginal_likelihood"].as_f64().unwrap();
+    let settings = [
+        ("steps", "1"),
+        ("batch", "100000"),
+        ("rho", "1"),
+        ("polish", "0"),
+        ("learn_hypers", "false"),
+    ];
+    let elbo = |m: usize| {
+        let guide = format!("guide {{ f : grid(m = {m}) }}");
+        svi(
+            &bind(&model(&text.replace("GUIDE", &guide)), &data),
+            &settings,
+        )
+        .elbo
+    };
+    let (fine, coarse) = (elbo(400), elbo(12));
+    assert_rel(fine, lml, 1e-4, "fine-grid ELBO against the exact lml");
+    assert!(coarse < fine && coarse < lml, "{coarse} {fine} {lml}");
+}
+
 #[test]
 fn every_point_inducing_reaches_gpflows_bernoulli_optimum() {
     let r = reference("gp_classification_binary.json");
@@ -337,6 +374,58 @@ infer svi { }
         e.point().len(),
         2 + 18 + 3 * 4 * 2 + (4 * 5 + 5 + 5 * 6 + 6)
     );
+    check_gradient(&mut e, &(10..42).collect::<Vec<_>>(), 2e-5);
+}
+
+/// KISS-GP: inducing points on a grid with cubic interpolation. The
+/// gradient in the hypers (through the Toeplitz K_ZZ and the interpolated
+/// cross-covariance) for a one-dimensional regression, and in the hypers,
+/// A and every weight for additive grid GPs on a network's features,
+/// against central differences.
+#[test]
+fn grid_gradients_match_finite_differences() {
+    let text = r#"
+data {
+  n : int
+  X : matrix[n, 1] = columns("bmi")
+  y : vector[n]
+}
+hyper { ell : positive = 0.7  sf2 : positive = 0.8  noise : positive = 0.4 }
+model {
+  f ~ gp(0, sf2 * matern52(ell))
+  y ~ normal(f(X), sqrt(noise))
+}
+guide { f : grid(m = 12) }
+infer svi { }
+"#;
+    let b = bind(&model(text), &csv("diabetes_prepared.csv", Some((0, 59))));
+    let mut e = engine(&b, &[]);
+    e.set_posteriors(vec![random_q(12, 4)]);
+    // The grid is fixed: the hypers alone.
+    assert_eq!(e.point().len(), 3);
+    check_gradient(&mut e, &(5..25).collect::<Vec<_>>(), 2e-5);
+
+    let text = r#"
+data {
+  n : int
+  X : matrix[n, 4] = columns("x0", "x1", "x2", "x3")
+  y : int<lower=0, upper=5>[n] = column("y")
+}
+hyper {
+  ell : positive = 1.2  sf2 : positive = 1.5
+  A : matrix[3, 6] = [[1.29, 1.45, 0.07, -0.76, -1.09, 0.03], [-1.02, -1.44, 0.20, 0.13, 0.55, -0.91], [0.01, -0.06, -1.51, 0.54, 0.32, 2.39]]
+}
+model {
+  f ~ gp(0, deep(sf2 * rbf(ell), mlp([5, 3], activation = "tanh"), groups = 3))[3]
+  y ~ categorical_logit(f(X) * A)
+}
+guide { f : grid(m = 9) }
+infer svi { }
+"#;
+    let b = bind(&model(text), &csv("satellite_prepared.csv", Some((0, 79))));
+    let mut e = engine(&b, &[("mc_samples", "16")]);
+    e.set_posteriors((0..3).map(|c| random_q(9, 30 + c)).collect());
+    assert_eq!(e.point().len(), 2 + 18 + (4 * 5 + 5 + 5 * 3 + 3));
     check_gradient(&mut e, &(10..42).collect::<Vec<_>>(), 2e-5);
 }
 

@@ -195,6 +195,13 @@ pub enum Family {
         /// The number of inducing points.
         m: usize,
     },
+    /// A sparse GP with `m` inducing points on a regular grid, the
+    /// cross-covariance by cubic interpolation (KISS-GP; one-dimensional
+    /// kernel inputs).
+    Grid {
+        /// The number of grid points.
+        m: usize,
+    },
     /// A Gaussian over a parameter; `diag` or full covariance.
     Gaussian {
         /// Diagonal covariance?
@@ -210,6 +217,7 @@ impl Family {
             Family::MeanField => "mean_field",
             Family::FullRank => "full_rank",
             Family::Inducing { .. } => "inducing",
+            Family::Grid { .. } => "grid",
             Family::Gaussian { .. } => "gaussian",
         }
     }

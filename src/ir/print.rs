@@ -123,6 +123,7 @@ pub fn graph(g: &Graph) -> String {
         let fam = match &gd.family {
             f @ (Family::Sites | Family::MeanField | Family::FullRank) => f.name().to_string(),
             Family::Inducing { m } => format!("inducing(m = {m})"),
+            Family::Grid { m } => format!("grid(m = {m})"),
             Family::Gaussian { diag } => {
                 format!("gaussian({})", if *diag { "diag" } else { "full" })
             }

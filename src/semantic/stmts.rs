@@ -371,25 +371,30 @@ impl Checker<'_> {
                     _ => Family::FullRank,
                 }
             }
-            "inducing" => {
+            "inducing" | "grid" => {
+                let least = if name == "grid" { 6 } else { 1 };
                 let m = match c.args.as_slice() {
                     [a] if a.name.as_ref().is_none_or(|n| n.name == "m") => match a.value.kind {
-                        ExprKind::Int(m) if m > 0 => m as usize,
+                        ExprKind::Int(m) if m >= least => m as usize,
                         _ => {
                             return arg_count_error(
                                 self,
-                                "a positive number of inducing points: `inducing(m = 64)`",
+                                &format!("at least {least} inducing points: `{name}(m = 64)`"),
                             );
                         }
                     },
                     _ => {
                         return arg_count_error(
                             self,
-                            "the number of inducing points: `inducing(m = 64)`",
+                            &format!("the number of inducing points: `{name}(m = 64)`"),
                         );
                     }
                 };
-                Family::Inducing { m }
+                if name == "grid" {
+                    Family::Grid { m }
+                } else {
+                    Family::Inducing { m }
+                }
             }
             "gaussian" => {
                 let diag = match c.args.as_slice() {
@@ -406,8 +411,15 @@ impl Checker<'_> {
             _ => {
                 let mut err = Error::at(ErrorKind::Name, c.name.span, format!("unknown variational family `{name}`"))
                     .with_label("not a family")
-                    .with_note("families: sites, mean_field, full_rank, inducing(m = ...) for latent GPs; gaussian(diag | full) for params");
-                let names = ["sites", "mean_field", "full_rank", "inducing", "gaussian"];
+                    .with_note("families: sites, mean_field, full_rank, inducing(m = ...), grid(m = ...) for latent GPs; gaussian(diag | full) for params");
+                let names = [
+                    "sites",
+                    "mean_field",
+                    "full_rank",
+                    "inducing",
+                    "grid",
+                    "gaussian",
+                ];
                 if let Some(h) = super::scope::suggest(name, names.into_iter()) {
                     err = err.with_note(format!("did you mean `{h}`?"));
                 }

@@ -176,7 +176,7 @@ pub const SVI: Def = Def {
     accepts: Accepts {
         test: TestData::Predicts,
         draw_sinks: false,
-        families: &[Family::Inducing { m: 0 }],
+        families: &[Family::Inducing { m: 0 }, Family::Grid { m: 0 }],
     },
     build: |bound, cfg, _| {
         let s = SviSettings::from_config(cfg)?;

@@ -8,6 +8,7 @@ use super::def::{QStep, SviSettings};
 use super::fit::{
     At, EVAL_BATCH, Learned, RunRecord, SviFit, TracePoint, for_batches, lik_on, whole_elbo,
 };
+use super::grid::{add_transposed, input_adjoints};
 use super::sets::{InducingSets, Projections};
 use super::sparse::{Marginals, Natural, batch_adjoints, left_family, weighted_gram};
 use crate::error::{Error, ErrorKind};
@@ -112,10 +113,18 @@ impl Svi {
     /// Set up at the initial hypers, with Z from k-means and q(u) = p(u).
     pub fn new(bound: Arc<Bound>, s: &SviSettings) -> Result<Svi, Error> {
         let mut notes = Vec::new();
-        let m_guide = match crate::infer::vi::def::guide_family(&bound, &super::def::SVI)? {
-            Some(crate::ir::graph::Family::Inducing { m }) => Some(m),
-            _ => None,
+        use crate::ir::graph::Family;
+        let (m_guide, grid) = match crate::infer::vi::def::guide_family(&bound, &super::def::SVI)? {
+            Some(Family::Inducing { m }) => (Some(m), false),
+            Some(Family::Grid { m }) => (Some(m), true),
+            _ => (None, false),
         };
+        let guide_span = bound
+            .graph
+            .guides
+            .iter()
+            .find(|g| matches!(g.family, Family::Grid { .. }))
+            .map(|g| g.span);
         let mut model = ViModel::sparse(bound, s.learn_hypers, s.jitter, "svi")?;
         let n = model.inputs.len();
         let m = m_guide.unwrap_or_else(|| {
@@ -125,7 +134,7 @@ impl Svi {
             ));
             DEFAULT_INDUCING
         });
-        if m >= n {
+        if m >= n && !grid {
             notes.push(format!(
                 "m = {m} inducing points for {n} training points: Z is the training inputs"
             ));
@@ -171,18 +180,22 @@ impl Svi {
             .map(|n| n.map_batched(&model.inputs, EVAL_BATCH))
             .transpose()?;
         let groups = model.deep.as_ref().and_then(|d| d.groups);
-        let ind = InducingSets::start(
-            &pieces.kernel,
-            mapped.as_ref().unwrap_or(&model.inputs),
-            m,
-            groups,
-            s.seed,
-            s.jitter,
-        )?;
+        let kx = mapped.as_ref().unwrap_or(&model.inputs);
+        let width = groups.map_or(kx.dim(), |g| kx.dim() / g.max(1));
+        if grid && width != 1 {
+            return Err(Error::at(
+                ErrorKind::Unsupported,
+                guide_span.unwrap_or_default(),
+                format!("`grid(m)` needs one-dimensional kernel inputs, and these have {width} columns"),
+            )
+            .with_label("grid guide")
+            .with_note("a GP on one input column, or additive GPs on one feature each: `deep(k, mlp([..., G]), groups = G)`; `inducing(m)` serves inputs of any dimension"));
+        }
+        let ind = InducingSets::start(&pieces.kernel, kx, m, groups, s.seed, s.jitter, grid)?;
         let mm = ind.len();
         let c = model.latents;
-        let learn_z = s.learn_inducing && mm < n && pieces.kernel.leaves().is_some();
-        if s.learn_inducing && mm < n && !learn_z {
+        let learn_z = s.learn_inducing && mm < n && pieces.kernel.leaves().is_some() && !grid;
+        if s.learn_inducing && mm < n && !learn_z && !grid {
             notes.push("the inducing inputs stay at their k-means start: the kernel has Rust or interpreted parts without input gradients".into());
         }
         let n_opt = model.layout.len
@@ -315,6 +328,46 @@ impl Svi {
             );
             let (x, z) = (&b.proj.x[s], &set.z);
             let (d, first) = (x.dim(), self.ind.first_column(s));
+            if let (Some((_, kj)), Some(st), Some(pb)) =
+                (&set.grid, &b.proj.p[s].stencils, pbar.as_mut())
+            {
+                // KISS-GP: K_XZ = W (K_ZZ + jitter·I), so K̄_ZZ gains Wᵀ K̄_XZ
+                // and the points' adjoints come from W's slopes.
+                let mut adj = adj;
+                add_transposed(st, &adj.kxz, &mut adj.kzz);
+                match gram_vjp_with(kernel, z, &adj.kzz, false)? {
+                    Some(gz) => {
+                        pb.resize(gz.params.len(), 0.0);
+                        pb.iter_mut().zip(&gz.params).for_each(|(t, g)| *t += g);
+                        let mut g = vec![0.0; pb.len()];
+                        for (i, kd) in adj.kdiag.iter().enumerate() {
+                            kernel.entry_grad(x.row(i), x.row(i), true, &mut g);
+                            pb.iter_mut().zip(&g).for_each(|(p, gi)| *p += kd * gi);
+                        }
+                        if want_h {
+                            let xb = input_adjoints(st, &adj.kxz, kj);
+                            let (mut gx, mut gy) = ([0.0], [0.0]);
+                            for (i, v) in xb.iter().enumerate() {
+                                (gx[0], gy[0]) = (0.0, 0.0);
+                                let h = x.row(i);
+                                kernel.entry_vjp_inputs(
+                                    h,
+                                    h,
+                                    true,
+                                    adj.kdiag[i],
+                                    Some(&mut gx),
+                                    Some(&mut gy),
+                                )?;
+                                hb[(i, first)] += v + gx[0] + gy[0];
+                            }
+                        }
+                    }
+                    None => pbar = None,
+                }
+                adj.kxz.fill(0.0);
+                adjs.push(adj);
+                continue;
+            }
             match (
                 cross_vjp_with(kernel, x, z, &adj.kxz, want_h, self.learn_z)?,
                 gram_vjp_with(kernel, z, &adj.kzz, self.learn_z)?,
@@ -757,7 +810,9 @@ fn dual_kernel_terms(
     };
     for i in 0..x.len() {
         for j in 0..z.len() {
-            add(adj.kxz[(i, j)], kernel.entry(x.row(i), z.row(j), false)?);
+            if adj.kxz[(i, j)] != 0.0 {
+                add(adj.kxz[(i, j)], kernel.entry(x.row(i), z.row(j), false)?);
+            }
         }
         add(adj.kdiag[i], kernel.entry(x.row(i), x.row(i), true)?);
     }

@@ -13,6 +13,7 @@
 pub mod def;
 pub mod engine;
 pub mod fit;
+pub mod grid;
 pub mod kmeans;
 pub mod saved;
 pub mod sets;

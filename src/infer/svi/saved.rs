@@ -22,6 +22,7 @@
 use super::def::{SVI_SCHEMA, SviSettings};
 use super::fit::{Learned, SviFit};
 use super::sets::InducingSets;
+use super::sparse::Inducing;
 use crate::data::Data;
 use crate::data::JsonData;
 use crate::error::{Error, ErrorKind};
@@ -270,11 +271,36 @@ impl SviFit {
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| bad("q(u)'s mean and factor"))?;
         let pieces = model.pieces_rows::<f64>(&theta, &[0][..model.y.len().min(1)])?;
-        let zs = (0..sets)
+        let zs: Vec<Inputs> = (0..sets)
             .map(|k| Inputs::from_matrix(&z.rows(k * mm, mm).into_owned()))
             .collect();
         let width = groups.map(|_| dim);
-        let inducing = InducingSets::new(&pieces.kernel, zs, width, s.jitter)?;
+        let on_grid = matches!(
+            crate::infer::vi::def::guide_family(&model.bound, &super::def::SVI)?,
+            Some(crate::ir::graph::Family::Grid { .. })
+        );
+        let inducing = if on_grid {
+            // The grid from its nodes: the first and the spacing.
+            let sets = zs
+                .iter()
+                .map(|z: &Inputs| {
+                    let nodes = z.as_flat();
+                    let step = nodes.get(1).map_or(0.0, |b| b - nodes[0]);
+                    if z.dim() != 1 || nodes.len() < super::grid::MIN_GRID || !(step > 0.0) {
+                        return Err(bad("the grid's nodes"));
+                    }
+                    let grid = super::grid::Grid {
+                        lo: nodes[0],
+                        step,
+                        m: nodes.len(),
+                    };
+                    Inducing::on_grid(&pieces.kernel, grid, s.jitter)
+                })
+                .collect::<Result<_, _>>()?;
+            InducingSets { sets, width }
+        } else {
+            InducingSets::new(&pieces.kernel, zs, width, s.jitter)?
+        };
         let rule = Rule::for_model(&model, s.quadrature);
         let num = |k: &str| svi.get(k).and_then(Json::as_f64);
         let mut fit = SviFit::assemble(

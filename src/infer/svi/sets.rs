@@ -7,6 +7,7 @@
 //! is shared. The optimised coordinates hold the sets' Z back to back,
 //! each row-major.
 
+use super::grid::Grid;
 use super::kmeans::centres;
 use super::sparse::{Inducing, Marginals, Projection};
 use crate::error::Error;
@@ -43,7 +44,8 @@ fn columns(x: &Inputs, range: Range<usize>) -> Inputs {
 
 impl InducingSets {
     /// `m` inducing points per set by k-means of the kernel's inputs `x`
-    /// (each group's columns with `groups = Some(G)`), seeded.
+    /// (each group's columns with `groups = Some(G)`), seeded; with
+    /// `grid`, on a regular grid over each set's (one-dimensional) inputs.
     pub fn start(
         kernel: &KernelValue<f64>,
         x: &Inputs,
@@ -51,8 +53,18 @@ impl InducingSets {
         groups: Option<usize>,
         seed: u64,
         jitter: f64,
+        grid: bool,
     ) -> Result<InducingSets, Error> {
         let width = groups.map(|g| x.dim() / g.max(1));
+        if grid {
+            let sets = (0..groups.unwrap_or(1))
+                .map(|j| {
+                    let g = Grid::over((0..x.len()).map(|i| x.row(i)[j]), m);
+                    Inducing::on_grid(kernel, g, jitter)
+                })
+                .collect::<Result<_, _>>()?;
+            return Ok(InducingSets { sets, width });
+        }
         let zs: Vec<Inputs> = match (groups, width) {
             (Some(g), Some(w)) => (0..g)
                 .map(|j| {
@@ -172,8 +184,18 @@ impl InducingSets {
         kernel: &KernelValue<f64>,
         jitter: f64,
     ) -> Result<InducingSets, Error> {
-        let zs = self.sets.iter().map(|s| s.z.clone()).collect();
-        InducingSets::new(kernel, zs, self.width, jitter)
+        let sets = self
+            .sets
+            .iter()
+            .map(|s| match &s.grid {
+                Some((g, _)) => Inducing::on_grid(kernel, g.clone(), jitter),
+                None => Inducing::new(kernel, s.z.clone(), jitter),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(InducingSets {
+            sets,
+            width: self.width,
+        })
     }
 
     /// The largest jitter any K_ZZ needed beyond the setting.

@@ -29,6 +29,7 @@
 //! which for a Gaussian likelihood over the whole data at ρ = 1 is the
 //! optimal q (Titsias's bound) in one step.
 
+use super::grid::{Grid, Stencil};
 use crate::error::{Error, ErrorKind};
 use crate::infer::vi::posterior::Whitened;
 use crate::math::adjoint::cholesky_vjp;
@@ -44,6 +45,9 @@ pub struct Inducing {
     pub chol: JitteredCholesky,
     /// L [M, M].
     pub l: DMatrix<f64>,
+    /// With a `grid(m)` guide: the grid and K_ZZ + jitter·I = L Lᵀ (see
+    /// [`super::grid`]).
+    pub grid: Option<(Grid, DMatrix<f64>)>,
 }
 
 impl Inducing {
@@ -58,6 +62,37 @@ impl Inducing {
             l: chol.l(),
             z,
             chol,
+            grid: None,
+        })
+    }
+
+    /// Inducing points on a one-dimensional grid (KISS-GP): K_ZZ from its
+    /// M distinct entries when the kernel is stationary (Toeplitz), else
+    /// entry by entry.
+    pub fn on_grid(kernel: &KernelValue<f64>, grid: Grid, jitter: f64) -> Result<Inducing, Error> {
+        let nodes = grid.nodes();
+        let z = Inputs::from_flat(nodes.clone(), 1);
+        let mut k = if kernel.radial(1.0).is_some() {
+            let mut col = Vec::with_capacity(grid.m);
+            for t in 0..grid.m {
+                col.push(kernel.entry(&nodes[..1], &nodes[t..t + 1], t == 0)?);
+            }
+            grid.toeplitz(|t| col[t])
+        } else {
+            kernel.gram(&z)?
+        };
+        for i in 0..k.nrows() {
+            k[(i, i)] += jitter;
+        }
+        let chol = cholesky_jitter(&k, 0.0, 1e-2, "the inducing covariance K_ZZ on the grid")?;
+        for i in 0..k.nrows() {
+            k[(i, i)] += chol.jitter;
+        }
+        Ok(Inducing {
+            l: chol.l(),
+            z,
+            chol,
+            grid: Some((grid, k)),
         })
     }
 
@@ -74,11 +109,26 @@ impl Inducing {
     /// The projection of a batch: K_XZ [B, M], A = K_XZ L⁻ᵀ [B, M] and
     /// k(x_b, x_b) \[B\].
     pub fn project(&self, kernel: &KernelValue<f64>, x: &Inputs) -> Result<Projection, Error> {
+        if let Some((grid, kj)) = &self.grid {
+            // K_XZ = W (K_ZZ + jitter·I) and A = W L.
+            let stencils: Vec<Stencil> = (0..x.len()).map(|i| grid.stencil(x.row(i)[0])).collect();
+            return Ok(Projection {
+                kxz: Grid::interpolate(&stencils, kj),
+                a: Grid::interpolate(&stencils, &self.l),
+                kdiag: kernel.diag(x)?,
+                stencils: Some(stencils),
+            });
+        }
         let kxz = kernel.cross(x, &self.z)?;
         // A = K_XZ L⁻ᵀ: Aᵀ = L⁻¹ K_ZX.
         let a = self.chol.solve_lower(&kxz.transpose()).transpose();
         let kdiag = kernel.diag(x)?;
-        Ok(Projection { kxz, a, kdiag })
+        Ok(Projection {
+            kxz,
+            a,
+            kdiag,
+            stencils: None,
+        })
     }
 }
 
@@ -90,6 +140,8 @@ pub struct Projection {
     pub a: DMatrix<f64>,
     /// k(x_b, x_b) \[B\].
     pub kdiag: DVector<f64>,
+    /// On a grid: each point's interpolation stencil.
+    pub stencils: Option<Vec<Stencil>>,
 }
 
 /// A batch's latent marginals under the posteriors q(v_c).
