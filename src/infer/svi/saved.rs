@@ -286,7 +286,11 @@ impl SviFit {
                 .map(|z: &Inputs| {
                     let nodes = z.as_flat();
                     let step = nodes.get(1).map_or(0.0, |b| b - nodes[0]);
-                    if z.dim() != 1 || nodes.len() < super::grid::MIN_GRID || !(step > 0.0) {
+                    if z.dim() != 1
+                        || nodes.len() < super::grid::MIN_GRID
+                        || step.is_nan()
+                        || step <= 0.0
+                    {
                         return Err(bad("the grid's nodes"));
                     }
                     let grid = super::grid::Grid {
