@@ -23,8 +23,12 @@ fn engine(settings: &[(&str, &str)]) -> Svi {
 }
 
 fn engine_of(example: &str, settings: &[(&str, &str)]) -> Svi {
+    engine_with(example, settings, |t| t.to_string())
+}
+
+fn engine_with(example: &str, settings: &[(&str, &str)], edit: impl Fn(&str) -> String) -> Svi {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(root.join("examples").join(example)).expect("model");
+    let text = edit(&std::fs::read_to_string(root.join("examples").join(example)).expect("model"));
     let data = Data::read(&root.join("../shared/data/satellite_prepared.csv"))
         .expect("satellite data")
         .filter_rows("is_test", "0")
@@ -71,6 +75,18 @@ fn bench(c: &mut Criterion) {
                 black_box(net.backward(&tape, &h_bar))
             })
         });
+    }
+    // SV-DKL's whole model (network, six additive one-feature GPs, mixing
+    // matrix) with 64 inducing points per GP: k-means points against a
+    // KISS-GP grid.
+    for (name, guide) in [
+        ("satellite_svdkl_step_inducing64", "inducing(m = 64)"),
+        ("satellite_svdkl_step_grid64", "grid(m = 64)"),
+    ] {
+        let mut e = engine_with("satellite_svdkl.tempest", &[("steps", "100000000")], |t| {
+            t.replace("inducing(m = 20)", guide)
+        });
+        g.bench_function(name, |b| b.iter(|| black_box(e.step().expect("step"))));
     }
     let mut e = engine(&[("steps", "100000000"), ("q_step", "adam")]);
     g.bench_function("satellite_step_adam", |b| {

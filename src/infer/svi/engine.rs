@@ -16,7 +16,9 @@ use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
 use crate::infer::gradients::seed_chunk;
 use crate::infer::hyper_prior::{log_prior, log_prior_value};
-use crate::infer::vi::expect::{Expectations, Rule, expectations_at, expected_total_at};
+use crate::infer::vi::expect::{
+    Expectations, Rule, expectations_at, expected_total_at, mixed_total,
+};
 use crate::infer::vi::model::{ViModel, ViPieces};
 use crate::infer::vi::posterior::Whitened;
 use crate::ir::bind::Bound;
@@ -440,14 +442,18 @@ impl Svi {
                     g
                 }
             };
-            let lik = expected_total_at(
-                &self.model,
-                &pd.lik,
-                &self.rule,
-                Some(&b.rows),
-                &b.marg.mean,
-                &b.marg.var,
-            )?;
+            let lik = match &e.mixing {
+                // Mixed latent GPs: from the step's own pass (Ā).
+                Some((total, a_bar)) => mixed_total(&self.model, &pd.lik, *total, a_bar)?,
+                None => expected_total_at(
+                    &self.model,
+                    &pd.lik,
+                    &self.rule,
+                    Some(&b.rows),
+                    &b.marg.mean,
+                    &b.marg.var,
+                )?,
+            };
             let (tm, tl) = (pd.mean.tangent(), lik.tangent());
             for c in 0..CHUNK {
                 g[c] += mean_bar * tm[c] + scale * tl[c];

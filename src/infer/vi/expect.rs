@@ -155,10 +155,13 @@ impl RuleError {
         ));
         r.field("expectation_rule", self.rule.clone())
             .field("expectation_error", e);
-        if e > 1e-4 * elbo.abs().max(1.0) {
-            r.note(if self.rule.starts_with("Monte Carlo") {
+        // Monte Carlo (mixed latent GPs) is held to 1e-3, the rules to 1e-4.
+        let mc = self.rule.starts_with("Monte Carlo");
+        let bound = if mc { 1e-3 } else { 1e-4 };
+        if e > bound * elbo.abs().max(1.0) {
+            r.note(if mc {
                 format!(
-                    "the expected log-likelihood's error estimate {e:.1e} exceeds 1e-4 of the ELBO: the whole-data passes of mixed latent GPs use {MIXED_DRAWS} moment-matched Monte Carlo draws"
+                    "the expected log-likelihood's error estimate {e:.1e} exceeds 1e-3 of the ELBO: the whole-data passes of mixed latent GPs use {MIXED_DRAWS} moment-matched Monte Carlo draws"
                 )
             } else {
                 format!(
@@ -178,6 +181,10 @@ pub struct Expectations {
     pub gm: DMatrix<f64>,
     /// ∂eₙ/∂vₙ.
     pub gv: DMatrix<f64>,
+    /// For mixed latent GPs: Σₙ E\[log softmax_y(Aᵀf)\] (untempered) and
+    /// its derivative Ā [J, C] in the mixing matrix, for the hypers'
+    /// gradient without another pass ([`mixed_total`]).
+    pub mixing: Option<(f64, DMatrix<f64>)>,
 }
 
 impl Expectations {
@@ -216,6 +223,7 @@ pub fn expectations_at(
         value: vec![0.0; n],
         gm: DMatrix::zeros(n, c),
         gv: DMatrix::zeros(n, c),
+        mixing: None,
     };
     match rule {
         Rule::Quadrature(gh) => {
@@ -241,8 +249,15 @@ pub fn expectations_at(
         }
         Rule::Softmax(r) => softmax(model, r, lik.t, &at, m, v, &mut out),
         Rule::MonteCarlo(eps) if lik.mixing(model).is_some() => {
+            // Untempered, with Ā for the hypers' gradient; then times t.
             let a = lik.mixing(model).expect("checked");
-            mixed_softmax(model, a, eps, lik.t, &at, m, v, &mut out, None);
+            let mut a_bar = DMatrix::zeros(a.nrows(), a.ncols());
+            mixed_softmax(model, a, eps, 1.0, &at, m, v, &mut out, Some(&mut a_bar));
+            out.mixing = Some((out.total(), a_bar));
+            let t = lik.t;
+            out.value.iter_mut().for_each(|x| *x *= t);
+            out.gm *= t;
+            out.gv *= t;
         }
         Rule::MonteCarlo(eps) => {
             let s = eps.nrows() as f64;
@@ -301,7 +316,9 @@ pub fn expectations_at(
 /// f = m + √v ∘ ε, p = softmax(Aᵀf) and g = A(e_y − p) = ∇_f ℓ / t,
 /// g_m = t·mean(g) and g_v = ½ t·mean(g ∘ ε) / √v (Bonnet's and Price's
 /// identities, as for the independent scores). Row i is data point `at(i)`.
-/// With `a_bar`, adds ∂/∂A of Σ_i E[ℓ_i] there: t·mean(f (e_y − p)ᵀ).
+/// Per point the draws' scores F A [S, C] and the gradients (E_y − P) Aᵀ
+/// [S, J] are two matrix products. With `a_bar`, adds ∂/∂A of
+/// Σ_i E[ℓ_i] there: t·Fᵀ(E_y − P)/S, a third product.
 #[allow(clippy::too_many_arguments)]
 pub fn mixed_softmax(
     model: &ViModel,
@@ -314,54 +331,65 @@ pub fn mixed_softmax(
     out: &mut Expectations,
     mut a_bar: Option<&mut DMatrix<f64>>,
 ) {
+    use crate::math::linalg::matmul;
     let (n, j) = m.shape();
-    let (c, s) = (a.ncols(), eps.nrows());
-    let (mut f, mut scores, mut g) = (vec![0.0; j], vec![0.0; c], vec![0.0; j]);
+    let s = eps.nrows();
+    let w = t / s as f64;
+    let mut f = DMatrix::zeros(s, j);
     for i in 0..n {
         let yi = model.y[at(i)] as usize;
         let sd: Vec<f64> = (0..j).map(|k| v[(i, k)].max(0.0).sqrt()).collect();
-        let (mut e, mut gm, mut gz) = (0.0, vec![0.0; j], vec![0.0; j]);
-        for row in eps.row_iter() {
-            for k in 0..j {
-                f[k] = m[(i, k)] + sd[k] * row[k];
-            }
-            for (cc, sc) in scores.iter_mut().enumerate() {
-                *sc = (0..j).map(|k| a[(k, cc)] * f[k]).sum();
-            }
-            let top = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            let mut norm = 0.0;
-            for sc in scores.iter_mut() {
-                *sc = (*sc - top).exp();
-                norm += *sc;
-            }
-            e += (scores[yi] / norm).ln();
-            for (k, gk) in g.iter_mut().enumerate() {
-                *gk = a[(k, yi)] - (0..c).map(|cc| a[(k, cc)] * scores[cc]).sum::<f64>() / norm;
-            }
-            for k in 0..j {
-                gm[k] += g[k];
-                gz[k] += g[k] * row[k];
-            }
-            if let Some(ab) = a_bar.as_deref_mut() {
-                let w = t / s as f64;
-                for cc in 0..c {
-                    let d = if cc == yi { 1.0 } else { 0.0 } - scores[cc] / norm;
-                    for k in 0..j {
-                        ab[(k, cc)] += w * f[k] * d;
-                    }
-                }
+        for k in 0..j {
+            let (mk, sk) = (m[(i, k)], sd[k]);
+            for (fr, er) in f.column_mut(k).iter_mut().zip(eps.column(k).iter()) {
+                *fr = mk + sk * er;
             }
         }
-        out.value[i] = t * e / s as f64;
+        // Scores [S, C], then softmax residuals E_y − P in place.
+        let mut r = matmul(&f, false, a, false);
+        let mut e = 0.0;
+        for mut row in r.row_iter_mut() {
+            let top = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            row.apply(|x| *x = (*x - top).exp());
+            let norm = row.sum();
+            e += (row[yi] / norm).ln();
+            row.apply(|x| *x = -*x / norm);
+            row[yi] += 1.0;
+        }
+        let g = matmul(&r, false, a, true);
+        out.value[i] = w * e;
         for k in 0..j {
-            out.gm[(i, k)] = t * gm[k] / s as f64;
+            let col = g.column(k);
+            out.gm[(i, k)] = w * col.sum();
             out.gv[(i, k)] = if sd[k] > 0.0 {
-                0.5 * t * gz[k] / (s as f64 * sd[k])
+                0.5 * w * col.dot(&eps.column(k)) / sd[k]
             } else {
                 0.0
             };
         }
+        if let Some(ab) = a_bar.as_deref_mut() {
+            *ab += matmul(&f, true, &r, false) * w;
+        }
     }
+}
+
+/// t · (Σ E\[log softmax_y(Aᵀf)\] + ⟨Ā, A − A₀⟩) from the untempered total and Ā
+/// at A₀ (see [`Expectations::mixing`]): the value t times the total, and
+/// the tangents of t and of A (the likelihood's arguments as duals).
+pub fn mixed_total<T: Scalar>(
+    model: &ViModel,
+    lik: &LikArgs<T>,
+    total: f64,
+    a_bar: &DMatrix<f64>,
+) -> Result<T, Error> {
+    let Some(crate::ir::value::Value::Matrix(a_t)) = lik.args.get(model.latent.latent_arg) else {
+        return Err(Error::internal("the mixing matrix is not a matrix"));
+    };
+    let mut inner = T::constant(total);
+    for (x, b) in a_t.iter().zip(a_bar.iter()) {
+        inner += (*x - T::constant(x.to_constant())) * T::constant(*b);
+    }
+    Ok(lik.t * inner)
 }
 
 /// Class probabilities E[softmax(Aᵀf)] [C] for f ~ N(m, diag v) [J] by the
@@ -469,6 +497,7 @@ pub fn expected_total_at<T: Scalar>(
                 value: vec![0.0; n],
                 gm: DMatrix::zeros(n, c),
                 gv: DMatrix::zeros(n, c),
+                mixing: None,
             };
             softmax(model, r, 1.0, &at, m, v, &mut out);
             total += lik.t * T::constant(out.total());
@@ -484,16 +513,11 @@ pub fn expected_total_at<T: Scalar>(
                 value: vec![0.0; n],
                 gm: DMatrix::zeros(n, j),
                 gv: DMatrix::zeros(n, j),
+                mixing: None,
             };
             let mut a_bar = DMatrix::zeros(a.nrows(), a.ncols());
             mixed_softmax(model, &a, eps, 1.0, &at, m, v, &mut out, Some(&mut a_bar));
-            // t · (Σ E[log softmax_y(Aᵀf)] + ⟨Ā, A − A₀⟩): the value at A₀ = A,
-            // the tangents of A through Ā.
-            let mut inner = T::constant(out.total());
-            for (x, b) in a_t.iter().zip(a_bar.iter()) {
-                inner += (*x - T::constant(x.to_constant())) * T::constant(*b);
-            }
-            total += lik.t * inner;
+            total += mixed_total(model, lik, out.total(), &a_bar)?;
         }
         Rule::MonteCarlo(eps) => {
             let s = eps.nrows() as f64;

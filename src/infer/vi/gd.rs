@@ -99,6 +99,7 @@ impl GradientDescent {
                 value: vec![],
                 gm: DMatrix::zeros(0, 0),
                 gv: DMatrix::zeros(0, 0),
+                mixing: None,
             },
             trace: vec![],
             steps: s.steps,
