@@ -155,6 +155,30 @@ pub fn hypers_table(bound: &Bound, values: &[Value<f64>], layout: &HyperLayout) 
         };
         let text = match v {
             Value::Real(x) => crate::error::fixed(*x, 6),
+            Value::Matrix(m) => {
+                // Row by row, at most 8 rows and 8 columns shown.
+                let (r, c) = m.shape();
+                let pad = " ".repeat(width + 4);
+                let rows: Vec<String> = (0..r.min(8))
+                    .map(|i| {
+                        let xs: Vec<String> = (0..c.min(8))
+                            .map(|j| format!("{:>8}", crate::error::fixed(m[(i, j)], 4)))
+                            .collect();
+                        format!("{pad}[{}{}]", xs.join(" "), if c > 8 { " …" } else { "" })
+                    })
+                    .collect();
+                let more = if r > 8 || c > 8 {
+                    format!("\n{pad}(the first 8 rows and columns; the JSON output has all)")
+                } else {
+                    String::new()
+                };
+                s.push_str(&format!(
+                    "  {:width$}  matrix[{r}, {c}]  ({tag})\n{}{more}\n",
+                    h.name,
+                    rows.join("\n")
+                ));
+                continue;
+            }
             other => {
                 let xs: Vec<String> = other
                     .flatten()
