@@ -358,11 +358,11 @@ pub fn mixed_softmax(
         }
         let g = matmul(&r, false, a, true);
         out.value[i] = w * e;
-        for k in 0..j {
+        for (k, &sk) in sd.iter().enumerate() {
             let col = g.column(k);
             out.gm[(i, k)] = w * col.sum();
-            out.gv[(i, k)] = if sd[k] > 0.0 {
-                0.5 * w * col.dot(&eps.column(k)) / sd[k]
+            out.gv[(i, k)] = if sk > 0.0 {
+                0.5 * w * col.dot(&eps.column(k)) / sk
             } else {
                 0.0
             };
