@@ -503,6 +503,24 @@ fn results_repeat_with_the_seed_on_any_thread_count() {
     assert_eq!(one.to_bits(), two.to_bits());
     let other = svi(&b, &[("steps", "40"), ("batch", "32"), ("seed", "7")]).elbo;
     assert_ne!(one.to_bits(), other.to_bits());
+    // SV-DKL's model: a network, additive grid GPs, mixing (the mixed
+    // softmax runs its points in parallel).
+    let text = std::fs::read_to_string("examples/satellite_svdkl.tempest")
+        .unwrap()
+        .replace("inducing(m = 20)", "grid(m = 12)");
+    let b = bind(
+        &model(&text),
+        &csv("satellite_prepared.csv", Some((0, 299))),
+    );
+    let settings = [("steps", "20"), ("batch", "64"), ("polish", "1")];
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| svi(&b, &settings).elbo)
+    };
+    assert_eq!(run(1).to_bits(), run(2).to_bits());
 }
 
 #[test]

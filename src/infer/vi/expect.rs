@@ -329,20 +329,85 @@ pub fn mixed_softmax(
     m: &DMatrix<f64>,
     v: &DMatrix<f64>,
     out: &mut Expectations,
-    mut a_bar: Option<&mut DMatrix<f64>>,
+    a_bar: Option<&mut DMatrix<f64>>,
 ) {
-    use crate::math::linalg::matmul;
+    use rayon::prelude::*;
+    /// Points per parallel task; the parts are put together in order, so
+    /// the result does not depend on the number of threads.
+    const PART: usize = 32;
     let (n, j) = m.shape();
+    let ys: Vec<usize> = (0..n).map(|i| model.y[at(i)] as usize).collect();
+    let want_bar = a_bar.is_some();
+    let parts: Vec<MixedPart> = (0..n.div_ceil(PART))
+        .into_par_iter()
+        .map(|p| {
+            mixed_part(
+                a,
+                eps,
+                t,
+                &ys,
+                m,
+                v,
+                p * PART..((p + 1) * PART).min(n),
+                want_bar,
+            )
+        })
+        .collect();
+    let mut total_bar = a_bar;
+    for part in parts {
+        for (k, i) in part.rows.clone().enumerate() {
+            out.value[i] = part.value[k];
+            for c in 0..j {
+                out.gm[(i, c)] = part.gm[(k, c)];
+                out.gv[(i, c)] = part.gv[(k, c)];
+            }
+        }
+        if let (Some(tb), Some(pb)) = (total_bar.as_deref_mut(), &part.a_bar) {
+            *tb += pb;
+        }
+    }
+}
+
+/// One parallel task's share of [`mixed_softmax`]: its rows' values, g_m
+/// and g_v, and their part of Ā.
+struct MixedPart {
+    rows: std::ops::Range<usize>,
+    value: Vec<f64>,
+    gm: DMatrix<f64>,
+    gv: DMatrix<f64>,
+    a_bar: Option<DMatrix<f64>>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn mixed_part(
+    a: &DMatrix<f64>,
+    eps: &DMatrix<f64>,
+    t: f64,
+    ys: &[usize],
+    m: &DMatrix<f64>,
+    v: &DMatrix<f64>,
+    rows: std::ops::Range<usize>,
+    want_bar: bool,
+) -> MixedPart {
+    use crate::math::linalg::matmul;
+    let j = m.ncols();
     let s = eps.nrows();
     let w = t / s as f64;
+    let mut part = MixedPart {
+        rows: rows.clone(),
+        value: vec![0.0; rows.len()],
+        gm: DMatrix::zeros(rows.len(), j),
+        gv: DMatrix::zeros(rows.len(), j),
+        a_bar: want_bar.then(|| DMatrix::zeros(a.nrows(), a.ncols())),
+    };
     let mut f = DMatrix::zeros(s, j);
-    for i in 0..n {
-        let yi = model.y[at(i)] as usize;
-        let sd: Vec<f64> = (0..j).map(|k| v[(i, k)].max(0.0).sqrt()).collect();
-        for k in 0..j {
-            let (mk, sk) = (m[(i, k)], sd[k]);
-            for (fr, er) in f.column_mut(k).iter_mut().zip(eps.column(k).iter()) {
-                *fr = mk + sk * er;
+    for (k, i) in rows.enumerate() {
+        let yi = ys[i];
+        let sd: Vec<f64> = (0..j).map(|c| v[(i, c)].max(0.0).sqrt()).collect();
+        for (c, &sc) in sd.iter().enumerate() {
+            let mc = m[(i, c)];
+            for (fr, er) in f.column_mut(c).iter_mut().zip(eps.column(c).iter()) {
+                *fr = mc + sc * er;
             }
         }
         // Scores [S, C], then softmax residuals E_y − P in place.
@@ -357,20 +422,21 @@ pub fn mixed_softmax(
             row[yi] += 1.0;
         }
         let g = matmul(&r, false, a, true);
-        out.value[i] = w * e;
-        for (k, &sk) in sd.iter().enumerate() {
-            let col = g.column(k);
-            out.gm[(i, k)] = w * col.sum();
-            out.gv[(i, k)] = if sk > 0.0 {
-                0.5 * w * col.dot(&eps.column(k)) / sk
+        part.value[k] = w * e;
+        for (c, &sc) in sd.iter().enumerate() {
+            let col = g.column(c);
+            part.gm[(k, c)] = w * col.sum();
+            part.gv[(k, c)] = if sc > 0.0 {
+                0.5 * w * col.dot(&eps.column(c)) / sc
             } else {
                 0.0
             };
         }
-        if let Some(ab) = a_bar.as_deref_mut() {
+        if let Some(ab) = part.a_bar.as_mut() {
             *ab += matmul(&f, true, &r, false) * w;
         }
     }
+    part
 }
 
 /// t · (Σ E\[log softmax_y(Aᵀf)\] + ⟨Ā, A − A₀⟩) from the untempered total and Ā
