@@ -69,6 +69,37 @@ model {
     check_gradient(&d, &point(&d, 0.3));
 }
 
+/// Integer-array indexing (`a[g]`, repeated indices; rows of a matrix
+/// `B[g]` in a product; a nested `a[g[k]]`): the gather's adjoint scatters
+/// back and adds at repeated indices.
+#[test]
+fn integer_array_index_gradient() {
+    let m = model(
+        r#"
+data {
+  n : int
+  g : int<lower=0, upper=2>[n] = column("target")
+  x : vector[n] = column("petal width (cm)")
+  y : vector[n] = column("sepal length (cm)")
+}
+param {
+  tau : positive ~ normal(0, 5)
+  a : vector[3] ~ normal(0, tau)
+  B : matrix[3, 2]
+  sigma : positive
+}
+model {
+  let X2 = B[g]
+  y ~ normal(a[g] + x .* (X2 * [1.0, 0.5]) + a[g[3]], sigma)
+}
+"#,
+    );
+    let b = bind(&m, &csv("iris.csv", Some((40, 119))));
+    let d = Density::new(Arc::new(b)).unwrap();
+    assert_eq!(d.dim, 1 + 3 + 6 + 1);
+    check_gradient(&d, &point(&d, 0.4));
+}
+
 #[test]
 fn latent_gp_classification_gradient() {
     let m = model(

@@ -6,6 +6,7 @@ use super::expr::{Ref, TExpr, TKind};
 use super::graph::{DistCall, Graph};
 use super::ops;
 use super::pointwise::Pointwise;
+use super::types::Ty;
 use super::value::Value;
 use crate::error::{Error, ErrorKind};
 use crate::model::custom::Scalar;
@@ -455,6 +456,19 @@ fn eval_inner<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) 
                 }
             }
         }
+        TKind::Index(b, idx) if idx.len() == 1 && matches!(idx[0].ty, Ty::IntArray(_)) => {
+            let base = ev(b)?;
+            match ev(&idx[0])? {
+                Value::IntArray(ks) => gather(&base, &ks, &idx[0], env, span)?,
+                v => {
+                    return Err(Error::at(
+                        ErrorKind::Type,
+                        idx[0].span,
+                        format!("an index must be integers, found {}", v.shape()),
+                    ));
+                }
+            }
+        }
         TKind::Index(b, idx) => {
             let base = ev(b)?;
             let mut is = Vec::with_capacity(idx.len());
@@ -562,4 +576,63 @@ fn data_matvec<T: Scalar>(
         return Ok(None);
     }
     Ok(Some(Value::Vector(T::data_matvec(m, &v))))
+}
+
+/// `base[ks]` for an integer-array index: the elements (or rows) at `ks`,
+/// in its order. An index out of range is an error at the index; when the
+/// index is a data item it also names the data row and column.
+fn gather<T: Scalar>(
+    base: &Value<T>,
+    ks: &[i64],
+    idx: &TExpr,
+    env: &Option<&Env<T>>,
+    span: Span,
+) -> R<T> {
+    let n = match base {
+        Value::Vector(v) => v.len(),
+        Value::IntArray(v) => v.len(),
+        Value::Matrix(m) => m.nrows(),
+        v => {
+            return Err(Error::at(
+                ErrorKind::Type,
+                span,
+                format!("{} cannot be indexed by an integer array", v.shape()),
+            ));
+        }
+    };
+    if let Some(pos) = ks.iter().position(|&k| k < 0 || k as usize >= n) {
+        let mut err = Error::at(
+            ErrorKind::Shape,
+            idx.span,
+            format!(
+                "index {} (element {pos} of the index) is out of range for {} (valid: 0..{})",
+                ks[pos],
+                base.shape(),
+                n as i64 - 1
+            ),
+        )
+        .with_label("index out of range");
+        if let (TKind::Ref(Ref::Data(d)), Some(env)) = (&idx.kind, env) {
+            let b = env.bound;
+            let decl = &b.graph.data[*d];
+            let (row, col) =
+                super::bind::element_location(&b.data[*d], pos, &decl.name, &decl.source);
+            err = err.in_data(b.location(row, col));
+        }
+        return Err(err);
+    }
+    let at = |k: &i64| *k as usize;
+    Ok(match base {
+        Value::Vector(v) => Value::Vector(DVector::from_iterator(
+            ks.len(),
+            ks.iter().map(|k| v[at(k)]),
+        )),
+        Value::IntArray(v) => Value::IntArray(ks.iter().map(|k| v[at(k)]).collect()),
+        Value::Matrix(m) => {
+            Value::Matrix(nalgebra::DMatrix::from_fn(ks.len(), m.ncols(), |i, j| {
+                m[(at(&ks[i]), j)]
+            }))
+        }
+        _ => unreachable!("checked above"),
+    })
 }

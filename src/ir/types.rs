@@ -262,6 +262,19 @@ pub fn binary(op: BinOp, a: &Ty, b: &Ty) -> Result<Ty, String> {
 }
 
 /// The type of `base[indices]`.
+/// The type of `base[idx]` for one index that is an integer array
+/// `int[n]`: the elements (or rows) it picks, in its order (a gather).
+pub fn gather(base: &Ty, n: &Size) -> Result<Ty, String> {
+    match base {
+        Ty::Unknown => Ok(Ty::Unknown),
+        Ty::Vector(_) => Ok(Ty::Vector(n.clone())),
+        Ty::IntArray(_) => Ok(Ty::IntArray(n.clone())),
+        Ty::Matrix(_, d) => Ok(Ty::Matrix(n.clone(), d.clone())),
+        t => Err(format!("{t} cannot be indexed by an integer array")),
+    }
+}
+
+/// The type of `base[i]`, `base[i, j]` for integer indices.
 pub fn index(base: &Ty, n_indices: usize) -> Result<Ty, String> {
     match (base, n_indices) {
         (Ty::Unknown, _) => Ok(Ty::Unknown),

@@ -96,6 +96,19 @@ impl Checker<'_> {
             ExprKind::Index(base, idx) => {
                 let base = self.expr(base, ctx);
                 let idx: Vec<TExpr> = idx.iter().map(|i| self.expr(i, ctx)).collect();
+                // One integer-array index gathers: `a[group]`.
+                if let [i] = idx.as_slice()
+                    && let Ty::IntArray(n) = &i.ty
+                {
+                    let ty = match types::gather(&base.ty, n) {
+                        Ok(t) => t,
+                        Err(msg) => {
+                            self.error(Error::at(ErrorKind::Type, span, msg).with_label("here"));
+                            Ty::Unknown
+                        }
+                    };
+                    return TExpr::new(TKind::Index(Box::new(base), idx), ty, span);
+                }
                 for i in &idx {
                     if !matches!(i.ty, Ty::Int | Ty::Unknown) {
                         self.error(

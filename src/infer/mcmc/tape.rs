@@ -173,6 +173,32 @@ impl<'a> Tape<'a> {
             }
             TKind::Binary(op, a, b) => self.binary(*op, a, b, adj)?,
             TKind::Builtin(f, args) => self.builtin(*f, args, adj, e)?,
+            TKind::Index(base, idx)
+                if idx.len() == 1 && matches!(idx[0].ty, crate::ir::types::Ty::IntArray(_)) =>
+            {
+                // A gather's adjoint scatters back, adding at repeated indices.
+                let bv = self.env.eval(base)?;
+                let Value::IntArray(ks) = self.env.eval(&idx[0])? else {
+                    return Err(unsupported(e, "this index"));
+                };
+                let mut z = zero_like(&bv);
+                match (&mut z, adj) {
+                    (Value::Vector(v), Value::Vector(a)) => {
+                        for (k, g) in ks.iter().zip(a.iter()) {
+                            v[*k as usize] += g;
+                        }
+                    }
+                    (Value::Matrix(m), Value::Matrix(a)) => {
+                        for (r, k) in ks.iter().enumerate() {
+                            for j in 0..m.ncols() {
+                                m[(*k as usize, j)] += a[(r, j)];
+                            }
+                        }
+                    }
+                    _ => return Err(unsupported(e, "this index")),
+                }
+                self.backward(base, &z)?;
+            }
             TKind::Index(base, idx) => {
                 let bv = self.env.eval(base)?;
                 let is: Vec<i64> = idx
