@@ -37,6 +37,36 @@ pub fn parse_rows(flag: &str, text: &str) -> Result<(usize, usize), Error> {
 /// Read a data file, keeping only `rows` when given: `A..B` (inclusive,
 /// 0-based), or `COLUMN=VALUE` (the rows whose column has that value, e.g.
 /// `is_test=0`).
+/// The data of a run without `--data`: nothing, for a model that declares
+/// no data; an error naming the first declaration otherwise (and for
+/// `--rows` without a file).
+pub fn no_data(graph: &crate::ir::Graph, rows: bool) -> Result<Data, Errors> {
+    if let Some(d) = graph.data.first() {
+        let names: Vec<String> = graph.data.iter().map(|d| format!("`{}`", d.name)).collect();
+        return Err(Error::at(
+            ErrorKind::Data,
+            d.span,
+            format!(
+                "the model declares data ({}); give the file with `--data FILE`",
+                names.join(", ")
+            ),
+        )
+        .with_label("declared here")
+        .into());
+    }
+    if rows {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            "`--rows` selects rows of `--data`, which is not given",
+        )
+        .into());
+    }
+    Ok(Data::Json(crate::data::JsonData {
+        file: "(no data)".to_string(),
+        map: Default::default(),
+    }))
+}
+
 pub fn load_data(path: &Path, rows: Option<&str>, flag: &str) -> Result<Data, Errors> {
     let d = Data::read(path)?;
     match rows {

@@ -597,3 +597,33 @@ fn hyper_priors_are_checked_before_running() {
     assert!(err.contains("the log prior of `r` is -inf"), "{err}");
     assert!(err.contains("roaches_support.tempest:"), "{err}");
 }
+
+/// A model without data runs without `--data`; a model with data says
+/// which declarations need the file.
+#[test]
+fn data_is_needed_only_by_models_that_declare_it() {
+    let dir = out_dir("cli_no_data");
+    let model = dir.join("prior.tempest");
+    std::fs::write(
+        &model,
+        "param { x : real ~ normal(1, 2) }\nmodel { }\ninfer nuts { }\n",
+    )
+    .unwrap();
+    let out = assert_ok(&tempest(&["run", model.to_str().unwrap(), "-q"]));
+    assert!(out.contains("engine: nuts"), "{out}");
+    let err = assert_clean_failure(&tempest(&["run", "examples/eight_schools.tempest", "-q"]));
+    assert!(
+        err.contains(
+            "the model declares data (`J`, `y`, `sigma`); give the file with `--data FILE`"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("eight_schools.tempest:"), "{err}");
+    let err = assert_clean_failure(&tempest(&[
+        "run",
+        model.to_str().unwrap(),
+        "--rows",
+        "0..3",
+    ]));
+    assert!(err.contains("`--rows` selects rows of `--data`"), "{err}");
+}

@@ -26,9 +26,10 @@ enum Command {
     Run {
         /// The model file (.tempest).
         model: PathBuf,
-        /// The training data: CSV (columns by name) or JSON (Stan's convention).
+        /// The training data: CSV (columns by name) or JSON (Stan's
+        /// convention); not needed by a model that declares no data.
         #[arg(long)]
-        data: PathBuf,
+        data: Option<PathBuf>,
         /// Use only these rows of a CSV file: `0..299` (inclusive, 0-based) or
         /// `COLUMN=VALUE`, e.g. `is_test=0`.
         #[arg(long, value_name = "A..B|COL=V")]
@@ -417,7 +418,10 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             }
             let src = source.insert(read_source(&model)?);
             let graph = command::compile(src, &Registry::default())?;
-            let train = command::load_data(&data, rows.as_deref(), "--rows").map_err(sourced)?;
+            let train = match &data {
+                Some(d) => command::load_data(d, rows.as_deref(), "--rows").map_err(sourced)?,
+                None => command::no_data(&graph, rows.is_some()).map_err(sourced)?,
+            };
             let test_data = match &test {
                 Some(t) => Some(
                     command::load_data(t, test_rows.as_deref(), "--test-rows").map_err(sourced)?,
@@ -480,7 +484,10 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             out(&fit.summary())?;
             let mut files = vec![
                 ("model", serde_json::json!(src.name)),
-                ("data", serde_json::json!(data.display().to_string())),
+                (
+                    "data",
+                    serde_json::json!(data.as_ref().map(|d| d.display().to_string())),
+                ),
             ];
             if let Some(s) = seed {
                 files.push(("seed", serde_json::json!(s)));
