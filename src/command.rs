@@ -34,9 +34,6 @@ pub fn parse_rows(flag: &str, text: &str) -> Result<(usize, usize), Error> {
     Ok((a, b))
 }
 
-/// Read a data file, keeping only `rows` when given: `A..B` (inclusive,
-/// 0-based), or `COLUMN=VALUE` (the rows whose column has that value, e.g.
-/// `is_test=0`).
 /// The data of a run without `--data`: nothing, for a model that declares
 /// no data; an error naming the first declaration otherwise (and for
 /// `--rows` without a file).
@@ -67,6 +64,9 @@ pub fn no_data(graph: &crate::ir::Graph, rows: bool) -> Result<Data, Errors> {
     }))
 }
 
+/// Read a data file, keeping only `rows` when given: `A..B` (inclusive,
+/// 0-based), or `COLUMN=VALUE` (the rows whose column has that value, e.g.
+/// `is_test=0`).
 pub fn load_data(path: &Path, rows: Option<&str>, flag: &str) -> Result<Data, Errors> {
     let d = Data::read(path)?;
     match rows {
