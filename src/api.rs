@@ -185,6 +185,25 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Box<dyn Fit>> {
     Ok(fit)
 }
 
+/// Build the engine a run would use on `bound` without running it: the
+/// engine's own checks of the model (its structure, guide family,
+/// settings) fail here as they would at `run`. `tempest check` with data
+/// uses it.
+pub fn prepare(bound: &Bound, options: &RunOptions) -> Result<String> {
+    let cfg = engine_config(&bound.graph, options)?;
+    let def =
+        registry::find(&cfg.name).ok_or_else(|| Error::internal("engine without definition"))?;
+    if !def.schema().implemented {
+        return Err(registry::unavailable(def.schema(), &cfg).into());
+    }
+    let cx = BuildCx {
+        sinks: Vec::new(),
+        model_name: options.model_name.clone().unwrap_or_else(|| "model".into()),
+    };
+    def.build(Arc::new(bound.clone()), &cfg, &cx)?;
+    Ok(cfg.name.to_string())
+}
+
 /// A model's source and graph together, so errors can be rendered against
 /// the source.
 pub struct Model {

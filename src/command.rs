@@ -218,15 +218,24 @@ pub fn check(
     let (overrides, engine_sets) = split_sets(&graph, sets)?;
     if !engine_sets.is_empty() {
         let options = crate::RunOptions {
-            settings: engine_sets,
+            settings: engine_sets.clone(),
             ..Default::default()
         };
         crate::engine_config(&graph, &options).map_err(|e| sourced(e.into()))?;
     }
-    let Some(path) = data else {
-        return Ok((graph, None));
+    let data = match data {
+        Some(path) => load_data(path, rows, "--rows").map_err(sourced)?,
+        // A model without data is bound and its engine built all the same.
+        None if graph.data.is_empty() => no_data(&graph, rows.is_some()).map_err(sourced)?,
+        None => return Ok((graph, None)),
     };
-    let data = load_data(path, rows, "--rows").map_err(sourced)?;
     let bound = crate::bind(graph.clone(), &data, &overrides).map_err(sourced)?;
+    // The engine the run would use is built (not run), so that a model it
+    // cannot run fails here as at `run`.
+    let options = crate::RunOptions {
+        settings: engine_sets.clone(),
+        ..Default::default()
+    };
+    crate::api::prepare(&bound, &options).map_err(sourced)?;
     Ok((graph, Some(bound)))
 }

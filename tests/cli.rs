@@ -627,3 +627,49 @@ fn data_is_needed_only_by_models_that_declare_it() {
     ]));
     assert!(err.contains("`--rows` selects rows of `--data`"), "{err}");
 }
+
+/// `tempest check` with data builds the engine the run would use: a model
+/// that engine cannot run fails at check as at run, located.
+#[test]
+fn check_fails_where_the_engine_cannot_run() {
+    let dir = out_dir("cli_check_engine");
+    let model = dir.join("md.tempest");
+    let text = std::fs::read_to_string("examples/satellite.tempest")
+        .unwrap()
+        .replace("infer svi { }", "infer mirror_descent { }");
+    std::fs::write(&model, text).unwrap();
+    let args = |cmd: &'static str| {
+        [
+            cmd.to_string(),
+            model.to_str().unwrap().to_string(),
+            "--data".into(),
+            "../shared/data/satellite_prepared.csv".into(),
+            "--rows".into(),
+            "0..99".into(),
+            "-q".into(),
+        ]
+    };
+    let check: Vec<String> = args("check")[..6].to_vec();
+    let check: Vec<&str> = check.iter().map(String::as_str).collect();
+    let err = assert_clean_failure(&tempest(&check));
+    assert!(
+        err.contains("the `mirror_descent` engine works with the family `sites`"),
+        "{err}"
+    );
+    assert!(err.contains("md.tempest:"), "{err}");
+    let run = args("run");
+    let run: Vec<&str> = run.iter().map(String::as_str).collect();
+    let err_run = assert_clean_failure(&tempest(&run));
+    assert!(
+        err_run.contains("works with the family `sites`"),
+        "{err_run}"
+    );
+    // A model without data is checked with its engine too.
+    let ok = assert_ok(&tempest(&[
+        "check",
+        "examples/eight_schools.tempest",
+        "--data",
+        "examples/eight_schools.json",
+    ]));
+    assert!(ok.contains(": ok"), "{ok}");
+}
