@@ -230,12 +230,15 @@ pub fn check(
         None => return Ok((graph, None)),
     };
     let bound = crate::bind(graph.clone(), &data, &overrides).map_err(sourced)?;
-    // The engine the run would use is built (not run), so that a model it
-    // cannot run fails here as at `run`.
-    let options = crate::RunOptions {
-        settings: engine_sets.clone(),
-        ..Default::default()
-    };
-    crate::api::prepare(&bound, &options).map_err(sourced)?;
+    // The engine of the `infer` block is built (not run), so that a model
+    // it cannot run fails here as at `run` (without a block the engine is
+    // chosen at `run`).
+    if graph.engine.is_some() {
+        let options = crate::RunOptions {
+            settings: engine_sets.clone(),
+            ..Default::default()
+        };
+        crate::api::prepare(&bound, &options).map_err(sourced)?;
+    }
     Ok((graph, Some(bound)))
 }

@@ -38,7 +38,7 @@ fn logistic_example_writes_csv_json_and_plot() {
         "ess_bulk",
         "ess_tail",
         "alpha",
-        "beta.30",
+        "beta[29]",
         "p_average",
         "divergences:",
     ] {

@@ -70,7 +70,8 @@ fn logistic_regression_matches_stan_reference() {
         let name = if v[0] == 0.0 {
             "alpha".to_string()
         } else {
-            format!("beta.{}", v[0] as usize)
+            // Stan's beta.k is the model's beta[k − 1].
+            format!("beta[{}]", v[0] as usize - 1)
         };
         let s = &f.summaries[column(&f, &name)];
         assert!(
@@ -562,7 +563,23 @@ model { y ~ bernoulli_logit(alpha + X * beta) }
     for (c, (adapted, values, finished, columns)) in chains.iter().enumerate() {
         assert_eq!(*adapted, 1, "chain {c}");
         assert!(*finished, "chain {c}");
-        assert_eq!(columns, &f.names);
+        // The sink gets Stan's column names; the fit the model's.
+        let stan: Vec<String> = f
+            .names
+            .iter()
+            .map(|n| match n.split_once('[') {
+                Some((b, i)) => format!(
+                    "{b}.{}",
+                    i.trim_end_matches(']')
+                        .split(", ")
+                        .map(|k| (k.parse::<usize>().unwrap() + 1).to_string())
+                        .collect::<Vec<_>>()
+                        .join(".")
+                ),
+                None => n.clone(),
+            })
+            .collect();
+        assert_eq!(columns, &stan);
         assert_eq!(values, &f.values[c], "chain {c}");
     }
     // An engine without draws refuses a sink before it runs.

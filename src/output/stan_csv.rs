@@ -107,6 +107,29 @@ pub struct SamplerStats {
     pub energy: f64,
 }
 
+/// The names the language uses for the elements of a parameter of the
+/// given shape, in the same order as [`stan_names`]: `name` for a scalar,
+/// `name[0]`, `name[1]`, ... for a vector, `name[i, j]` for a matrix
+/// (0-based, as the model indexes them).
+pub fn language_names(name: &str, shape: &[usize]) -> Vec<String> {
+    stan_names(name, shape)
+        .into_iter()
+        .map(|s| match s.split_once('.') {
+            Some((base, idx)) if base == name => {
+                let parts: Vec<String> = idx
+                    .split('.')
+                    .map(|k| {
+                        k.parse::<usize>()
+                            .map_or(k.to_string(), |k| (k - 1).to_string())
+                    })
+                    .collect();
+                format!("{name}[{}]", parts.join(", "))
+            }
+            _ => s,
+        })
+        .collect()
+}
+
 /// The column names Stan uses for a parameter of the given shape: `name` for
 /// a scalar (empty shape), `name.1`, `name.2`, ... for a vector, and
 /// `name.i.j` for a matrix or array, with 1-based indices in column-major

@@ -836,6 +836,27 @@ impl Density {
             .collect()
     }
 
+    /// Output names in the language's convention (`beta[0]`, `A[1, 0]`),
+    /// in the order of [`Density::stan_names`]: the summary, JSON and plots
+    /// use them.
+    pub fn language_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .param_shapes()
+            .iter()
+            .flat_map(|(n, shape)| crate::output::stan_csv::language_names(n, shape))
+            .collect();
+        if let Some(lt) = &self.latent {
+            let gp = &self.bound.graph.gps[self.bound.graph.sites[lt.site].gp];
+            let shape = if lt.classes > 1 {
+                vec![lt.n, lt.classes]
+            } else {
+                vec![lt.n]
+            };
+            names.extend(crate::output::stan_csv::language_names(&gp.name, &shape));
+        }
+        names
+    }
+
     /// Output column names in Stan's convention (`beta.1`, `A.2.1`,
     /// column-major), the params first, then the latent GP's values at its
     /// inputs (`f.i`, or `f.i.c` for class `c`).

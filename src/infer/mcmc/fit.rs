@@ -36,7 +36,8 @@ pub struct McmcFit {
     pub density: Arc<Density>,
     /// Kept draws per chain.
     pub draws: Vec<Vec<Draw>>,
-    /// Column names (Stan's `name.i` convention).
+    /// Column names in the language's convention (`beta[0]`; Stan CSV files
+    /// keep Stan's `beta.1`).
     pub names: Vec<String>,
     /// The draws' values per chain, per draw, per column of `names`
     /// (params constrained, then latent GP values) \[chains\]\[draws\]\[columns\].
@@ -96,7 +97,7 @@ impl McmcFit {
         gradients: usize,
         reason: String,
     ) -> Result<McmcFit, Error> {
-        let names = density.stan_names();
+        let names = density.language_names();
         let summaries: Vec<Summary> = (0..names.len())
             .map(|k| {
                 let chains: Vec<Vec<f64>> = values
