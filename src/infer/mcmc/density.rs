@@ -840,31 +840,22 @@ impl Density {
     /// in the order of [`Density::stan_names`]: the summary, JSON and plots
     /// use them.
     pub fn language_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .param_shapes()
-            .iter()
-            .flat_map(|(n, shape)| crate::output::stan_csv::language_names(n, shape))
-            .collect();
-        if let Some(lt) = &self.latent {
-            let gp = &self.bound.graph.gps[self.bound.graph.sites[lt.site].gp];
-            let shape = if lt.classes > 1 {
-                vec![lt.n, lt.classes]
-            } else {
-                vec![lt.n]
-            };
-            names.extend(crate::output::stan_csv::language_names(&gp.name, &shape));
-        }
-        names
+        self.names_by(crate::output::stan_csv::language_names)
     }
 
     /// Output column names in Stan's convention (`beta.1`, `A.2.1`,
     /// column-major), the params first, then the latent GP's values at its
     /// inputs (`f.i`, or `f.i.c` for class `c`).
     pub fn stan_names(&self) -> Vec<String> {
+        self.names_by(stan_names)
+    }
+
+    /// The params' names, then the latent GP's, by `name_of(name, shape)`.
+    fn names_by(&self, name_of: fn(&str, &[usize]) -> Vec<String>) -> Vec<String> {
         let mut names: Vec<String> = self
             .param_shapes()
             .iter()
-            .flat_map(|(n, shape)| stan_names(n, shape))
+            .flat_map(|(n, shape)| name_of(n, shape))
             .collect();
         if let Some(lt) = &self.latent {
             let gp = &self.bound.graph.gps[self.bound.graph.sites[lt.site].gp];
@@ -873,7 +864,7 @@ impl Density {
             } else {
                 vec![lt.n]
             };
-            names.extend(stan_names(&gp.name, &shape));
+            names.extend(name_of(&gp.name, &shape));
         }
         names
     }
