@@ -112,6 +112,12 @@ fn breast_cancer_json_has_the_variational_results() {
         .as_array()
         .expect("probabilities");
     assert_eq!(probs.len(), 269);
+    // One latent GP: latent means and variances flat, one per test point.
+    for key in ["mean_f", "var_f"] {
+        let v = j["predictions"][key].as_array().expect(key);
+        assert_eq!(v.len(), 269);
+        assert!(v.iter().all(|x| x.is_f64()), "{key} not flat");
+    }
 }
 
 #[test]

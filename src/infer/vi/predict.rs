@@ -19,9 +19,12 @@ use serde::Serialize;
 /// Predictions at M points.
 #[derive(Clone, Debug, Serialize)]
 pub struct Predictions {
-    /// Latent means, M rows of C values.
+    /// Latent means, M rows of C values (written flat, M numbers, when C = 1,
+    /// as the exact engine writes its means).
+    #[serde(serialize_with = "rows_or_flat")]
     pub mean_f: Vec<Vec<f64>>,
-    /// Latent variances, M rows of C values.
+    /// Latent variances, M rows of C values (flat when C = 1).
+    #[serde(serialize_with = "rows_or_flat")]
     pub var_f: Vec<Vec<f64>>,
     /// Class probabilities, M rows (classes 0..K−1), for discrete outcomes
     /// with a fixed number of classes (binary or categorical).
@@ -30,6 +33,15 @@ pub struct Predictions {
     /// Log predictive density of each test outcome, when the test data has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_density: Option<Vec<f64>>,
+}
+
+/// Rows of one value each as a flat list, other rows as they are.
+fn rows_or_flat<S: serde::Serializer>(rows: &[Vec<f64>], s: S) -> Result<S::Ok, S::Error> {
+    if rows.iter().all(|r| r.len() == 1) {
+        s.collect_seq(rows.iter().map(|r| r[0]))
+    } else {
+        s.collect_seq(rows)
+    }
 }
 
 /// One bin of a reliability diagram.
