@@ -590,6 +590,22 @@ infer svi { }
     e.set_posteriors(vec![random_q(6, 4)]);
     let rows: Vec<usize> = (3..30).collect();
     check_gradient(&mut e, &rows, 2e-5);
+    // On a KISS-GP grid (one input): the duals' path goes through the
+    // interpolated cross-covariance W K_ZZ too.
+    let grid = text
+        .replace(r#"columns("age", "bmi", "bp")"#, r#"columns("bmi")"#)
+        .replace("matrix[n, 3]", "matrix[n, 1]")
+        .replace("inducing(m = 6)", "grid(m = 9)");
+    let m = tempest::Model::from_str("rust_grid.tempest", &grid, &registry).unwrap();
+    let bg = m
+        .bind(
+            &csv("diabetes_prepared.csv", Some((0, 59))),
+            &Default::default(),
+        )
+        .unwrap_or_else(|e| panic!("{}", m.render(&e)));
+    let mut e = engine(&bg, &[]);
+    e.set_posteriors(vec![random_q(9, 4)]);
+    check_gradient(&mut e, &rows, 2e-5);
     let fit = svi(&b, &[("steps", "30")]);
     let via_api = fit_with(&b, None, &[("steps", "30")]);
     assert_eq!(

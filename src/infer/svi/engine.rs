@@ -24,7 +24,7 @@ use crate::infer::vi::posterior::Whitened;
 use crate::ir::bind::Bound;
 use crate::math::optim::{Ascent, Rule as OptRule};
 use crate::math::scalar::{CHUNK, Dual8};
-use crate::model::gram_vjp::{cross_vjp_with, gram_vjp_with};
+use crate::model::gram_vjp::{CrossAdjoints, cross_vjp_with, gram_vjp_with};
 use crate::model::kernel::{Inputs, KernelValue};
 use crate::model::network::{Network, Tape};
 use nalgebra::{DMatrix, DVector};
@@ -318,7 +318,7 @@ impl Svi {
         let want_h = b.tape.is_some();
         for (s, set) in self.ind.sets.iter().enumerate() {
             let range = self.ind.latents_of(s, latents);
-            let adj = batch_adjoints(
+            let mut adj = batch_adjoints(
                 set,
                 &b.proj.p[s],
                 &self.qs,
@@ -330,56 +330,31 @@ impl Svi {
             );
             let (x, z) = (&b.proj.x[s], &set.z);
             let (d, first) = (x.dim(), self.ind.first_column(s));
-            if let (Some((_, kj)), Some(st), Some(pb)) =
-                (&set.grid, &b.proj.p[s].stencils, pbar.as_mut())
-            {
-                // KISS-GP: K_XZ = W (K_ZZ + jitter·I), so K̄_ZZ gains Wᵀ K̄_XZ
-                // and the points' adjoints come from W's slopes.
-                let mut adj = adj;
-                add_transposed(st, &adj.kxz, &mut adj.kzz);
-                match gram_vjp_with(kernel, z, &adj.kzz, false)? {
-                    Some(gz) => {
-                        pb.resize(gz.params.len(), 0.0);
-                        pb.iter_mut().zip(&gz.params).for_each(|(t, g)| *t += g);
-                        let mut g = vec![0.0; pb.len()];
-                        for (i, kd) in adj.kdiag.iter().enumerate() {
-                            kernel.entry_grad(x.row(i), x.row(i), true, &mut g);
-                            pb.iter_mut().zip(&g).for_each(|(p, gi)| *p += kd * gi);
-                        }
-                        if want_h {
-                            let xb = input_adjoints(st, &adj.kxz, kj);
-                            let (mut gx, mut gy) = ([0.0], [0.0]);
-                            for (i, v) in xb.iter().enumerate() {
-                                (gx[0], gy[0]) = (0.0, 0.0);
-                                let h = x.row(i);
-                                kernel.entry_vjp_inputs(
-                                    h,
-                                    h,
-                                    true,
-                                    adj.kdiag[i],
-                                    Some(&mut gx),
-                                    Some(&mut gy),
-                                )?;
-                                hb[(i, first)] += v + gx[0] + gy[0];
-                            }
-                        }
-                    }
-                    None => pbar = None,
+            // The cross-covariance node: K(X, Z) entry by entry, or on a
+            // KISS-GP grid W (K_ZZ + jitter·I), whose adjoint goes to K_ZZ
+            // (K̄_ZZ += Wᵀ K̄_XZ) and to the points through W's slopes.
+            let cross = match (&set.grid, &b.proj.p[s].stencils) {
+                (Some((_, kj)), Some(st)) => {
+                    add_transposed(st, &adj.kxz, &mut adj.kzz);
+                    let xb = input_adjoints(st, &adj.kxz, kj);
+                    adj.kxz.fill(0.0);
+                    Some(CrossAdjoints {
+                        params: Vec::new(),
+                        x: DMatrix::from_vec(xb.len(), 1, xb),
+                        z: DMatrix::zeros(set.len(), d),
+                    })
                 }
-                adj.kxz.fill(0.0);
-                adjs.push(adj);
-                continue;
-            }
+                _ => cross_vjp_with(kernel, x, z, &adj.kxz, want_h, self.learn_z)?,
+            };
             match (
-                cross_vjp_with(kernel, x, z, &adj.kxz, want_h, self.learn_z)?,
+                cross,
                 gram_vjp_with(kernel, z, &adj.kzz, self.learn_z)?,
                 pbar.as_mut(),
             ) {
                 (Some(cx), Some(gz), Some(pb)) => {
-                    pb.resize(cx.params.len(), 0.0);
-                    for ((t, a), g) in pb.iter_mut().zip(&cx.params).zip(&gz.params) {
-                        *t += a + g;
-                    }
+                    pb.resize(gz.params.len(), 0.0);
+                    pb.iter_mut().zip(&gz.params).for_each(|(t, g)| *t += g);
+                    pb.iter_mut().zip(&cx.params).for_each(|(t, c)| *t += c);
                     let mut g = vec![0.0; pb.len()];
                     for (i, kd) in adj.kdiag.iter().enumerate() {
                         kernel.entry_grad(x.row(i), x.row(i), true, &mut g);
