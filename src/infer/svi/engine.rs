@@ -17,7 +17,7 @@ use crate::infer::fit::Fit;
 use crate::infer::gradients::seed_chunk;
 use crate::infer::hyper_prior::{log_prior, log_prior_value};
 use crate::infer::vi::expect::{
-    Expectations, Rule, expectations_at, expected_total_at, mixed_total,
+    Expectations, Rule, expectations_for_step, expected_total_at, mixed_total,
 };
 use crate::infer::vi::model::{ViModel, ViPieces};
 use crate::infer::vi::posterior::Whitened;
@@ -268,7 +268,7 @@ impl Svi {
         var: &DMatrix<f64>,
     ) -> Result<Expectations, Error> {
         let lik = lik_on(&self.model, &self.theta, &self.pieces, view)?;
-        let e = expectations_at(&self.model, &lik, &self.rule, Some(rows), mean, var)?;
+        let e = expectations_for_step(&self.model, &lik, &self.rule, Some(rows), mean, var)?;
         if let Some(i) = e.value.iter().position(|x| !x.is_finite()) {
             let err = self.model.non_finite_expectation(rows[i], e.value[i]);
             return Err(err.with_note(format!("at step {}", self.step)));

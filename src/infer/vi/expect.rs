@@ -216,6 +216,33 @@ pub fn expectations_at(
     m: &DMatrix<f64>,
     v: &DMatrix<f64>,
 ) -> Result<Expectations, Error> {
+    expectations_with(model, lik, rule, rows, m, v, false)
+}
+
+/// [`expectations_at`] for an optimiser step that also moves a mixing
+/// matrix: with mixed latent GPs, [`Expectations::mixing`] holds the
+/// untempered total and Ā from the same pass (whole-data passes, which
+/// need neither, skip its product).
+pub fn expectations_for_step(
+    model: &ViModel,
+    lik: &LikArgs<f64>,
+    rule: &Rule,
+    rows: Option<&[usize]>,
+    m: &DMatrix<f64>,
+    v: &DMatrix<f64>,
+) -> Result<Expectations, Error> {
+    expectations_with(model, lik, rule, rows, m, v, true)
+}
+
+fn expectations_with(
+    model: &ViModel,
+    lik: &LikArgs<f64>,
+    rule: &Rule,
+    rows: Option<&[usize]>,
+    m: &DMatrix<f64>,
+    v: &DMatrix<f64>,
+    want_mix_bar: bool,
+) -> Result<Expectations, Error> {
     let n = m.nrows();
     let c = m.ncols();
     let at = |i: usize| rows.map_or(i, |r| r[i]);
@@ -249,11 +276,11 @@ pub fn expectations_at(
         }
         Rule::Softmax(r) => softmax(model, r, lik.t, &at, m, v, &mut out),
         Rule::MonteCarlo(eps) if lik.mixing(model).is_some() => {
-            // Untempered, with Ā for the hypers' gradient; then times t.
+            // Untempered (with Ā for a step's gradient); then times t.
             let a = lik.mixing(model).expect("checked");
-            let mut a_bar = DMatrix::zeros(a.nrows(), a.ncols());
-            mixed_softmax(model, a, eps, 1.0, &at, m, v, &mut out, Some(&mut a_bar));
-            out.mixing = Some((out.total(), a_bar));
+            let mut a_bar = want_mix_bar.then(|| DMatrix::zeros(a.nrows(), a.ncols()));
+            mixed_softmax(model, a, eps, 1.0, &at, m, v, &mut out, a_bar.as_mut());
+            out.mixing = a_bar.map(|ab| (out.total(), ab));
             let t = lik.t;
             out.value.iter_mut().for_each(|x| *x *= t);
             out.gm *= t;
