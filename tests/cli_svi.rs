@@ -554,6 +554,11 @@ fn deep_kernels_where_they_cannot_run_fail_cleanly() {
                 .replace("deep(sf2 * rbf(ell), net)", "sf2 * rbf(ell)"),
             "does not mix latent GPs",
         ),
+        (
+            // A grid keeps every point it is given: refused before allocating.
+            svdkl.replace("inducing(m = 20)", "grid(m = 100000000)"),
+            "100000000 inducing points × 100000000 inducing points",
+        ),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
         let path = dir.join(format!("case{i}.tempest"));

@@ -121,13 +121,19 @@ impl Svi {
             Some(Family::Grid { m }) => (Some(m), true),
             _ => (None, false),
         };
-        let guide_span = bound
+        let mut model = ViModel::sparse(bound, s.learn_hypers, s.jitter, "svi")?;
+        // The latent GP's guide entry, for located errors.
+        let guide_span = model
+            .bound
             .graph
             .guides
             .iter()
-            .find(|g| matches!(g.family, Family::Grid { .. }))
+            .find(|g| g.target == crate::ir::graph::GuideTarget::Gp(model.latent.gp))
             .map(|g| g.span);
-        let mut model = ViModel::sparse(bound, s.learn_hypers, s.jitter, "svi")?;
+        let at_guide = |e: Error| match guide_span {
+            Some(span) => e.with_span(span),
+            None => e,
+        };
         let n = model.inputs.len();
         let m = m_guide.unwrap_or_else(|| {
             notes.push(format!(
@@ -141,13 +147,16 @@ impl Svi {
                 "m = {m} inducing points for {n} training points: Z is the training inputs"
             ));
         }
+        // A grid keeps all its points; k-means points are at most the data.
+        let mm = if grid { m } else { m.min(n) };
         crate::limits::check_memory(&[crate::limits::Request::new(
             "the `svi` engine (q(u) and K_ZZ per latent function)".to_string(),
         )
         .times("matrices", 4u64)
         .times("latent functions", model.latents as u64 + 1)
-        .times("inducing points", m.min(n))
-        .times("inducing points", m.min(n))])?;
+        .times("inducing points", mm)
+        .times("inducing points", mm)])
+        .map_err(at_guide)?;
         let rule = Svi::step_rule(&model, s, 0);
         let theta = model.layout.initial(&model.bound)?;
         log_prior_value(&model.bound, &model.layout, &theta)?;
@@ -172,7 +181,11 @@ impl Svi {
                 )
                 .times("weights and activations", (d.spec.len() as u128).saturating_mul(4).saturating_add(
                     (s.batch.min(n) as u128).saturating_mul(d.spec.widest() as u128).saturating_mul(2 * d.spec.widths.len() as u128 + 2),
-                ))])?;
+                )),
+                crate::limits::Request::new("the features of the training inputs (for the inducing points' start)")
+                    .times("points", n)
+                    .times("features", d.spec.features())])
+                .map_err(|e| e.with_span(d.span))?;
                 Some(Network::new(d.spec.clone(), d.spec.init(s.seed))?)
             }
             None => None,
@@ -185,11 +198,10 @@ impl Svi {
         let kx = mapped.as_ref().unwrap_or(&model.inputs);
         let width = groups.map_or(kx.dim(), |g| kx.dim() / g.max(1));
         if grid && width != 1 {
-            return Err(Error::at(
+            return Err(at_guide(Error::new(
                 ErrorKind::Unsupported,
-                guide_span.unwrap_or_default(),
                 format!("`grid(m)` needs one-dimensional kernel inputs, and these have {width} columns"),
-            )
+            ))
             .with_label("grid guide")
             .with_note("a GP on one input column, or additive GPs on one feature each: `deep(k, mlp([..., G]), groups = G)`; `inducing(m)` serves inputs of any dimension"));
         }
