@@ -112,22 +112,11 @@ pub struct SamplerStats {
 /// `name[0]`, `name[1]`, ... for a vector, `name[i, j]` for a matrix
 /// (0-based, as the model indexes them).
 pub fn language_names(name: &str, shape: &[usize]) -> Vec<String> {
-    stan_names(name, shape)
-        .into_iter()
-        .map(|s| match s.split_once('.') {
-            Some((base, idx)) if base == name => {
-                let parts: Vec<String> = idx
-                    .split('.')
-                    .map(|k| {
-                        k.parse::<usize>()
-                            .map_or(k.to_string(), |k| (k - 1).to_string())
-                    })
-                    .collect();
-                format!("{name}[{}]", parts.join(", "))
-            }
-            _ => s,
-        })
-        .collect()
+    element_names(shape, |index| {
+        let parts: Vec<String> = index.iter().map(usize::to_string).collect();
+        format!("{name}[{}]", parts.join(", "))
+    })
+    .unwrap_or_else(|| vec![name.to_string()])
 }
 
 /// The column names Stan uses for a parameter of the given shape: `name` for
@@ -136,20 +125,28 @@ pub fn language_names(name: &str, shape: &[usize]) -> Vec<String> {
 /// order (the first index varies fastest: `A.1.1, A.2.1, A.1.2, ...`). A
 /// shape with a zero extent has no columns.
 pub fn stan_names(name: &str, shape: &[usize]) -> Vec<String> {
+    element_names(shape, |index| {
+        let mut s = String::with_capacity(name.len() + 4 * index.len());
+        s.push_str(name);
+        for i in index {
+            let _ = write!(s, ".{}", i + 1);
+        }
+        s
+    })
+    .unwrap_or_else(|| vec![name.to_string()])
+}
+
+/// `name_of(index)` for every 0-based index of `shape`, column-major (the
+/// first index varies fastest); `None` for a scalar (empty shape).
+fn element_names(shape: &[usize], name_of: impl Fn(&[usize]) -> String) -> Option<Vec<String>> {
     if shape.is_empty() {
-        return vec![name.to_string()];
+        return None;
     }
     let total: usize = shape.iter().product();
     let mut names = Vec::with_capacity(total);
     let mut index = vec![0usize; shape.len()];
     for _ in 0..total {
-        let mut s = String::with_capacity(name.len() + 4 * shape.len());
-        s.push_str(name);
-        for i in &index {
-            let _ = write!(s, ".{}", i + 1);
-        }
-        names.push(s);
-        // Advance the first index fastest (column-major).
+        names.push(name_of(&index));
         for (i, extent) in index.iter_mut().zip(shape) {
             *i += 1;
             if *i < *extent {
@@ -158,7 +155,7 @@ pub fn stan_names(name: &str, shape: &[usize]) -> Vec<String> {
             *i = 0;
         }
     }
-    names
+    Some(names)
 }
 
 /// Append `x` to `out` as Stan writes numbers: the shortest text that reads
@@ -669,6 +666,12 @@ mod tests {
             vec!["z.1.1.1", "z.2.1.1", "z.1.1.2", "z.2.1.2"]
         );
         assert!(stan_names("empty", &[0]).is_empty());
+        assert_eq!(language_names("alpha", &[]), vec!["alpha"]);
+        assert_eq!(language_names("beta", &[2]), vec!["beta[0]", "beta[1]"]);
+        assert_eq!(
+            language_names("A", &[2, 2]),
+            vec!["A[0, 0]", "A[1, 0]", "A[0, 1]", "A[1, 1]"]
+        );
         assert!(stan_names("empty", &[3, 0]).is_empty());
     }
 
