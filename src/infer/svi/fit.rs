@@ -164,6 +164,7 @@ impl SviFit {
             net,
         } = learned;
         let hypers = model.layout.values::<f64>(&model.bound, &theta);
+        let rule_error = RuleError::new(&rule, 0.0, None);
         SviFit {
             n_train: model.inputs.len(),
             model,
@@ -175,10 +176,7 @@ impl SviFit {
             qs,
             net,
             elbo: f64::NAN,
-            rule_error: RuleError {
-                rule: String::new(),
-                estimate: None,
-            },
+            rule_error,
             run: RunRecord {
                 trace: Vec::new(),
                 steps: 0,

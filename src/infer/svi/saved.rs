@@ -332,10 +332,7 @@ impl SviFit {
             .get("trace")
             .and_then(|t| serde_json::from_value(t.clone()).ok())
             .unwrap_or_default();
-        fit.rule_error = RuleError {
-            rule: fit.rule.describe(),
-            estimate: None,
-        };
+        fit.rule_error = RuleError::new(&fit.rule, 0.0, None);
         fit.loaded_from = Some(file.to_string());
         Ok((fit, (*base).clone()))
     }
