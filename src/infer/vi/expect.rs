@@ -492,15 +492,15 @@ pub fn mixed_total<T: Scalar>(
 }
 
 /// Class probabilities E[softmax(Aᵀf)] [C] for f ~ N(m, diag v) [J] by the
-/// draws ε [S, J] (A = I without mixing).
+/// draws ε [S, J], for the mixing matrix A [J, C].
 pub fn mixed_probabilities(
-    a: Option<&DMatrix<f64>>,
+    a: &DMatrix<f64>,
     eps: &DMatrix<f64>,
     m: &[f64],
     v: &[f64],
 ) -> Vec<f64> {
     let j = m.len();
-    let c = a.map_or(j, |a| a.ncols());
+    let c = a.ncols();
     let mut p = vec![0.0; c];
     let (mut f, mut scores) = (vec![0.0; j], vec![0.0; c]);
     for row in eps.row_iter() {
@@ -508,10 +508,7 @@ pub fn mixed_probabilities(
             f[k] = m[k] + v[k].max(0.0).sqrt() * row[k];
         }
         for (cc, sc) in scores.iter_mut().enumerate() {
-            *sc = match a {
-                Some(a) => (0..j).map(|k| a[(k, cc)] * f[k]).sum(),
-                None => f[cc],
-            };
+            *sc = (0..j).map(|k| a[(k, cc)] * f[k]).sum();
         }
         let top = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let norm: f64 = scores.iter().map(|x| (x - top).exp()).sum();

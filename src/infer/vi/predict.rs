@@ -203,9 +203,9 @@ pub fn outcome_predictions(
             let row: Vec<f64> = if let Rule::Softmax(r) = rule {
                 // E[softmax_c(f)] = ∂ E[log Σ exp f]/∂m_c.
                 r.eval(&mi, &vi).dm
-            } else if let (Rule::MonteCarlo(eps), Support::Category) = (rule, model.support()) {
+            } else if let (Rule::MonteCarlo(eps), Some(a)) = (rule, lik.mixing(model)) {
                 // Mixed latent GPs: E[softmax(Aᵀf)] by the rule's draws.
-                crate::infer::vi::expect::mixed_probabilities(lik.mixing(model), eps, &mi, &vi)
+                crate::infer::vi::expect::mixed_probabilities(a, eps, &mi, &vi)
             } else {
                 (0..k)
                     .map(|r| expect_exp(i, r as f64).map(f64::exp))
