@@ -340,7 +340,7 @@ impl Svi {
                 range,
                 scale,
             );
-            let (x, z) = (&b.proj.x[s], &set.z);
+            let (x, z) = (b.proj.inputs(&b.x, s), &set.z);
             let (d, first) = (x.dim(), self.ind.first_column(s));
             // The cross-covariance node: K(X, Z) entry by entry, or on a
             // KISS-GP grid W (K_ZZ + jitter·I), whose adjoint goes to K_ZZ
@@ -423,7 +423,7 @@ impl Svi {
                     let mut g = [0.0; CHUNK];
                     for (s, adj) in adjs.iter().enumerate() {
                         let z = &self.ind.sets[s].z;
-                        let t = dual_kernel_terms(&pd.kernel, &b.proj.x[s], z, adj)?;
+                        let t = dual_kernel_terms(&pd.kernel, b.proj.inputs(&b.x, s), z, adj)?;
                         (0..CHUNK).for_each(|c| g[c] += t[c]);
                     }
                     g

@@ -24,10 +24,11 @@ pub struct InducingSets {
     pub width: Option<usize>,
 }
 
-/// A batch projected on every set: the inputs each set sees [B, D or W]
-/// and their projections.
+/// A batch projected on every set: with groups the inputs each set sees
+/// [B, W], and the projections.
 pub struct Projections {
-    /// The inputs of each set.
+    /// Each group's inputs (none for one shared set: it sees the batch's
+    /// kernel inputs themselves; see [`Projections::inputs`]).
     pub x: Vec<Inputs>,
     /// Each set's projection.
     pub p: Vec<Projection>,
@@ -123,14 +124,6 @@ impl InducingSets {
         }
     }
 
-    /// The columns of `x` that set `s` sees (all without groups).
-    pub fn inputs(&self, x: &Inputs, s: usize) -> Inputs {
-        match self.width {
-            Some(w) => columns(x, s * w..(s + 1) * w),
-            None => x.clone(),
-        }
-    }
-
     /// The first column of set `s`'s inputs in the kernel's inputs.
     pub fn first_column(&self, s: usize) -> usize {
         self.width.map_or(0, |w| s * w)
@@ -139,13 +132,19 @@ impl InducingSets {
     /// Project a batch's kernel inputs on every set.
     pub fn project(&self, kernel: &KernelValue<f64>, x: &Inputs) -> Result<Projections, Error> {
         let mut out = Projections {
-            x: Vec::with_capacity(self.sets.len()),
+            x: Vec::new(),
             p: Vec::with_capacity(self.sets.len()),
         };
         for (s, set) in self.sets.iter().enumerate() {
-            let xs = self.inputs(x, s);
-            out.p.push(set.project(kernel, &xs)?);
-            out.x.push(xs);
+            match self.width {
+                // Each group's columns, kept for the reverse pass.
+                Some(w) => {
+                    let xs = columns(x, s * w..(s + 1) * w);
+                    out.p.push(set.project(kernel, &xs)?);
+                    out.x.push(xs);
+                }
+                None => out.p.push(set.project(kernel, x)?),
+            }
         }
         Ok(out)
     }
@@ -213,6 +212,11 @@ impl InducingSets {
 }
 
 impl Projections {
+    /// The inputs set `s` sees, given the batch's kernel inputs `all`.
+    pub fn inputs<'a>(&'a self, all: &'a Inputs, s: usize) -> &'a Inputs {
+        self.x.get(s).unwrap_or(all)
+    }
+
     /// The projection latent GP `c` uses.
     pub fn of<'a>(&'a self, sets: &InducingSets, c: usize) -> &'a Projection {
         &self.p[sets.set_of(c)]

@@ -493,12 +493,7 @@ pub fn mixed_total<T: Scalar>(
 
 /// Class probabilities E[softmax(Aᵀf)] [C] for f ~ N(m, diag v) [J] by the
 /// draws ε [S, J], for the mixing matrix A [J, C].
-pub fn mixed_probabilities(
-    a: &DMatrix<f64>,
-    eps: &DMatrix<f64>,
-    m: &[f64],
-    v: &[f64],
-) -> Vec<f64> {
+pub fn mixed_probabilities(a: &DMatrix<f64>, eps: &DMatrix<f64>, m: &[f64], v: &[f64]) -> Vec<f64> {
     let j = m.len();
     let c = a.ncols();
     let mut p = vec![0.0; c];
