@@ -182,63 +182,110 @@ fn natural_and_adam_runs_overlay_against_time() {
     assert!(std::fs::metadata(&out_png).unwrap().len() > 10_000);
 }
 
-#[test]
-fn a_saved_fit_predicts_later_without_training() {
-    let dir = out_dir("svi_saved");
-    let (fit, run_json_path, pred_json) = (
+/// A run with `--test` rows and `--save`, then `tempest predict` at the
+/// same test rows from the saved fit.
+struct SavedRun {
+    /// The run's summary text.
+    out: String,
+    /// The run's JSON.
+    run: serde_json::Value,
+    /// The saved fit.
+    saved: serde_json::Value,
+    /// The saved fit's path.
+    fit: std::path::PathBuf,
+    /// `predict`'s summary text and JSON.
+    pred_out: String,
+    pred: serde_json::Value,
+}
+
+fn run_save_predict(
+    dir: &std::path::Path,
+    model: &str,
+    train: &str,
+    test: &str,
+    steps: &str,
+) -> SavedRun {
+    let (fit, run_path, pred_path) = (
         dir.join("fit.json"),
         dir.join("run.json"),
         dir.join("pred.json"),
     );
     let (out, run) = run_json(
-        std::path::Path::new("examples/satellite.tempest"),
+        std::path::Path::new(model),
         std::path::Path::new(SATELLITE),
         &[
             "--rows",
-            "0..799",
+            train,
             "--test",
             SATELLITE,
             "--test-rows",
-            "800..999",
+            test,
             "--set",
-            "steps=60",
+            &format!("steps={steps}"),
             "--save",
             fit.to_str().unwrap(),
             "-q",
         ],
-        &run_json_path,
+        &run_path,
     );
-    assert!(out.contains("fit saved to"), "{out}");
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&fit).unwrap()).unwrap();
-    assert_eq!(saved["format"], "tempest fit");
-    assert_eq!(saved["version"], 1);
-    assert_eq!(saved["svi"]["q"].as_array().unwrap().len(), 6);
-    // The same test rows from the saved fit: the same predictions.
-    let o = tempest(&[
+    let pred_out = assert_ok(&tempest(&[
         "predict",
-        "examples/satellite.tempest",
+        model,
         "--fit",
         fit.to_str().unwrap(),
         "--test",
         SATELLITE,
         "--test-rows",
-        "800..999",
+        test,
         "--json",
-        pred_json.to_str().unwrap(),
-    ]);
-    let text = assert_ok(&o);
-    assert!(text.contains("read from the saved fit"), "{text}");
-    let pred: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&pred_json).unwrap()).unwrap();
-    let probs = |j: &serde_json::Value| -> Vec<f64> {
-        j["predictions"]["probabilities"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|r| r.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()))
-            .collect()
+        pred_path.to_str().unwrap(),
+    ]));
+    let read = |p: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
     };
+    SavedRun {
+        out,
+        run,
+        saved: read(&fit),
+        fit,
+        pred_out,
+        pred: read(&pred_path),
+    }
+}
+
+/// The class probabilities of a run's or a prediction's JSON, row by row.
+fn probs(j: &serde_json::Value) -> Vec<f64> {
+    j["predictions"]["probabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn a_saved_fit_predicts_later_without_training() {
+    let dir = out_dir("svi_saved");
+    let SavedRun {
+        out,
+        run,
+        saved,
+        fit,
+        pred_out: text,
+        pred,
+    } = run_save_predict(
+        &dir,
+        "examples/satellite.tempest",
+        "0..799",
+        "800..999",
+        "60",
+    );
+    assert!(out.contains("fit saved to"), "{out}");
+    assert_eq!(saved["format"], "tempest fit");
+    assert_eq!(saved["version"], 1);
+    assert_eq!(saved["svi"]["q"].as_array().unwrap().len(), 6);
+    // The same test rows from the saved fit: the same predictions.
+    assert!(text.contains("read from the saved fit"), "{text}");
     let (a, b) = (probs(&run), probs(&pred));
     assert_eq!(a.len(), 200 * 6);
     assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-12));
@@ -333,30 +380,14 @@ fn a_saved_fit_predicts_later_without_training() {
 #[test]
 fn a_deep_kernel_learns_saves_and_predicts() {
     let dir = out_dir("svi_deep");
-    let (fit, run_path, pred_path) = (
-        dir.join("fit.json"),
-        dir.join("run.json"),
-        dir.join("pred.json"),
-    );
     let model = "examples/satellite_dkl.tempest";
-    let (out, run) = run_json(
-        std::path::Path::new(model),
-        std::path::Path::new(SATELLITE),
-        &[
-            "--rows",
-            "0..1499",
-            "--test",
-            SATELLITE,
-            "--test-rows",
-            "1500..1999",
-            "--set",
-            "steps=300",
-            "--save",
-            fit.to_str().unwrap(),
-            "-q",
-        ],
-        &run_path,
-    );
+    let SavedRun {
+        out,
+        run,
+        saved,
+        pred,
+        ..
+    } = run_save_predict(&dir, model, "0..1499", "1500..1999", "300");
     assert!(out.contains("36 → 64 → 64 → 16 (relu)"), "{out}");
     assert_eq!(
         run["network"]["weights"],
@@ -373,35 +404,10 @@ fn a_deep_kernel_learns_saves_and_predicts() {
     // flat guess).
     let per_point = run["elbo"].as_f64().unwrap() / 1500.0;
     assert!(per_point > -0.2, "ELBO per point {per_point}");
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&fit).unwrap()).unwrap();
     assert_eq!(
         saved["svi"]["network"]["weights"].as_array().unwrap().len(),
         run["network"]["weights"].as_u64().unwrap() as usize
     );
-    let o = tempest(&[
-        "predict",
-        model,
-        "--fit",
-        fit.to_str().unwrap(),
-        "--test",
-        SATELLITE,
-        "--test-rows",
-        "1500..1999",
-        "--json",
-        pred_path.to_str().unwrap(),
-    ]);
-    assert_ok(&o);
-    let pred: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&pred_path).unwrap()).unwrap();
-    let probs = |j: &serde_json::Value| -> Vec<f64> {
-        j["predictions"]["probabilities"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|r| r.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()))
-            .collect()
-    };
     let (a, b) = (probs(&run), probs(&pred));
     assert_eq!(a.len(), 500 * 6);
     assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-9));
@@ -429,29 +435,12 @@ fn a_deep_kernel_learns_saves_and_predicts() {
 #[test]
 fn additive_mixed_deep_gps_learn_save_and_predict() {
     let dir = out_dir("svi_svdkl");
-    let (fit, run_path, pred_path) = (
-        dir.join("fit.json"),
-        dir.join("run.json"),
-        dir.join("pred.json"),
-    );
-    let model = "examples/satellite_svdkl.tempest";
-    let (out, run) = run_json(
-        std::path::Path::new(model),
-        std::path::Path::new(SATELLITE),
-        &[
-            "--rows",
-            "0..1499",
-            "--test",
-            SATELLITE,
-            "--test-rows",
-            "1500..1999",
-            "--set",
-            "steps=300",
-            "--save",
-            fit.to_str().unwrap(),
-            "-q",
-        ],
-        &run_path,
+    let SavedRun { out, run, pred, .. } = run_save_predict(
+        &dir,
+        "examples/satellite_svdkl.tempest",
+        "0..1499",
+        "1500..1999",
+        "300",
     );
     assert!(
         out.contains("20 inducing points per latent GP, each on its own group of 1 feature, 6 latent GPs mixed into 6 class scores"),
@@ -472,28 +461,6 @@ fn additive_mixed_deep_gps_learn_save_and_predict() {
     assert!((a[0] - 1.0).abs() > 1e-3 && a[1].abs() > 1e-3, "{a:?}");
     let acc = run["test"]["accuracy"].as_f64().unwrap();
     assert!(acc > 0.74, "held-out accuracy {acc}");
-    assert_ok(&tempest(&[
-        "predict",
-        model,
-        "--fit",
-        fit.to_str().unwrap(),
-        "--test",
-        SATELLITE,
-        "--test-rows",
-        "1500..1999",
-        "--json",
-        pred_path.to_str().unwrap(),
-    ]));
-    let pred: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&pred_path).unwrap()).unwrap();
-    let probs = |j: &serde_json::Value| -> Vec<f64> {
-        j["predictions"]["probabilities"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|r| r.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()))
-            .collect()
-    };
     let (p, q) = (probs(&run), probs(&pred));
     assert_eq!(p.len(), 500 * 6);
     assert!(p.iter().zip(&q).all(|(x, y)| (x - y).abs() < 1e-9));
