@@ -158,6 +158,26 @@ infer svi { steps = 12, batch = 300, rho = 1, learn_hypers = false, polish = 0 }
     );
 }
 
+/// A six-class softmax model on four satellite features: the data block,
+/// then `rest` (its hyper, model, guide and infer blocks).
+fn satellite4(rest: &str) -> String {
+    format!(
+        "data {{\n  n : int\n  X : matrix[n, 4] = columns(\"x0\", \"x1\", \"x2\", \"x3\")\n  y : int<lower=0, upper=5>[n] = column(\"y\")\n}}\n{rest}"
+    )
+}
+
+/// A softmax model's minibatch gradient (16 draws, rows 10..41 of the
+/// first 80 satellite rows) at random q's for its `latents` GPs (`m`
+/// points each, seeded from `seed`) against central differences; the
+/// engine, for more checks.
+fn check_softmax_gradient(text: &str, latents: u64, m: usize, seed: u64) -> Svi {
+    let b = bind(&model(text), &csv("satellite_prepared.csv", Some((0, 79))));
+    let mut e = engine(&b, &[("mc_samples", "16")]);
+    e.set_posteriors((0..latents).map(|c| random_q(m, seed + c)).collect());
+    check_gradient(&mut e, &(10..42).collect::<Vec<_>>(), 2e-5);
+    e
+}
+
 fn engine(b: &Bound, settings: &[(&str, &str)]) -> Svi {
     let def = ENGINES
         .iter()
@@ -238,12 +258,8 @@ infer svi { }
     check_gradient(&mut fixed, &rows, 2e-5);
 
     // Six latent GPs of a softmax share Z (Monte Carlo expectations).
-    let text = r#"
-data {
-  n : int
-  X : matrix[n, 4] = columns("x0", "x1", "x2", "x3")
-  y : int<lower=0, upper=5>[n] = column("y")
-}
+    let text = satellite4(
+        r#"
 hyper { ell : positive = 2.0  sf2 : positive = 1.5 }
 model {
   f ~ gp(0, sf2 * rbf(ell))[6]
@@ -251,12 +267,9 @@ model {
 }
 guide { f : inducing(m = 5) }
 infer svi { }
-"#;
-    let b = bind(&model(text), &csv("satellite_prepared.csv", Some((0, 79))));
-    let mut e = engine(&b, &[("mc_samples", "16")]);
-    e.set_posteriors((0..6).map(|c| random_q(5, 10 + c)).collect());
-    let rows: Vec<usize> = (10..42).collect();
-    check_gradient(&mut e, &rows, 2e-5);
+"#,
+    );
+    check_softmax_gradient(&text, 6, 5, 10);
 }
 
 /// A deep kernel: the gradient in the hypers, the inducing features and
@@ -292,12 +305,8 @@ infer svi { }
         let rows: Vec<usize> = (5..25).collect();
         check_gradient(&mut e, &rows, 2e-5);
     }
-    let text = r#"
-data {
-  n : int
-  X : matrix[n, 4] = columns("x0", "x1", "x2", "x3")
-  y : int<lower=0, upper=5>[n] = column("y")
-}
+    let text = satellite4(
+        r#"
 hyper { ell : positive = 2.0  sf2 : positive = 1.5 }
 model {
   f ~ gp(0, deep(sf2 * rbf(ell), mlp([6, 3], activation = "tanh")))[6]
@@ -305,20 +314,12 @@ model {
 }
 guide { f : inducing(m = 5) }
 infer svi { }
-"#;
-    let b = bind(&model(text), &csv("satellite_prepared.csv", Some((0, 79))));
-    let mut e = engine(&b, &[("mc_samples", "16")]);
-    e.set_posteriors((0..6).map(|c| random_q(5, 10 + c)).collect());
-    let rows: Vec<usize> = (10..42).collect();
-    check_gradient(&mut e, &rows, 2e-5);
+"#,
+    );
+    check_softmax_gradient(&text, 6, 5, 10);
 }
 
 const MIXED: &str = r#"
-data {
-  n : int
-  X : matrix[n, 4] = columns("x0", "x1", "x2", "x3")
-  y : int<lower=0, upper=5>[n] = column("y")
-}
 hyper { ell : positive = 2.0  sf2 : positive = 1.5  A : matrix[J, 6] = INIT }
 model {
   f ~ gp(0, sf2 * rbf(ell))[J]
@@ -334,13 +335,10 @@ infer svi { }
 #[test]
 fn mixed_latent_gp_gradients_match_finite_differences() {
     let init = "[[1.29, 1.45, 0.07, -0.76, -1.09, 0.03], [-1.02, -1.44, 0.20, 0.13, 0.55, -0.91], [0.01, -0.06, -1.51, 0.54, 0.32, 2.39]]";
-    let text = MIXED.replace("J", "3").replace("INIT", init);
-    let b = bind(&model(&text), &csv("satellite_prepared.csv", Some((0, 79))));
-    let mut e = engine(&b, &[("mc_samples", "16")]);
-    e.set_posteriors((0..3).map(|c| random_q(5, 10 + c)).collect());
+    let text = satellite4(&MIXED.replace("J", "3").replace("INIT", init));
+    let e = check_softmax_gradient(&text, 3, 5, 10);
     // ell, sf2, A [3, 6], Z [5, 4].
     assert_eq!(e.point().len(), 2 + 18 + 20);
-    check_gradient(&mut e, &(10..42).collect::<Vec<_>>(), 2e-5);
 }
 
 /// SV-DKL's whole model: a network, additive GPs on groups of its
@@ -349,12 +347,8 @@ fn mixed_latent_gp_gradients_match_finite_differences() {
 /// central differences.
 #[test]
 fn additive_deep_mixed_gradients_match_finite_differences() {
-    let text = r#"
-data {
-  n : int
-  X : matrix[n, 4] = columns("x0", "x1", "x2", "x3")
-  y : int<lower=0, upper=5>[n] = column("y")
-}
+    let text = satellite4(
+        r#"
 hyper {
   ell : positive = 1.2  sf2 : positive = 1.5
   A : matrix[3, 6] = [[1.29, 1.45, 0.07, -0.76, -1.09, 0.03], [-1.02, -1.44, 0.20, 0.13, 0.55, -0.91], [0.01, -0.06, -1.51, 0.54, 0.32, 2.39]]
@@ -365,16 +359,14 @@ model {
 }
 guide { f : inducing(m = 4) }
 infer svi { }
-"#;
-    let b = bind(&model(text), &csv("satellite_prepared.csv", Some((0, 79))));
-    let mut e = engine(&b, &[("mc_samples", "16")]);
-    e.set_posteriors((0..3).map(|c| random_q(4, 20 + c)).collect());
+"#,
+    );
+    let e = check_softmax_gradient(&text, 3, 4, 20);
     // ell, sf2, A [3, 6]; three sets of 4 points in 2 features; weights.
     assert_eq!(
         e.point().len(),
         2 + 18 + 3 * 4 * 2 + (4 * 5 + 5 + 5 * 6 + 6)
     );
-    check_gradient(&mut e, &(10..42).collect::<Vec<_>>(), 2e-5);
 }
 
 /// KISS-GP: inducing points on a grid with cubic interpolation. The
@@ -405,12 +397,8 @@ infer svi { }
     assert_eq!(e.point().len(), 3);
     check_gradient(&mut e, &(5..25).collect::<Vec<_>>(), 2e-5);
 
-    let text = r#"
-data {
-  n : int
-  X : matrix[n, 4] = columns("x0", "x1", "x2", "x3")
-  y : int<lower=0, upper=5>[n] = column("y")
-}
+    let text = satellite4(
+        r#"
 hyper {
   ell : positive = 1.2  sf2 : positive = 1.5
   A : matrix[3, 6] = [[1.29, 1.45, 0.07, -0.76, -1.09, 0.03], [-1.02, -1.44, 0.20, 0.13, 0.55, -0.91], [0.01, -0.06, -1.51, 0.54, 0.32, 2.39]]
@@ -421,12 +409,10 @@ model {
 }
 guide { f : grid(m = 9) }
 infer svi { }
-"#;
-    let b = bind(&model(text), &csv("satellite_prepared.csv", Some((0, 79))));
-    let mut e = engine(&b, &[("mc_samples", "16")]);
-    e.set_posteriors((0..3).map(|c| random_q(9, 30 + c)).collect());
+"#,
+    );
+    let e = check_softmax_gradient(&text, 3, 9, 30);
     assert_eq!(e.point().len(), 2 + 18 + (4 * 5 + 5 + 5 * 3 + 3));
-    check_gradient(&mut e, &(10..42).collect::<Vec<_>>(), 2e-5);
 }
 
 /// With A = I the mixed model is the plain one: the same minibatch steps
@@ -441,9 +427,11 @@ fn identity_mixing_is_the_plain_softmax() {
             format!("[{}]", row.join(", "))
         })
         .collect();
-    let mixed = MIXED
-        .replace("J", "6")
-        .replace("INIT", &format!("[{}]", eye.join(", ")));
+    let mixed = satellite4(
+        &MIXED
+            .replace("J", "6")
+            .replace("INIT", &format!("[{}]", eye.join(", "))),
+    );
     let plain = mixed
         .replace(" * A)", ")")
         .replace("A : matrix[6, 6]", "unused : matrix[6, 6]");
