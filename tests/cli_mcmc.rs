@@ -151,18 +151,18 @@ fn sampler_misuse_fails_cleanly() {
     ]);
     let err = assert_clean_failure(&o);
     assert!(err.contains("--csv"), "{err}");
-    // --test with a sampler.
+    // Test data without the model's columns.
     let o = tempest(&[
         "run",
         "examples/logistic.tempest",
         "--data",
         "examples/data/breast_cancer_prepared.csv",
         "--test",
-        "examples/data/breast_cancer_prepared.csv",
+        "examples/data/mcycle.csv",
         "--quiet",
     ]);
     let err = assert_clean_failure(&o);
-    assert!(err.contains("--test"), "{err}");
+    assert!(err.contains("mcycle.csv") && err.contains("x0"), "{err}");
     // A bad sampler setting names the setting.
     let o = tempest(&[
         "run",

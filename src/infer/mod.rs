@@ -1,6 +1,7 @@
 //! Inference engines, their settings, the executor that drives them, and
 //! their results.
 
+pub mod band;
 pub mod engine;
 pub mod evidence;
 pub mod exact;

@@ -377,7 +377,7 @@ enum Seed {
 
 /// The C class scores of outcome i of `categorical_logit`: row i of the
 /// [N, C] score matrix (a vector holds one row).
-fn class_scores<T: Scalar>(scores: &Value<T>, i: usize, span: Span) -> Result<Vec<T>, Error> {
+pub fn class_scores<T: Scalar>(scores: &Value<T>, i: usize, span: Span) -> Result<Vec<T>, Error> {
     match scores {
         Value::Matrix(m) => Ok(m.row(i).iter().copied().collect()),
         Value::Vector(v) => Ok(v.iter().copied().collect()),

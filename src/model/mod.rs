@@ -5,6 +5,7 @@ pub mod block;
 pub mod constraint;
 pub mod custom;
 pub mod dist;
+pub mod dist_draw;
 pub mod family;
 pub mod gram_vjp;
 pub mod kernel;

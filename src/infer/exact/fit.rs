@@ -264,6 +264,9 @@ impl Fit for ExactFit {
                     ", RMSE {rm:.4}, mean log predictive density {m:.4}"
                 ));
             }
+            if let Some(c) = p.coverage_95 {
+                head.push_str(&format!(", 95 % interval coverage {c:.3}"));
+            }
             r.line(head);
             let show = p.mean.len().min(10);
             let mut t = Table::new(2, None, 2, &[6, 12, 12, 12]);

@@ -8,6 +8,7 @@
 use super::model::ExactModel;
 use super::objective::LmlState;
 use crate::error::{Error, ErrorKind};
+use crate::infer::band::Band;
 use crate::ir::bind::Bound;
 use crate::model::kernel::Inputs;
 use serde::Serialize;
@@ -30,6 +31,15 @@ pub struct Predictions {
     /// Mean log predictive density of the outcomes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_log_predictive_density: Option<f64>,
+    /// The predictive distribution of y per point, N(mean, var_y): its
+    /// mean, sd and quantiles (as every engine reports them).
+    pub predictive: Band,
+    /// Fraction of the test outcomes inside the central 50 % interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage_50: Option<f64>,
+    /// Fraction of the test outcomes inside the central 95 % interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage_95: Option<f64>,
 }
 
 /// Entries of the cross-covariance K* [N, batch] computed at once.
@@ -68,6 +78,10 @@ impl ExactModel {
             }
         }
         let var_y: Vec<f64> = var_f.iter().zip(&p.sigma).map(|(v, s)| v + s * s).collect();
+        let mut predictive = Band::default();
+        for (m, v) in mean.iter().zip(&var_y) {
+            predictive.push_normal(*m, v.sqrt());
+        }
         Ok(Predictions {
             mean,
             var_f,
@@ -75,6 +89,9 @@ impl ExactModel {
             y: None,
             rmse: None,
             mean_log_predictive_density: None,
+            predictive,
+            coverage_50: None,
+            coverage_95: None,
         })
     }
 
@@ -133,8 +150,12 @@ impl ExactModel {
                 })
                 .sum();
             p.rmse = Some((se / m).sqrt());
+            let y: Vec<f64> = y.iter().copied().collect();
+            let (c50, c95) = p.predictive.coverage(&y);
+            p.coverage_50 = Some(c50);
+            p.coverage_95 = Some(c95);
             p.mean_log_predictive_density = Some(lpd / m);
-            p.y = Some(y.iter().copied().collect());
+            p.y = Some(y);
         }
         Ok(p)
     }

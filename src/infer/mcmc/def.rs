@@ -59,6 +59,12 @@ const MCMC: &[SettingSpec] = &[
         Some("16"),
         "mean leapfrog steps per iteration (hmc): each iteration draws its number uniformly from 1..=2L-1",
     ),
+    s(
+        "predictive_draws",
+        SettingKind::Int(1, 1_000_000),
+        Some("1000"),
+        "draws the posterior predictive at `--test` averages over (evenly spaced over the chains)",
+    ),
 ];
 
 /// A sampler's settings, read once when it is built.
@@ -74,6 +80,8 @@ pub struct SamplerSettings {
     /// The `max_depth` setting (NUTS's, and recorded in output headers for
     /// every sampler).
     pub max_depth: usize,
+    /// Draws the posterior predictive at test data averages over.
+    pub predictive_draws: usize,
     /// Where the settings were written.
     pub written: Written,
 }
@@ -92,6 +100,7 @@ impl SamplerSettings {
             chains: cfg.count("chains")?,
             seed: cfg.seed()?,
             max_depth: cfg.count("max_depth")?,
+            predictive_draws: cfg.count("predictive_draws")?,
             written: cfg.written(),
         })
     }
@@ -174,10 +183,7 @@ impl EngineDef for Sampler {
     }
     fn accepts(&self) -> Accepts {
         Accepts {
-            test: TestData::Refused(
-                "predictions from the `{engine}` engine's draws are not available in this version",
-                Some("use the `estimate` block for posterior expectations"),
-            ),
+            test: TestData::Predicts,
             draw_sinks: true,
             families: &[],
         }

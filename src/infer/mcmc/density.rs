@@ -63,16 +63,23 @@ impl Slot {
 
 /// A latent GP sampled in whitened form.
 #[derive(Clone)]
-struct Latent {
-    site: usize,
-    offset: usize,
-    n: usize,
-    classes: usize,
+pub(super) struct Latent {
+    /// The site (index into the graph's sites).
+    pub(super) site: usize,
+    /// Where its whitened values v [N·C] start in x (class by class).
+    pub(super) offset: usize,
+    /// Points N.
+    pub(super) n: usize,
+    /// Latent GPs C (classes).
+    pub(super) classes: usize,
     /// Cholesky factor of K + 10⁻⁶I when the kernel is fixed.
     l: DMatrix<f64>,
-    mean: TExpr,
-    kernel: TExpr,
-    inputs: crate::model::kernel::Inputs,
+    /// The GP's mean (a scalar expression).
+    pub(super) mean: TExpr,
+    /// The GP's kernel.
+    pub(super) kernel: TExpr,
+    /// The training inputs [N, D].
+    pub(super) inputs: crate::model::kernel::Inputs,
     /// The x coordinates (param entries) the kernel depends on; empty when
     /// it is fixed. Otherwise L(θ) is factorised at every evaluation.
     kernel_coords: Vec<usize>,
@@ -85,8 +92,9 @@ const LATENT_JITTER: f64 = 1e-6;
 /// contributes log N(y | μ + offset, K + σ²/t·I) (tempered as in
 /// [`ExactModel`]), with K, μ, the offset and σ free to depend on params.
 #[derive(Clone)]
-struct Marginal {
-    model: ExactModel,
+pub(super) struct Marginal {
+    /// The integrated-out GP regression.
+    pub(super) model: ExactModel,
     /// The coordinates of x (param entries) the marginal depends on.
     coords: Vec<usize>,
 }
@@ -390,6 +398,12 @@ impl Density {
         b.log_jacobian(Dual1::new(u, [1.0])).tangent()[0]
     }
 
+    /// The latent GP sampled in whitened form and the GP integrated out,
+    /// where the model has them.
+    pub(super) fn gp_parts(&self) -> (Option<&Latent>, Option<&Marginal>) {
+        (self.latent.as_ref(), self.marginal.as_ref())
+    }
+
     /// Latent site values f = μ₀ + L v.
     pub(crate) fn sites_at(
         &self,
@@ -402,7 +416,7 @@ impl Density {
     /// The Cholesky factor L of K + 10⁻⁶I of the whitened latent GP at these
     /// params (computed when the kernel depends on params). A failed
     /// factorisation is an error, which a sampler counts as a divergence.
-    fn factor<'a>(
+    pub(super) fn factor<'a>(
         &'a self,
         lt: &'a Latent,
         params: &[Value<f64>],

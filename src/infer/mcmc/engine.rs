@@ -42,6 +42,8 @@ pub struct McmcEngine {
     /// Each chain's draw sinks [chains][sinks].
     writers: Vec<Vec<Box<dyn DrawSink>>>,
     cfg: ChainConfig,
+    seed: u64,
+    predictive_draws: usize,
     started: Instant,
     sampling_started: Option<Instant>,
     warmup_seconds: f64,
@@ -175,6 +177,8 @@ impl McmcEngine {
             chains,
             writers,
             cfg: chain_cfg,
+            seed,
+            predictive_draws: s.predictive_draws,
             started: Instant::now(),
             sampling_started,
             warmup_seconds: 0.0,
@@ -351,7 +355,8 @@ impl Engine for McmcEngine {
             this.warmup_seconds,
             this.gradients,
             reason,
-        )?;
+        )?
+        .predicting(this.seed, this.predictive_draws);
         Ok(Box::new(fit))
     }
 }

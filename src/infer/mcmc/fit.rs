@@ -5,6 +5,7 @@
 use super::chain::{ChainConfig, Draw, Method};
 use super::density::Density;
 use super::diagnostics::{Summary, ebfmi, summarize};
+use super::predict::SamplerPredictions;
 use crate::error::{Error, ErrorKind};
 use crate::ir::eval::Env;
 use crate::ir::value::Value;
@@ -66,6 +67,12 @@ pub struct McmcFit {
     pub warnings: Vec<String>,
     /// Why the run ended.
     pub reason: String,
+    /// The posterior predictive at test data (`--test`), once attached.
+    pub predictions: Option<SamplerPredictions>,
+    /// The run's seed (the predictive draws' streams derive from it).
+    pub seed: u64,
+    /// Draws the posterior predictive averages over (at most).
+    pub predictive_draws: usize,
     cfg: ChainConfig,
 }
 
@@ -159,6 +166,9 @@ impl McmcFit {
             gradients,
             warnings: vec![],
             reason,
+            predictions: None,
+            seed: 0,
+            predictive_draws: 1000,
             cfg,
         };
         fit.warnings = fit.warn();
@@ -224,6 +234,14 @@ impl McmcFit {
         (min_ess, max_rhat)
     }
 
+    /// The seed and the number of draws for the posterior predictive at
+    /// test data.
+    pub fn predicting(mut self, seed: u64, draws: usize) -> McmcFit {
+        self.seed = seed;
+        self.predictive_draws = draws;
+        self
+    }
+
     /// Draws kept per chain (the fewest over chains; fewer than asked for
     /// when the run was stopped early).
     pub fn kept(&self) -> usize {
@@ -234,6 +252,23 @@ impl McmcFit {
 impl crate::infer::fit::Fit for McmcFit {
     fn engine(&self) -> &'static str {
         self.engine
+    }
+
+    fn attach_test(&mut self, test: &crate::ir::bind::Bound) -> Result<(), Error> {
+        let qs: Vec<&[f64]> = self
+            .draws
+            .iter()
+            .flatten()
+            .map(|d| d.q.as_slice())
+            .collect();
+        self.predictions = Some(super::predict::predict(
+            &self.density,
+            &qs,
+            test,
+            self.predictive_draws,
+            self.seed,
+        )?);
+        Ok(())
     }
 
     fn plot(&self, path: &std::path::Path) -> Result<(), crate::error::Error> {
@@ -397,6 +432,9 @@ impl crate::infer::fit::Fit for McmcFit {
             .field("gradient_evaluations", self.gradients)
             .field("ess_bulk_min", min_ess)
             .field("rhat_max", max_rhat);
+        if let Some(p) = &self.predictions {
+            p.report_into(&mut r);
+        }
         r
     }
 }

@@ -10,4 +10,5 @@ pub mod diagnostics;
 pub mod engine;
 pub mod fit;
 pub mod hamiltonian;
+pub mod predict;
 pub mod tape;

@@ -200,6 +200,9 @@ pub fn test_report(r: &mut Report, test: Option<&TestMetrics>, predictions: Opti
         if let (Some(a), Some(e), Some(m)) = (t.accuracy, t.ece, t.mce) {
             line.push_str(&format!(", accuracy {a:.4}, ECE {e:.4}, MCE {m:.4}"));
         }
+        if let (Some(e), Some(c)) = (t.rmse, t.coverage_95) {
+            line.push_str(&format!(", RMSE {e:.4}, 95 % interval coverage {c:.3}"));
+        }
         r.line(line);
         r.field_ser("test", t);
     } else if let Some(p) = predictions {

@@ -96,6 +96,22 @@ impl LikArgs<f64> {
             local: self.local,
         }
     }
+    /// The likelihood's arguments at point `n` with latent value `f` (the
+    /// latent argument is f plus its offset), for one latent value.
+    pub fn point_args(&self, model: &ViModel, n: usize, f: f64) -> Vec<f64> {
+        self.args
+            .iter()
+            .enumerate()
+            .map(|(k, a)| {
+                let x = a.element(n).unwrap_or(f64::NAN);
+                if k == model.latent.latent_arg {
+                    f + x
+                } else {
+                    x
+                }
+            })
+            .collect()
+    }
     /// The untempered likelihood (t = 1), for predictions.
     pub fn untempered(&self) -> LikArgs<f64> {
         LikArgs {

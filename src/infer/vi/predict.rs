@@ -11,9 +11,15 @@ use super::expect::Rule;
 use super::model::{LikArgs, ViModel};
 use super::posterior::Whitened;
 use crate::error::{Error, ErrorKind};
+use crate::infer::band::Band;
 use crate::ir::bind::Bound;
-use crate::model::dist::Support;
+use crate::ir::graph::DistRef;
+use crate::model::dist::{Dist, Support};
 use nalgebra::DMatrix;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand_distr::{Distribution, StandardNormal};
+use rayon::prelude::*;
 use serde::Serialize;
 
 /// Predictions at M points.
@@ -33,7 +39,20 @@ pub struct Predictions {
     /// Log predictive density of each test outcome, when the test data has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_density: Option<Vec<f64>>,
+    /// The predictive distribution of the outcome y* per point (mean, sd
+    /// and quantiles; outcomes that are numbers, from a built-in
+    /// likelihood of one latent value): closed form for `normal`, else
+    /// from [`Y_DRAWS`] draws f ~ q(f*), y ~ p(y | f).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predictive: Option<Band>,
 }
+
+/// Draws per test point of the outcome's predictive distribution, for
+/// likelihoods other than `normal`.
+pub const Y_DRAWS: usize = 1000;
+
+/// Mixed into the seed of each point's draws.
+const SALT: u64 = 0x7661_7269_6174_696f;
 
 /// Rows of one value each as a flat list, other rows as they are.
 fn rows_or_flat<S: serde::Serializer>(rows: &[Vec<f64>], s: S) -> Result<S::Ok, S::Error> {
@@ -65,6 +84,16 @@ pub struct TestMetrics {
     pub accuracy: Option<f64>,
     /// Mean of log p(y*ₙ | data).
     pub mean_log_predictive_density: f64,
+    /// Root mean squared error of the predictive mean (outcomes that are
+    /// numbers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rmse: Option<f64>,
+    /// Fraction of outcomes inside the central 50 % predictive interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage_50: Option<f64>,
+    /// Fraction of outcomes inside the central 95 % predictive interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage_95: Option<f64>,
     /// Expected calibration error (classification only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ece: Option<f64>,
@@ -231,8 +260,23 @@ pub fn outcome_predictions(
         ),
         _ => None,
     };
+    let predictive = match (&obs.dist.dist, classes) {
+        (DistRef::Builtin(d), None) if c == 1 => {
+            Some(y_band(model, *d, lik, test, mean, var, &obs.dist.options)?)
+        }
+        _ => None,
+    };
     let metrics = match (&y, &log_density) {
-        (Some(y), Some(ld)) => Some(metrics(y, ld, probs.as_deref(), n_bins)),
+        (Some(y), Some(ld)) => {
+            let mut t = metrics(y, ld, probs.as_deref(), n_bins);
+            if let Some(b) = &predictive {
+                let (c50, c95) = b.coverage(y);
+                t.rmse = Some(b.rmse(y));
+                t.coverage_50 = Some(c50);
+                t.coverage_95 = Some(c95);
+            }
+            Some(t)
+        }
         _ => None,
     };
     let rows = |a: &DMatrix<f64>| (0..m).map(|i| a.row(i).iter().copied().collect()).collect();
@@ -242,9 +286,71 @@ pub fn outcome_predictions(
             var_f: rows(var),
             probabilities: probs,
             log_density,
+            predictive,
         },
         metrics,
     ))
+}
+
+/// The predictive distribution of the outcome at each of the M points,
+/// from the latent means and variances [M, 1]: N(f + offset, var_f + σ²)
+/// for `normal`, else [`Y_DRAWS`] draws per point (f ~ N(mean, var),
+/// y ~ p(y | f)), each point with its own random stream.
+fn y_band(
+    model: &ViModel,
+    d: Dist,
+    lik: &LikArgs<f64>,
+    test: &Bound,
+    mean: &DMatrix<f64>,
+    var: &DMatrix<f64>,
+    options: &[(String, f64)],
+) -> Result<Band, Error> {
+    let m = mean.nrows();
+    let opts: Vec<f64> = options.iter().map(|(_, v)| *v).collect();
+    let mut band = Band::default();
+    if d == Dist::Normal {
+        for i in 0..m {
+            let a = lik.point_args(model, i, mean[(i, 0)]);
+            band.push_normal(a[0], (var[(i, 0)].max(0.0) + a[1] * a[1]).sqrt());
+        }
+        return Ok(band);
+    }
+    // Each point's draws are summarised where they are made (one point's
+    // 1000 draws in memory per thread).
+    let points: Vec<Band> = (0..m)
+        .into_par_iter()
+        .map(|i| {
+            let mut rng = StdRng::seed_from_u64(SALT.wrapping_add(i as u64));
+            let sd = var[(i, 0)].max(0.0).sqrt();
+            (0..Y_DRAWS)
+                .map(|_| {
+                    let z: f64 = StandardNormal.sample(&mut rng);
+                    let a = lik.point_args(model, i, mean[(i, 0)] + sd * z);
+                    d.draw(&a, &opts, &mut rng).ok_or_else(|| {
+                        let row = test.row_ids.get(i).copied().unwrap_or(i);
+                        let shown: Vec<String> = a.iter().map(|v| crate::error::num(*v)).collect();
+                        Error::new(
+                            ErrorKind::Numerical,
+                            format!(
+                                "a predictive draw of the outcome at test row {row} failed: the arguments ({}) lie outside the parameter space of `{}`",
+                                shown.join(", "),
+                                d.name()
+                            ),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<f64>, _>>()
+                .map(|col| {
+                    let mut b = Band::default();
+                    b.push_draws(&col);
+                    b
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    for p in points {
+        band.append(p);
+    }
+    Ok(band)
 }
 
 /// Accuracy, mean log predictive density, ECE and MCE.
@@ -260,6 +366,9 @@ pub fn metrics(
         return TestMetrics {
             accuracy: None,
             mean_log_predictive_density: mlpd,
+            rmse: None,
+            coverage_50: None,
+            coverage_95: None,
             ece: None,
             mce: None,
             bins: vec![],
@@ -305,6 +414,9 @@ pub fn metrics(
     TestMetrics {
         accuracy: Some(correct / n),
         mean_log_predictive_density: mlpd,
+        rmse: None,
+        coverage_50: None,
+        coverage_95: None,
         ece: Some(ece),
         mce: Some(mce),
         bins,
