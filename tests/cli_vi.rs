@@ -141,7 +141,8 @@ fn plot_draws_a_reliability_diagram_with_test_outcomes_and_the_trace_without() {
     let trace = assert_png(&without);
     assert_ne!(reliability, trace, "two different kinds of plot");
 
-    // A variational fit with test outcomes but no classes: the trace.
+    // A variational fit with test outcomes but no classes: on one input
+    // column the fit (960 × 600), on ten the trace.
     let reg = dir.join("regression.png");
     let stdout = assert_ok(&tempest(&[
         "run",
@@ -157,7 +158,22 @@ fn plot_draws_a_reliability_diagram_with_test_outcomes_and_the_trace_without() {
         "-q",
     ]));
     assert!(stdout.contains("mean log predictive density"), "{stdout}");
-    assert_eq!(assert_png(&reg), trace);
+    assert_eq!(assert_png(&reg), (960, 600));
+    let reg10 = dir.join("regression10.png");
+    assert_ok(&tempest(&[
+        "run",
+        "examples/diabetes.tempest",
+        "--data",
+        "examples/data/diabetes_prepared.csv",
+        "--rows",
+        "0..99",
+        "--engine",
+        "mirror_descent",
+        "--plot",
+        s(&reg10),
+        "-q",
+    ]));
+    assert_eq!(assert_png(&reg10), trace);
 }
 
 #[test]

@@ -410,3 +410,65 @@ infer mirror_descent { steps = 50, learn_hypers = false }
         assert_eq!(band.q50[i].fract(), 0.0, "counts have integer quantiles");
     }
 }
+
+/// A PNG file written by a run: its signature and a size that holds more
+/// than an empty canvas.
+fn assert_png(path: &std::path::Path) {
+    let bytes = std::fs::read(path).unwrap_or_else(|_| panic!("{} not written", path.display()));
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{}", path.display());
+    assert!(bytes.len() > 20_000, "{} is nearly empty", path.display());
+}
+
+#[test]
+fn every_engine_draws_the_fit_of_a_one_input_model() {
+    let dir = out_dir("predictive_plots");
+    let base = [
+        "examples/mcycle.tempest",
+        "--data",
+        "examples/data/mcycle.csv",
+        "--rows",
+        "0..99",
+        "--test",
+        "examples/data/mcycle.csv",
+        "--test-rows",
+        "100..132",
+        "-q",
+    ];
+    for engine in ["mirror_descent", "gradient_descent", "svi"] {
+        let png = dir.join(format!("{engine}.png"));
+        let mut args = vec!["run"];
+        args.extend(base);
+        args.extend(["--engine", engine, "--plot", png.to_str().unwrap()]);
+        let out = assert_ok(&tempest(&args));
+        assert!(out.contains("RMSE"), "{engine}: {out}");
+        assert_png(&png);
+    }
+    // A sampler draws its traces and, beside them, the fit.
+    let png = dir.join("nuts.png");
+    let out = assert_ok(&tempest(&[
+        "run",
+        "examples/mcycle_nuts.tempest",
+        "--data",
+        "examples/data/mcycle.csv",
+        "--rows",
+        "0..99",
+        "--test",
+        "examples/data/mcycle.csv",
+        "--test-rows",
+        "100..132",
+        "--set",
+        "draws=100",
+        "--set",
+        "warmup=100",
+        "-q",
+        "--plot",
+        png.to_str().unwrap(),
+    ]));
+    let fit = dir.join("nuts_fit.png");
+    assert!(
+        out.contains(&format!("plot written to {}", fit.display())),
+        "{out}"
+    );
+    assert_png(&png);
+    assert_png(&fit);
+}

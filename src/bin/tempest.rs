@@ -54,9 +54,10 @@ enum Command {
         json: Option<PathBuf>,
         /// Draw the fit to this PNG file: exact engine, the fit (1-D inputs);
         /// variational engines, the reliability diagram when test outcomes of
-        /// a classifier are given, else the ELBO trace; samplers, trace and
-        /// density plots of the first eight params; evidence, the rung means
-        /// against t.
+        /// a classifier are given, the fit for 1-D inputs, else the ELBO
+        /// trace; samplers, trace and density plots of the first eight params
+        /// (and the fit at OUT_fit.png for a GP on 1-D inputs); evidence, the
+        /// rung means against t.
         #[arg(long, value_name = "OUT.png")]
         plot: Option<PathBuf>,
         /// Samplers: stream each chain's draws to `PREFIX_1.csv`,
@@ -638,8 +639,9 @@ fn write_outputs(
         write_json(path, &j)?;
     }
     if let Some(path) = plot {
-        fit.plot(path)?;
-        out(&format!("plot written to {}\n", path.display()))?;
+        for written in fit.plot(path)? {
+            out(&format!("plot written to {}\n", written.display()))?;
+        }
     }
     Ok(())
 }

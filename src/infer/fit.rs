@@ -50,8 +50,9 @@ pub trait Fit: AsAny + Send {
         let _ = model;
         None
     }
-    /// Draw the fit's figure to a PNG file at `path`.
-    fn plot(&self, path: &Path) -> Result<(), Error> {
+    /// Draw the fit's figure to a PNG file at `path` (and, for engines with
+    /// two figures, the second beside it): the files written, `path` first.
+    fn plot(&self, path: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
         let _ = path;
         Err(Error::new(
             ErrorKind::Unsupported,

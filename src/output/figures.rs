@@ -6,14 +6,17 @@
 use super::plot::{RegressionPlot, regression_1d, reliability_diagram, traces, traces_xy};
 use super::plot_mcmc::{ChainSeries, trace_density};
 use crate::error::{Error, ErrorKind};
+use crate::infer::band::Band;
 use crate::infer::evidence::fit::EvidenceFit;
 use crate::infer::exact::fit::ExactFit;
 use crate::infer::mcmc::fit::McmcFit;
+use crate::infer::mcmc::predict::SamplerPredictions;
 use crate::infer::svi::fit::SviFit;
 use crate::infer::vi::fit::VariationalFit;
-use crate::infer::vi::predict::TestMetrics;
+use crate::infer::vi::model::ViModel;
+use crate::infer::vi::predict::{Predictions, TestMetrics};
 use crate::model::kernel::Inputs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The most variables a sampler's plot shows.
 const PLOT_VARS: usize = 8;
@@ -38,19 +41,11 @@ pub fn engine_words(engine: &str) -> &str {
 /// Errors: inputs with more than one column; an offset or noise that
 /// depends on per-point data (the grid has none).
 pub fn exact(f: &ExactFit, path: &Path) -> Result<(), Error> {
-    let x = &f.model.inputs;
-    if x.dim() != 1 {
-        return Err(Error::new(
-            ErrorKind::Settings,
-            format!(
-                "--plot draws fits with 1-D inputs; this model's inputs have {} columns",
-                x.dim()
-            ),
-        ));
-    }
-    let column = |xs: &Inputs| -> Vec<f64> { (0..xs.len()).map(|i| xs.row(i)[0]).collect() };
-    let xs = column(x);
-    let test_xs = f.test_inputs.as_ref().map(column).unwrap_or_default();
+    let xs = one_column(&f.model.inputs)?;
+    let test_xs = match &f.test_inputs {
+        Some(t) => one_column(t)?,
+        None => vec![],
+    };
     let (lo, hi) = xs
         .iter()
         .chain(&test_xs)
@@ -77,7 +72,7 @@ pub fn exact(f: &ExactFit, path: &Path) -> Result<(), Error> {
         .predictions
         .as_ref()
         .and_then(|pr| pr.y.clone())
-        .and_then(|ty| Some((column(f.test_inputs.as_ref()?), ty)));
+        .map(|ty| (test_xs.clone(), ty));
     let g = &f.model.bound.graph;
     let obs = &g.observations[f.model.obs];
     let yname = g.data[obs.data].name.clone();
@@ -86,6 +81,22 @@ pub fn exact(f: &ExactFit, path: &Path) -> Result<(), Error> {
         "exact GP regression: log marginal likelihood {:.3}",
         f.log_marginal_likelihood
     );
+    let mut y = Band::default();
+    for (m, v) in p.mean.iter().zip(&p.var_y) {
+        y.push_normal(*m, v.sqrt());
+    }
+    let f_lo: Vec<f64> = p
+        .mean
+        .iter()
+        .zip(&p.var_f)
+        .map(|(m, v)| m - Z975 * v.sqrt())
+        .collect();
+    let f_hi: Vec<f64> = p
+        .mean
+        .iter()
+        .zip(&p.var_f)
+        .map(|(m, v)| m + Z975 * v.sqrt())
+        .collect();
     regression_1d(
         path,
         &RegressionPlot {
@@ -93,18 +104,181 @@ pub fn exact(f: &ExactFit, path: &Path) -> Result<(), Error> {
             train: (&xs, &ys),
             test: test_pts.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice())),
             grid: &grid,
-            mean: &p.mean,
-            var: &p.var_y,
+            y: &y,
+            f: Some((&f_lo, &f_hi)),
             labels: (&xname, &yname),
         },
     )
 }
 
+/// The standard normal's 97.5 % quantile.
+const Z975: f64 = 1.959_963_984_540_054;
+
+/// Predictions at one set of points for a fit plot: the inputs (one
+/// column), the outcomes where known, the predictive band of y and, for an
+/// identity link, the latent f's centre and sd (f on y's scale).
+pub struct PointPredictions {
+    /// Inputs \[M\].
+    pub x: Vec<f64>,
+    /// Outcomes \[M\], when known.
+    pub y: Option<Vec<f64>>,
+    /// The predictive distribution of y.
+    pub band: Band,
+    /// The 95 % interval of f (lower, upper) \[M\] each, when f is on y's scale.
+    pub f: Option<(Vec<f64>, Vec<f64>)>,
+}
+
+/// The first (only) column of 1-D inputs; an error naming the columns
+/// otherwise.
+pub fn one_column(x: &Inputs) -> Result<Vec<f64>, Error> {
+    if x.dim() != 1 {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!(
+                "--plot draws fits with 1-D inputs; this model's inputs have {} columns",
+                x.dim()
+            ),
+        ));
+    }
+    Ok((0..x.len()).map(|i| x.row(i)[0]).collect())
+}
+
+/// A fit drawn at the training points and the test points (a forecast
+/// where the test inputs lie beyond the training inputs): the points
+/// sorted by input, the bands joined through them. `labels` names the
+/// input and the outcome.
+pub fn fit_at_points(
+    path: &Path,
+    title: &str,
+    labels: (&str, &str),
+    train: &PointPredictions,
+    test: Option<&PointPredictions>,
+) -> Result<(), Error> {
+    let parts: Vec<&PointPredictions> = std::iter::once(train).chain(test).collect();
+    let mut order: Vec<(usize, usize)> = parts
+        .iter()
+        .enumerate()
+        .flat_map(|(k, p)| (0..p.x.len()).map(move |i| (k, i)))
+        .filter(|&(k, i)| parts[k].x[i].is_finite())
+        .collect();
+    order.sort_by(|a, b| parts[a.0].x[a.1].total_cmp(&parts[b.0].x[b.1]));
+    let mut grid = Vec::with_capacity(order.len());
+    let mut y = Band::default();
+    let with_f = parts.iter().all(|p| p.f.is_some());
+    let (mut f_lo, mut f_hi) = (vec![], vec![]);
+    for &(k, i) in &order {
+        let p = parts[k];
+        grid.push(p.x[i]);
+        let b = &p.band;
+        y.mean.push(b.mean[i]);
+        y.sd.push(b.sd[i]);
+        y.q2_5.push(b.q2_5[i]);
+        y.q25.push(b.q25[i]);
+        y.q50.push(b.q50[i]);
+        y.q75.push(b.q75[i]);
+        y.q97_5.push(b.q97_5[i]);
+        if let Some((lo, hi)) = &p.f {
+            f_lo.push(lo[i]);
+            f_hi.push(hi[i]);
+        }
+    }
+    let train_y = train.y.clone().unwrap_or_default();
+    let test_pts = test.and_then(|t| Some((t.x.clone(), t.y.clone()?)));
+    regression_1d(
+        path,
+        &RegressionPlot {
+            title,
+            train: (&train.x, &train_y),
+            test: test_pts.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice())),
+            grid: &grid,
+            y: &y,
+            f: with_f.then_some((f_lo.as_slice(), f_hi.as_slice())),
+            labels,
+        },
+    )
+}
+
+/// The names of a latent GP's input and of an observed variable, for axis
+/// labels.
+fn axis_labels(g: &crate::ir::Graph, site: usize, obs: usize) -> (String, String) {
+    let x = crate::ir::print::expr_in(&g.sites[site].input, g).replace("data:", "");
+    (x, g.data[g.observations[obs].data].name.clone())
+}
+
+/// A variational fit's predictions as points of a fit plot: `None` unless
+/// the inputs have one column and the outcome has a predictive band (one
+/// latent GP, numeric outcomes).
+fn variational_points(model: &ViModel, p: &Predictions) -> Option<PointPredictions> {
+    let band = p.predictive.clone()?;
+    let x = one_column(p.inputs.as_ref()?).ok()?;
+    let normal = matches!(
+        model.bound.graph.observations[model.latent.obs].dist.dist,
+        crate::ir::graph::DistRef::Builtin(crate::model::dist::Dist::Normal)
+    );
+    // For `normal` the band's mean is f + offset: f's interval is centred there.
+    let f = normal.then(|| {
+        let half: Vec<f64> = p
+            .var_f
+            .iter()
+            .map(|v| Z975 * v[0].max(0.0).sqrt())
+            .collect();
+        (
+            band.mean.iter().zip(&half).map(|(m, h)| m - h).collect(),
+            band.mean.iter().zip(&half).map(|(m, h)| m + h).collect(),
+        )
+    });
+    Some(PointPredictions {
+        x,
+        y: p.y.clone(),
+        band,
+        f,
+    })
+}
+
+/// The fit plot of a variational engine (`what` in words), when the model
+/// has one input column and numeric outcomes: predictions at the training
+/// points (`train`) and at the test points.
+fn variational_fit(
+    model: &ViModel,
+    train: Result<Predictions, Error>,
+    test: Option<&Predictions>,
+    title: &str,
+    path: &Path,
+) -> Option<Result<(), Error>> {
+    if model.inputs.dim() != 1 || model.classes != 1 {
+        return None;
+    }
+    let train = match train {
+        Ok(p) => variational_points(model, &p)?,
+        Err(e) => return Some(Err(e)),
+    };
+    let test = test.and_then(|p| variational_points(model, p));
+    let (xl, yl) = axis_labels(&model.bound.graph, model.latent.site, model.latent.obs);
+    Some(fit_at_points(
+        path,
+        title,
+        (&xl, &yl),
+        &train,
+        test.as_ref(),
+    ))
+}
+
 /// A variational fit: the reliability diagram when there are
-/// classification test metrics, else the ELBO trace.
+/// classification test metrics; for one input column and numeric outcomes
+/// the fit (bands of y and f at the training and test points); else the
+/// ELBO trace.
 pub fn variational(f: &VariationalFit, path: &Path) -> Result<(), Error> {
     let what = engine_words(f.engine);
     if let Some(drawn) = reliability(f.test.as_ref(), what, path) {
+        return drawn;
+    }
+    let title = format!("{what}: fit (ELBO {:.4})", f.elbo);
+    let train =
+        || crate::infer::vi::predict::predict(&f.core, &f.qs, &f.core.model.bound, 1).map(|p| p.0);
+    if f.core.model.inputs.dim() == 1
+        && let Some(drawn) =
+            variational_fit(&f.core.model, train(), f.predictions.as_ref(), &title, path)
+    {
         return drawn;
     }
     let title = format!(
@@ -146,6 +320,18 @@ pub fn svi(f: &SviFit, path: &Path) -> Result<(), Error> {
     if let Some(drawn) = reliability(f.test.as_ref(), "svi", path) {
         return drawn;
     }
+    let title = format!("svi: fit (whole-data ELBO {:.4})", f.elbo);
+    if f.model.inputs.dim() == 1
+        && let Some(drawn) = variational_fit(
+            &f.model,
+            f.predict_on(&f.model.bound).map(|p| p.0),
+            f.predictions.as_ref(),
+            &title,
+            path,
+        )
+    {
+        return drawn;
+    }
     let title = format!(
         "svi: ELBO against time (whole-data ELBO {:.4} after {} steps, {:.1} s)",
         f.elbo, f.run.steps, f.run.seconds
@@ -162,10 +348,13 @@ pub fn svi(f: &SviFit, path: &Path) -> Result<(), Error> {
 }
 
 /// A sampling fit: trace and density of the first params (at most
-/// `PLOT_VARS`) per chain.
+/// `PLOT_VARS`) per chain, at `path`; for a model with a latent GP on one
+/// input column and numeric outcomes also the fit (the posterior
+/// predictive's bands at the training and test points) beside it, at
+/// `STEM_fit.png`. The files written.
 ///
 /// Errors: a model with nothing sampled.
-pub fn mcmc(f: &McmcFit, path: &Path) -> Result<(), Error> {
+pub fn mcmc(f: &McmcFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
     let total = f.density.param_columns();
     let shown = total.clamp(1, PLOT_VARS).min(f.names.len());
     if shown == 0 {
@@ -191,7 +380,71 @@ pub fn mcmc(f: &McmcFit, path: &Path) -> Result<(), Error> {
         f.draws.len(),
         f.draws.first().map_or(0, Vec::len)
     );
-    trace_density(path, &vars, &title)
+    trace_density(path, &vars, &title)?;
+    let mut written = vec![path.to_path_buf()];
+    if let Some(fit) = mcmc_fit(f, path)? {
+        written.push(fit);
+    }
+    Ok(written)
+}
+
+/// The outcome of a sampler's predictions drawn in a fit plot (the first
+/// with a predictive band and no class probabilities) as plot points.
+fn sampler_points(f: &McmcFit, p: &SamplerPredictions) -> Option<PointPredictions> {
+    let o = p
+        .outcomes
+        .iter()
+        .find(|o| o.predictive.is_some() && o.probabilities.is_none())?;
+    let band = o.predictive.clone()?;
+    let x = one_column(p.inputs.as_ref()?).ok()?;
+    if x.len() != band.mean.len() {
+        return None;
+    }
+    let latent = p.latent.first();
+    let fb = latent
+        .filter(|_| f.density.gp_is_mean_of_normal())
+        .map(|l| (l.q2_5.clone(), l.q97_5.clone()));
+    Some(PointPredictions {
+        x,
+        y: o.y.clone(),
+        band,
+        f: fb,
+    })
+}
+
+/// The fit plot of a sampler, beside `path`, when the model has a latent GP
+/// on one input column and numeric outcomes.
+fn mcmc_fit(f: &McmcFit, path: &Path) -> Result<Option<PathBuf>, Error> {
+    if f.density.gp_inputs().is_none_or(|x| x.dim() != 1) {
+        return Ok(None);
+    }
+    let qs: Vec<&[f64]> = f.draws.iter().flatten().map(|d| d.q.as_slice()).collect();
+    let train = crate::infer::mcmc::predict::predict(
+        &f.density,
+        &qs,
+        &f.density.bound,
+        f.predictive_draws,
+        f.seed,
+    )?;
+    let Some(train_pts) = sampler_points(f, &train) else {
+        return Ok(None);
+    };
+    let test_pts = f.predictions.as_ref().and_then(|p| sampler_points(f, p));
+    let g = &f.density.bound.graph;
+    let obs = train
+        .outcomes
+        .iter()
+        .position(|o| o.predictive.is_some() && o.probabilities.is_none())
+        .unwrap_or(0);
+    // A sampled model has at most one latent GP site.
+    let (xl, yl) = axis_labels(g, 0, obs);
+    let stem = path
+        .file_stem()
+        .map_or("plot".into(), |s| s.to_string_lossy().to_string());
+    let fit_path = path.with_file_name(format!("{stem}_fit.png"));
+    let title = format!("{}: posterior predictive ({} draws)", f.engine, train.draws);
+    fit_at_points(&fit_path, &title, (&xl, &yl), &train_pts, test_pts.as_ref())?;
+    Ok(Some(fit_path))
 }
 
 /// An evidence fit: the mean log likelihood at each rung.

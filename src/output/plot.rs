@@ -3,6 +3,7 @@
 //! predictions, and ELBO traces of variational runs.
 
 use crate::error::{Error, ErrorKind};
+use crate::infer::band::Band;
 use crate::infer::vi::predict::Bin;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
@@ -28,7 +29,9 @@ pub(crate) fn plot_err(path: &Path, e: impl std::fmt::Display) -> Error {
     )
 }
 
-/// A 1-D regression fit: training points, predictive mean, and a 95% band.
+/// A 1-D regression fit: the predictive mean of y with its 50 % and 95 %
+/// bands, the latent f's 95 % band (dashed) where f is on y's scale, and
+/// the training and test points on top.
 pub struct RegressionPlot<'a> {
     /// Title at the top.
     pub title: &'a str,
@@ -36,12 +39,13 @@ pub struct RegressionPlot<'a> {
     pub train: (&'a [f64], &'a [f64]),
     /// Test inputs and outcomes, if any.
     pub test: Option<(&'a [f64], &'a [f64])>,
-    /// Sorted grid of inputs.
+    /// Sorted inputs the predictions are drawn at.
     pub grid: &'a [f64],
-    /// Predictive mean on the grid.
-    pub mean: &'a [f64],
-    /// Predictive variance of y on the grid (for the band).
-    pub var: &'a [f64],
+    /// The predictive distribution of y at `grid`.
+    pub y: &'a Band,
+    /// The latent f's 95 % band at `grid` (lower, upper), when f is on
+    /// the outcome's scale (an identity link).
+    pub f: Option<(&'a [f64], &'a [f64])>,
     /// Axis labels.
     pub labels: (&'a str, &'a str),
 }
@@ -51,18 +55,7 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
     register_font();
     let root = BitMapBackend::new(path, (960, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
-    let lo: Vec<f64> = p
-        .mean
-        .iter()
-        .zip(p.var)
-        .map(|(m, v)| m - 1.96 * v.sqrt())
-        .collect();
-    let hi: Vec<f64> = p
-        .mean
-        .iter()
-        .zip(p.var)
-        .map(|(m, v)| m + 1.96 * v.sqrt())
-        .collect();
+    let (lo, hi) = (&p.y.q2_5, &p.y.q97_5);
     let all_x = p.train.0.iter().chain(p.grid);
     let (x0, x1) = all_x.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
         (a.min(x), b.max(x))
@@ -77,7 +70,7 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
                 .collect()
         })
         .unwrap_or_default();
-    let ys = p.train.1.iter().chain(&lo).chain(&hi).chain(&test_ys);
+    let ys = p.train.1.iter().chain(lo).chain(hi).chain(&test_ys);
     let (y0, y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &y| {
         (a.min(y), b.max(y))
     });
@@ -97,21 +90,46 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
         .label_style(("sans-serif", 14))
         .draw()
         .map_err(|e| plot_err(path, e))?;
-    let band: Vec<(f64, f64)> = p
-        .grid
-        .iter()
-        .zip(&hi)
-        .map(|(&x, &y)| (x, y))
-        .chain(p.grid.iter().zip(&lo).rev().map(|(&x, &y)| (x, y)))
-        .collect();
-    chart
-        .draw_series(std::iter::once(Polygon::new(band, BLUE.mix(0.18).filled())))
-        .map_err(|e| plot_err(path, e))?
-        .label("95% predictive band")
-        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], BLUE.mix(0.18).filled()));
+    let band = |lo: &[f64], hi: &[f64]| -> Vec<(f64, f64)> {
+        p.grid
+            .iter()
+            .zip(hi)
+            .map(|(&x, &y)| (x, y))
+            .chain(p.grid.iter().zip(lo).rev().map(|(&x, &y)| (x, y)))
+            .collect()
+    };
+    for (lo, hi, shade, label) in [
+        (&p.y.q2_5, &p.y.q97_5, 0.14, "95% predictive interval of y"),
+        (&p.y.q25, &p.y.q75, 0.28, "50% predictive interval of y"),
+    ] {
+        let style = BLUE.mix(shade).filled();
+        chart
+            .draw_series(std::iter::once(Polygon::new(band(lo, hi), style)))
+            .map_err(|e| plot_err(path, e))?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], style));
+    }
+    if let Some((lo, hi)) = p.f {
+        let style = RGBColor(0, 0, 140).stroke_width(1);
+        for (k, side) in [lo, hi].into_iter().enumerate() {
+            let drawn = chart
+                .draw_series(DashedLineSeries::new(
+                    p.grid.iter().copied().zip(side.iter().copied()),
+                    6,
+                    4,
+                    style,
+                ))
+                .map_err(|e| plot_err(path, e))?;
+            if k == 0 {
+                drawn
+                    .label("95% interval of f")
+                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], style));
+            }
+        }
+    }
     chart
         .draw_series(LineSeries::new(
-            p.grid.iter().copied().zip(p.mean.iter().copied()),
+            p.grid.iter().copied().zip(p.y.mean.iter().copied()),
             BLUE.stroke_width(2),
         ))
         .map_err(|e| plot_err(path, e))?

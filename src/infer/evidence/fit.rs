@@ -254,8 +254,9 @@ impl crate::infer::fit::Fit for EvidenceFit {
         "evidence"
     }
 
-    fn plot(&self, path: &std::path::Path) -> Result<(), crate::error::Error> {
-        crate::output::figures::evidence(self, path)
+    fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
+        crate::output::figures::evidence(self, path)?;
+        Ok(vec![path.to_path_buf()])
     }
 
     /// The log evidence, the per-rung table, warnings and notes.

@@ -151,8 +151,9 @@ impl Fit for ExactFit {
         Ok(())
     }
 
-    fn plot(&self, path: &std::path::Path) -> Result<(), Error> {
-        crate::output::figures::exact(self, path)
+    fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
+        crate::output::figures::exact(self, path)?;
+        Ok(vec![path.to_path_buf()])
     }
 
     fn report(&self) -> Report {

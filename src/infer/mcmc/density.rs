@@ -404,6 +404,25 @@ impl Density {
         (self.latent.as_ref(), self.marginal.as_ref())
     }
 
+    /// The latent GP's training inputs [N, D] (integrated out or sampled),
+    /// if the model has one.
+    pub fn gp_inputs(&self) -> Option<&crate::model::kernel::Inputs> {
+        match (&self.latent, &self.marginal) {
+            (_, Some(m)) => Some(&m.model.inputs),
+            (Some(l), None) => Some(&l.inputs),
+            _ => None,
+        }
+    }
+
+    /// Whether the GP is integrated out of a `normal` likelihood whose mean
+    /// is the GP's value alone (no offset), so the GP's values are on the
+    /// outcome's scale.
+    pub fn gp_is_mean_of_normal(&self) -> bool {
+        self.marginal
+            .as_ref()
+            .is_some_and(|m| m.model.offset.is_empty())
+    }
+
     /// Latent site values f = μ₀ + L v.
     pub(crate) fn sites_at(
         &self,

@@ -271,7 +271,7 @@ impl crate::infer::fit::Fit for McmcFit {
         Ok(())
     }
 
-    fn plot(&self, path: &std::path::Path) -> Result<(), crate::error::Error> {
+    fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
         crate::output::figures::mcmc(self, path)
     }
 

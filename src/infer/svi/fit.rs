@@ -327,6 +327,28 @@ fn for_batches_with(
     Ok(())
 }
 
+impl SviFit {
+    /// Predictions (and metrics, with outcomes) at `data`, bound like the
+    /// training data: the test data, or the training data itself for a
+    /// fit plot.
+    pub fn predict_on(&self, data: &Bound) -> Result<(Predictions, Option<TestMetrics>), Error> {
+        let (mean, var) = self.latent(data)?;
+        let pieces = self.model.pieces::<f64>(&self.theta, data)?;
+        let (mut p, m) = outcome_predictions(
+            &self.model,
+            &self.rule,
+            &pieces.lik.untempered(),
+            data,
+            &mean,
+            &var,
+            self.settings.bins,
+        )?;
+        finite_predictions(&p, data)?;
+        p.inputs = Some(data.site_inputs(self.model.latent.site, &self.hypers, &[])?);
+        Ok((p, m))
+    }
+}
+
 impl crate::infer::fit::Fit for SviFit {
     fn engine(&self) -> &'static str {
         "svi"
@@ -337,25 +359,15 @@ impl crate::infer::fit::Fit for SviFit {
     }
 
     fn attach_test(&mut self, test: &Bound) -> Result<(), Error> {
-        let (mean, var) = self.latent(test)?;
-        let pieces = self.model.pieces::<f64>(&self.theta, test)?;
-        let (p, m) = outcome_predictions(
-            &self.model,
-            &self.rule,
-            &pieces.lik.untempered(),
-            test,
-            &mean,
-            &var,
-            self.settings.bins,
-        )?;
-        finite_predictions(&p, test)?;
+        let (p, m) = self.predict_on(test)?;
         self.predictions = Some(p);
         self.test = m;
         Ok(())
     }
 
-    fn plot(&self, path: &std::path::Path) -> Result<(), Error> {
-        crate::output::figures::svi(self, path)
+    fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
+        crate::output::figures::svi(self, path)?;
+        Ok(vec![path.to_path_buf()])
     }
 
     fn report(&self) -> Report {

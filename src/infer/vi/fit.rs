@@ -132,8 +132,9 @@ impl crate::infer::fit::Fit for VariationalFit {
         self.attach_test_binned(test, self.core.bins)
     }
 
-    fn plot(&self, path: &std::path::Path) -> Result<(), Error> {
-        crate::output::figures::variational(self, path)
+    fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
+        crate::output::figures::variational(self, path)?;
+        Ok(vec![path.to_path_buf()])
     }
 
     fn report(&self) -> Report {

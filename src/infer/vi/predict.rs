@@ -45,6 +45,12 @@ pub struct Predictions {
     /// from [`Y_DRAWS`] draws f ~ q(f*), y ~ p(y | f).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predictive: Option<Band>,
+    /// The test outcomes, when the test data has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub y: Option<Vec<f64>>,
+    /// The test inputs of the latent GP \[M, D\] (for plots).
+    #[serde(skip)]
+    pub inputs: Option<crate::model::kernel::Inputs>,
 }
 
 /// Draws per test point of the outcome's predictive distribution, for
@@ -131,7 +137,7 @@ pub fn predict(
         mean.set_column(j, &mu);
         var.set_column(j, &v);
     }
-    outcome_predictions(
+    let (mut p, metrics) = outcome_predictions(
         model,
         &core.rule,
         &pieces.lik.untempered(),
@@ -139,7 +145,9 @@ pub fn predict(
         &mean,
         &var,
         n_bins,
-    )
+    )?;
+    p.inputs = Some(x);
+    Ok((p, metrics))
 }
 
 /// The latent GP's inputs at the test data [M, D], with an error when they
@@ -287,6 +295,8 @@ pub fn outcome_predictions(
             probabilities: probs,
             log_density,
             predictive,
+            y,
+            inputs: None,
         },
         metrics,
     ))
