@@ -92,6 +92,111 @@ pub fn load_data(path: &Path, rows: Option<&str>, flag: &str) -> Result<Data, Er
     }
 }
 
+/// How `--split F --shuffle SEED` divided the rows.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Split {
+    /// The fraction of rows for training.
+    pub fraction: f64,
+    /// The seed the rows were shuffled with, if any.
+    pub shuffle: Option<u64>,
+    /// Training rows.
+    pub train_rows: usize,
+    /// Test rows.
+    pub test_rows: usize,
+}
+
+/// `--split F` (with `--shuffle SEED`): the rows of a CSV file (after
+/// `--rows`) shuffled when a seed is given, the first round(F·N) for
+/// training and the rest for testing (each part keeps the rows' original
+/// numbers for messages). `--shuffle` alone shuffles the training rows.
+/// The same seed gives the same split on every machine.
+pub fn split_data(
+    data: Data,
+    fraction: Option<f64>,
+    shuffle: Option<u64>,
+) -> Result<(Data, Option<(Data, Split)>), Errors> {
+    use rand::SeedableRng;
+    use rand::seq::SliceRandom;
+    if fraction.is_none() && shuffle.is_none() {
+        return Ok((data, None));
+    }
+    let Some(n) = data.nrows() else {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!(
+                "--split and --shuffle apply to CSV files, not to {}",
+                data.file()
+            ),
+        )
+        .into());
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    if let Some(seed) = shuffle {
+        order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(seed));
+    }
+    let Some(f) = fraction else {
+        return Ok((data.take_rows(&order)?, None));
+    };
+    if !(f > 0.0 && f < 1.0) {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!("--split {f}: expected the training fraction, a number between 0 and 1 (exclusive), e.g. 0.8"),
+        )
+        .into());
+    }
+    let k = (f * n as f64).round() as usize;
+    if k == 0 || k == n {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!(
+                "--split {f}: {n} rows give {k} training and {} test rows; both parts need at least one",
+                n - k
+            ),
+        )
+        .into());
+    }
+    let test = data.clone().take_rows(&order[k..])?;
+    let split = Split {
+        fraction: f,
+        shuffle,
+        train_rows: k,
+        test_rows: n - k,
+    };
+    Ok((data.take_rows(&order[..k])?, Some((test, split))))
+}
+
+/// The class labels read from text by binding, one line each:
+/// ``labels of `y`: 0 = a, 1 = b``.
+pub fn label_lines(bound: &Bound) -> Vec<String> {
+    bound
+        .labels
+        .iter()
+        .map(|(&i, ls)| {
+            let pairs: Vec<String> = ls
+                .iter()
+                .enumerate()
+                .map(|(k, l)| format!("{k} = {l}"))
+                .collect();
+            format!(
+                "labels of `{}`: {}",
+                bound.graph.data[i].name,
+                pairs.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// The class labels as JSON: `{"y": ["a", "b"]}`.
+pub fn labels_json(bound: &Bound) -> serde_json::Value {
+    serde_json::Value::Object(
+        bound
+            .labels
+            .iter()
+            .map(|(&i, ls)| (bound.graph.data[i].name.clone(), serde_json::json!(ls)))
+            .collect(),
+    )
+}
+
 /// Split `NAME=VALUE` pairs into model overrides (data scalars, hypers and
 /// `temperature`) and engine settings.
 pub fn split_sets(

@@ -38,8 +38,16 @@ enum Command {
         #[arg(long)]
         test: Option<PathBuf>,
         /// Rows of the test CSV file: `300..304` (inclusive) or `COLUMN=VALUE`.
-        #[arg(long = "test-rows", value_name = "A..B|COL=V")]
+        #[arg(long = "test-rows", value_name = "A..B|COL=V", requires = "test")]
         test_rows: Option<String>,
+        /// Hold out part of the training CSV file as test data: train on
+        /// this fraction of its rows (after --rows), e.g. 0.8, test on the rest.
+        #[arg(long, value_name = "FRACTION", conflicts_with = "test")]
+        split: Option<f64>,
+        /// Shuffle the training CSV file's rows with this seed before
+        /// --split (the same split on every machine).
+        #[arg(long, value_name = "SEED")]
+        shuffle: Option<u64>,
         /// Override a data scalar, a hyper's value or an engine setting.
         #[arg(long = "set", value_name = "NAME=VALUE")]
         set: Vec<String>,
@@ -404,6 +412,8 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             rows,
             test,
             test_rows,
+            split,
+            shuffle,
             set,
             engine,
             seed,
@@ -423,14 +433,28 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
                 Some(d) => command::load_data(d, rows.as_deref(), "--rows").map_err(sourced)?,
                 None => command::no_data(&graph, rows.is_some()).map_err(sourced)?,
             };
-            let test_data = match &test {
-                Some(t) => Some(
+            let (train, held_out) = command::split_data(train, split, shuffle)?;
+            let test_data = match (&test, &held_out) {
+                (Some(t), _) => Some(
                     command::load_data(t, test_rows.as_deref(), "--test-rows").map_err(sourced)?,
                 ),
-                None => None,
+                (None, Some((d, _))) => Some(d.clone()),
+                (None, None) => None,
             };
             let (overrides, settings) = command::split_sets(&graph, &set)?;
             let bound = tempest::bind(graph, &train, &overrides).map_err(sourced)?;
+            if let Some((_, s)) = &held_out {
+                out(&format!(
+                    "split: {} training rows, {} test rows{}\n",
+                    s.train_rows,
+                    s.test_rows,
+                    s.shuffle
+                        .map_or(String::new(), |k| format!(" (shuffled with seed {k})"))
+                ))?;
+            }
+            for line in command::label_lines(&bound) {
+                out(&format!("{line}\n"))?;
+            }
             // Ctrl-C stops the run at the end of the current step and keeps
             // the result so far (every draw already streamed stays on disk).
             let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -492,6 +516,12 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             ];
             if let Some(s) = seed {
                 files.push(("seed", serde_json::json!(s)));
+            }
+            if let Some((_, s)) = &held_out {
+                files.push(("split", serde_json::json!(s)));
+            }
+            if !bound.labels.is_empty() {
+                files.push(("labels", command::labels_json(&bound)));
             }
             write_outputs(fit.as_ref(), json.as_deref(), plot.as_deref(), &files)?;
             if let Some(path) = &save {

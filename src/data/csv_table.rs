@@ -164,6 +164,16 @@ impl CsvTable {
         })
     }
 
+    /// The rows at positions `order`, in that order (each below
+    /// [`CsvTable::nrows`]).
+    pub fn take(self, order: &[usize]) -> CsvTable {
+        CsvTable {
+            rows: order.iter().map(|&i| self.rows[i].clone()).collect(),
+            row_ids: order.iter().map(|&i| self.row_ids[i]).collect(),
+            ..self
+        }
+    }
+
     /// The number of rows.
     pub fn nrows(&self) -> usize {
         self.rows.len()
@@ -216,7 +226,7 @@ impl CsvTable {
 }
 
 /// A finite number from a cell, or a message saying what is wrong.
-pub(crate) fn parse_real(cell: &str) -> Result<f64, String> {
+pub fn parse_real(cell: &str) -> Result<f64, String> {
     if cell.is_empty() {
         return Err("missing value: expected a number, found an empty cell".to_string());
     }

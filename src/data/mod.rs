@@ -7,7 +7,7 @@
 mod csv_table;
 mod json;
 
-pub use csv_table::CsvTable;
+pub use csv_table::{CsvTable, parse_real};
 pub use json::JsonData;
 
 use crate::error::{DataFormat, DataLocation, Error, ErrorKind, Result};
@@ -83,6 +83,20 @@ impl Data {
     /// [`CsvTable::filter_rows`]).
     pub fn filter_rows(self, col: &str, value: &str) -> Result<Data> {
         self.csv_rows(|t| t.filter_rows(col, value))
+    }
+
+    /// Keep the rows at positions `order` (0-based, in that order; CSV
+    /// only). Each position must be below the number of rows.
+    pub fn take_rows(self, order: &[usize]) -> Result<Data> {
+        self.csv_rows(|t| Ok(t.take(order)))
+    }
+
+    /// The number of rows of a CSV table (`None` for other sources).
+    pub fn nrows(&self) -> Option<usize> {
+        match self {
+            Data::Csv(t) => Some(t.nrows()),
+            _ => None,
+        }
     }
 
     /// A row selection of a CSV table; an error for other sources.

@@ -41,6 +41,10 @@ pub struct Bound {
     pub row_ids: Vec<usize>,
     /// The value of `temperature` in tempered likelihoods (1 unless set).
     pub temperature: f64,
+    /// Class labels read from text: for each such int array (by data
+    /// index), its labels in the order they are numbered 0, 1, … (the
+    /// declared `levels`, the training data's for test data, else sorted).
+    pub labels: BTreeMap<usize, Vec<String>>,
 }
 
 /// Values given on the command line (`--set name=value`) for data scalars,
@@ -107,6 +111,8 @@ struct Binder<'a> {
     claimed: Vec<String>,
     /// Test binding: declarations the test data lacks, settled after the rest.
     deferred: Vec<usize>,
+    /// Class labels read from text, by data index.
+    labels: BTreeMap<usize, Vec<String>>,
 }
 
 fn data_err(msg: String, loc: DataLocation, span: crate::syntax::ast::Span) -> Error {
@@ -332,7 +338,7 @@ impl Binder<'_> {
                     Data::Csv(t) => t.column_index(&col).map(|c| {
                         self.claimed.push(col.clone());
                         if int {
-                            t.int_column(c).map(Value::IntArray)
+                            self.int_or_labels(i, t, c).map(Value::IntArray)
                         } else {
                             t.real_column(c)
                                 .map(|v| Value::Vector(DVector::from_vec(v)))
@@ -617,6 +623,71 @@ impl Binder<'_> {
         env.eval(e)
     }
 
+    /// An int column of a CSV file: integers, or class labels numbered
+    /// 0, 1, … in the order of the declared `levels`, of the training
+    /// data's labels (test data), or else sorted (when any cell is text).
+    fn int_or_labels(
+        &mut self,
+        i: usize,
+        t: &crate::data::CsvTable,
+        c: usize,
+    ) -> Result<Vec<i64>, Error> {
+        let d = &self.graph.data[i];
+        let known = d
+            .levels
+            .clone()
+            .or_else(|| self.base.and_then(|b| b.labels.get(&i).cloned()));
+        let levels = match known {
+            Some(l) => l,
+            None => {
+                let text = t
+                    .rows
+                    .iter()
+                    .any(|r| !r[c].is_empty() && crate::data::parse_real(&r[c]).is_err());
+                if !text {
+                    return t.int_column(c);
+                }
+                let distinct: std::collections::BTreeSet<&String> =
+                    t.rows.iter().map(|r| &r[c]).collect();
+                distinct.into_iter().cloned().collect()
+            }
+        };
+        let mut out = Vec::with_capacity(t.rows.len());
+        for (r, row) in t.rows.iter().enumerate() {
+            let cell = &row[c];
+            let Some(k) = levels.iter().position(|l| l == cell) else {
+                let shown: Vec<String> = levels.iter().take(20).map(|l| format!("`{l}`")).collect();
+                let whence = if d.levels.is_some() {
+                    "the declared levels"
+                } else {
+                    "the labels of the training data"
+                };
+                return Err(Error::new(
+                    ErrorKind::Data,
+                    if cell.is_empty() {
+                        format!(
+                            "missing value: expected a label of `{}`, found an empty cell",
+                            d.name
+                        )
+                    } else {
+                        format!(
+                            "`{cell}` is not among {whence} of `{}` ({}{})",
+                            d.name,
+                            shown.join(", "),
+                            if levels.len() > 20 { ", …" } else { "" }
+                        )
+                    },
+                )
+                .in_data(self.data.at(Some(t.row_ids[r]), &t.header[c]))
+                .with_span(d.span)
+                .with_label("declared here"));
+            };
+            out.push(k as i64);
+        }
+        self.labels.insert(i, levels);
+        Ok(out)
+    }
+
     fn snapshot(&self) -> Bound {
         Bound {
             graph: Arc::new(self.graph.clone()),
@@ -637,6 +708,7 @@ impl Binder<'_> {
                 _ => vec![],
             },
             temperature: 1.0,
+            labels: self.labels.clone(),
         }
     }
 }
@@ -745,6 +817,7 @@ fn bind_inner(
             })
             .collect(),
         deferred: vec![],
+        labels: BTreeMap::new(),
     };
     for i in 0..n {
         b.bind_decl(i, overrides)?;

@@ -46,6 +46,9 @@ pub struct DataNode {
     pub source: DataSource,
     /// The constant value for `DataSource::Value`.
     pub value: Option<TExpr>,
+    /// `column("c", levels = ["a", "b"])`: the class labels of an int array
+    /// in the order they are numbered (0, 1, …).
+    pub levels: Option<Vec<String>>,
     /// The declaration.
     pub span: Span,
 }

@@ -36,6 +36,7 @@ impl Bound {
             data_format: self.data_format,
             row_ids: Vec::new(),
             temperature: self.temperature,
+            labels: self.labels.clone(),
         };
         let too_far = || Error::internal("a minibatch row beyond the data");
         for (d, v) in self.data.iter().enumerate() {

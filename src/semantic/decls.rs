@@ -179,8 +179,8 @@ impl Checker<'_> {
                     .with_label("here"),
                 );
             }
-            let (source, value) = match &d.init {
-                None => (DataSource::ByName, None),
+            let (source, value, levels) = match &d.init {
+                None => (DataSource::ByName, None, None),
                 Some(init) => self.data_init(init, &ty),
             };
             let index = self.graph.data.len();
@@ -190,6 +190,7 @@ impl Checker<'_> {
                 bounds,
                 source,
                 value,
+                levels,
                 span: d.span,
             });
             self.declare(
@@ -203,17 +204,37 @@ impl Checker<'_> {
         }
     }
 
-    /// `= columns(...)`, `= column("name")` or a constant.
-    fn data_init(&mut self, init: &Expr, ty: &Ty) -> (DataSource, Option<TExpr>) {
+    /// `= columns(...)`, `= column("name")` (with `levels = [...]` for an
+    /// int array of class labels) or a constant.
+    fn data_init(
+        &mut self,
+        init: &Expr,
+        ty: &Ty,
+    ) -> (DataSource, Option<TExpr>, Option<Vec<String>>) {
         if let ExprKind::Call(callee, args) = &init.kind
             && (callee.name == "columns" || callee.name == "column")
         {
             let mut names = Vec::new();
             let mut except = Vec::new();
+            let mut levels: Option<Vec<String>> = None;
             for a in args {
                 let target = match &a.name {
                     None => &mut names,
                     Some(n) if n.name == "except" && callee.name == "columns" => &mut except,
+                    Some(n) if n.name == "levels" && callee.name == "column" => {
+                        if !matches!(ty, Ty::IntArray(_)) {
+                            self.error(
+                                Error::at(
+                                    ErrorKind::Type,
+                                    n.span,
+                                    format!("`levels` numbers class labels, so the declaration must be an int array, found {ty}"),
+                                )
+                                .with_label("levels for a non-int column")
+                                .with_note("declare the labels `int[n]`: `y : int[n] = column(\"class\", levels = [\"a\", \"b\"])`"),
+                            );
+                        }
+                        levels.get_or_insert_with(Vec::new)
+                    }
                     Some(n) => {
                         self.error(
                                 Error::at(ErrorKind::Name, n.span, format!("`{}` takes no argument `{}`", callee.name, n.name))
@@ -282,9 +303,26 @@ impl Checker<'_> {
                         .with_label("here"),
                     );
                 }
-                return (DataSource::Except(except), None);
+                return (DataSource::Except(except), None, None);
             }
-            return (DataSource::Columns(names), None);
+            if let Some(ls) = &levels {
+                let mut seen = std::collections::HashSet::new();
+                let dup = ls.iter().find(|l| !seen.insert(*l));
+                if ls.is_empty() || dup.is_some() {
+                    self.error(
+                        Error::at(
+                            ErrorKind::Type,
+                            init.span,
+                            match dup {
+                                Some(d) => format!("the label `{d}` appears twice in `levels`"),
+                                None => "`levels` needs at least one label".to_string(),
+                            },
+                        )
+                        .with_label("here"),
+                    );
+                }
+            }
+            return (DataSource::Columns(names), None, levels);
         }
         let v = self.expr(init, Context::Data);
         let ok = match (ty, &v.ty) {
@@ -306,7 +344,7 @@ impl Checker<'_> {
                 .with_label("wrong type"),
             );
         }
-        (DataSource::Value, Some(v))
+        (DataSource::Value, Some(v), None)
     }
 
     /// The `hyper` block.
