@@ -57,6 +57,11 @@ enum Command {
         /// Random seed.
         #[arg(long)]
         seed: Option<u64>,
+        /// Samplers: number the chains from K+1 (their seeds and Stan CSV
+        /// files), so each process of an array job runs its own chains;
+        /// the same as `--set chain_offset=K`.
+        #[arg(long = "chain-offset", value_name = "K")]
+        chain_offset: Option<u64>,
         /// Write machine-readable results to this JSON file.
         #[arg(long, value_name = "OUT")]
         json: Option<PathBuf>,
@@ -130,6 +135,17 @@ enum Command {
         /// The plot's title.
         #[arg(long)]
         title: Option<String>,
+    },
+    /// Summarise Stan CSV files (one chain each, from tempest runs on
+    /// several machines or from CmdStan) as one run: the table, diagnostics
+    /// and warnings of `tempest run`, names as in the model (`beta[0]`).
+    Summary {
+        /// The chains' Stan CSV files, e.g. `draws_*.csv`.
+        #[arg(value_name = "DRAWS.csv", required = true)]
+        files: Vec<PathBuf>,
+        /// Write the summary as JSON (the keys of a run's JSON).
+        #[arg(long, value_name = "OUT")]
+        json: Option<PathBuf>,
     },
     /// Print a stage of the pipeline.
     Emit {
@@ -307,6 +323,18 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             gap,
             title,
         } => plot_trace(&out, &runs, gap, title),
+        Command::Summary { files, json } => {
+            if let Some(p) = &json {
+                command::check_output_path("--json", p)?;
+            }
+            let merged = tempest::infer::mcmc::merge::merge(&files)?;
+            let r = merged.report();
+            out(&r.text())?;
+            if let Some(p) = &json {
+                write_json(p, &r.json())?;
+            }
+            Ok(())
+        }
         Command::Emit { stage, model } => {
             let src = source.insert(read_source(&model)?);
             match stage {
@@ -417,6 +445,7 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
             set,
             engine,
             seed,
+            chain_offset,
             json,
             plot,
             csv,
@@ -441,7 +470,10 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>) -> Result<(), Failure> {
                 (None, Some((d, _))) => Some(d.clone()),
                 (None, None) => None,
             };
-            let (overrides, settings) = command::split_sets(&graph, &set)?;
+            let (overrides, mut settings) = command::split_sets(&graph, &set)?;
+            if let Some(k) = chain_offset {
+                settings.push(("chain_offset".to_string(), k.to_string()));
+            }
             let bound = tempest::bind(graph, &train, &overrides).map_err(sourced)?;
             if let Some((_, s)) = &held_out {
                 out(&format!(

@@ -60,6 +60,12 @@ const MCMC: &[SettingSpec] = &[
         "mean leapfrog steps per iteration (hmc): each iteration draws its number uniformly from 1..=2L-1",
     ),
     s(
+        "chain_offset",
+        SettingKind::Int(0, 1_000_000_000),
+        Some("0"),
+        "the first chain's id minus one: chains are numbered offset+1, offset+2, ... (seeds and Stan CSV file names), so processes of an array job run distinct chains",
+    ),
+    s(
         "predictive_draws",
         SettingKind::Int(1, 1_000_000),
         Some("1000"),
@@ -82,6 +88,9 @@ pub struct SamplerSettings {
     pub max_depth: usize,
     /// Draws the posterior predictive at test data averages over.
     pub predictive_draws: usize,
+    /// Chains are numbered from `chain_offset + 1` (their seeds and the
+    /// ids in output files).
+    pub chain_offset: usize,
     /// Where the settings were written.
     pub written: Written,
 }
@@ -101,6 +110,7 @@ impl SamplerSettings {
             seed: cfg.seed()?,
             max_depth: cfg.count("max_depth")?,
             predictive_draws: cfg.count("predictive_draws")?,
+            chain_offset: cfg.count("chain_offset")?,
             written: cfg.written(),
         })
     }

@@ -44,6 +44,7 @@ pub struct McmcEngine {
     cfg: ChainConfig,
     seed: u64,
     predictive_draws: usize,
+    chain_offset: usize,
     started: Instant,
     sampling_started: Option<Instant>,
     warmup_seconds: f64,
@@ -126,7 +127,7 @@ impl McmcEngine {
             .into_par_iter()
             .map(|i| {
                 let at = init.and_then(|v| v.get(i)).map(Vec::as_slice);
-                Chain::new_at(&*density, i, seed, chain_cfg, at)
+                Chain::new_at(&*density, s.chain_offset + i, seed, chain_cfg, at)
             })
             .collect::<Result<_, _>>()?;
         let mut writers = Vec::with_capacity(n);
@@ -147,7 +148,7 @@ impl McmcEngine {
                 columns: names,
             };
             for c in 0..n {
-                run.header.chain_id = c + 1;
+                run.header.chain_id = s.chain_offset + c + 1;
                 writers.push(
                     sinks
                         .iter()
@@ -179,6 +180,7 @@ impl McmcEngine {
             cfg: chain_cfg,
             seed,
             predictive_draws: s.predictive_draws,
+            chain_offset: s.chain_offset,
             started: Instant::now(),
             sampling_started,
             warmup_seconds: 0.0,
@@ -356,7 +358,8 @@ impl Engine for McmcEngine {
             this.gradients,
             reason,
         )?
-        .predicting(this.seed, this.predictive_draws);
+        .predicting(this.seed, this.predictive_draws)
+        .offset_chains(this.chain_offset);
         Ok(Box::new(fit))
     }
 }

@@ -73,6 +73,8 @@ pub struct McmcFit {
     pub seed: u64,
     /// Draws the posterior predictive averages over (at most).
     pub predictive_draws: usize,
+    /// The first chain's id minus one (`chain_offset`).
+    pub chain_offset: usize,
     cfg: ChainConfig,
 }
 
@@ -169,6 +171,7 @@ impl McmcFit {
             predictions: None,
             seed: 0,
             predictive_draws: 1000,
+            chain_offset: 0,
             cfg,
         };
         fit.warnings = fit.warn();
@@ -176,62 +179,21 @@ impl McmcFit {
     }
 
     fn warn(&self) -> Vec<String> {
-        let mut w = Vec::new();
-        let total: usize = self.draws.iter().map(|c| c.len()).sum();
-        if self.divergences > 0 {
-            w.push(format!("{} of {total} transitions after warm-up diverged: the posterior may be biased; raise target_accept or reparameterise", self.divergences));
-        }
-        if self.max_depth_hits > 0 {
-            w.push(format!("{} transitions hit the maximum tree depth: the sampler may be inefficient; consider raising max_depth", self.max_depth_hits));
-        }
-        if let Some((i, s)) = self
-            .summaries
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.rhat.is_finite())
-            .max_by(|a, b| a.1.rhat.total_cmp(&b.1.rhat))
-            && s.rhat > 1.01
-        {
-            w.push(format!(
-                "R-hat of {} is {:.3} (> 1.01): the chains have not mixed; run longer",
-                self.names[i], s.rhat
-            ));
-        }
-        let min_ess = 100.0 * self.draws.len() as f64;
-        if let Some((i, s)) = self
-            .summaries
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.ess_bulk.is_finite())
-            .min_by(|a, b| a.1.ess_bulk.total_cmp(&b.1.ess_bulk))
-            && s.ess_bulk < min_ess
-        {
-            w.push(format!(
-                "the bulk ESS of {} is {:.0} (< 100 per chain): estimates may be unreliable",
-                self.names[i], s.ess_bulk
-            ));
-        }
-        for (c, e) in self.ebfmi.iter().enumerate() {
-            if *e < 0.3 {
-                w.push(format!("chain {}: E-BFMI {e:.2} (< 0.3): the momentum resampling explores the energy poorly", c + 1));
-            }
-        }
-        w
+        warnings(&RunDiagnostics {
+            names: &self.names,
+            summaries: &self.summaries,
+            chains: self.draws.len(),
+            total: self.draws.iter().map(|c| c.len()).sum(),
+            divergences: self.divergences,
+            max_depth_hits: self.max_depth_hits,
+            ebfmi: &self.ebfmi,
+            first_chain: self.chain_offset + 1,
+        })
     }
 
     /// The smallest bulk ESS and the largest R-hat over the params.
     pub fn extremes(&self) -> (f64, f64) {
-        let min_ess = self
-            .summaries
-            .iter()
-            .map(|s| s.ess_bulk)
-            .fold(f64::INFINITY, f64::min);
-        let max_rhat = self
-            .summaries
-            .iter()
-            .map(|s| s.rhat)
-            .fold(f64::NEG_INFINITY, f64::max);
-        (min_ess, max_rhat)
+        extremes(&self.summaries)
     }
 
     /// The seed and the number of draws for the posterior predictive at
@@ -239,6 +201,13 @@ impl McmcFit {
     pub fn predicting(mut self, seed: u64, draws: usize) -> McmcFit {
         self.seed = seed;
         self.predictive_draws = draws;
+        self
+    }
+
+    /// Number the chains from `offset + 1` (in warnings and the JSON).
+    pub fn offset_chains(mut self, offset: usize) -> McmcFit {
+        self.chain_offset = offset;
+        self.warnings = self.warn();
         self
     }
 
@@ -315,27 +284,11 @@ impl crate::infer::fit::Fit for McmcFit {
         } else {
             params
         };
-        const WIDTHS: [usize; 9] = [10, 10, 10, 10, 10, 10, 7, 8, 8];
-        let table = || Table::new(0, Some(width), 1, &WIDTHS);
-        let cells = |x: &Summary| -> Vec<String> {
-            let f4 = |v: f64| format!("{v:.4}");
-            vec![
-                f4(x.mean),
-                f4(x.mcse),
-                f4(x.sd),
-                f4(x.q5),
-                f4(x.q50),
-                f4(x.q95),
-                format!("{:.3}", x.rhat),
-                format!("{:.0}", x.ess_bulk),
-                format!("{:.0}", x.ess_tail),
-            ]
-        };
+        let table = || Table::new(0, Some(width), 1, &SUMMARY_WIDTHS);
+        let cells = summary_cells;
         let mut t = table();
         if show > 0 || !self.estimates.is_empty() {
-            t.header(&[
-                "mean", "mcse", "sd", "5%", "50%", "95%", "rhat", "ess_bulk", "ess_tail",
-            ]);
+            t.header(&SUMMARY_HEADER);
         }
         for (n, x) in self.names.iter().zip(&self.summaries).take(show) {
             t.row(n.clone(), cells(x));
@@ -432,6 +385,9 @@ impl crate::infer::fit::Fit for McmcFit {
             .field("gradient_evaluations", self.gradients)
             .field("ess_bulk_min", min_ess)
             .field("rhat_max", max_rhat);
+        if self.chain_offset > 0 {
+            r.field("chain_offset", self.chain_offset);
+        }
         if let Some(p) = &self.predictions {
             p.report_into(&mut r);
         }
@@ -439,7 +395,113 @@ impl crate::infer::fit::Fit for McmcFit {
     }
 }
 
-fn summary_json(s: &Summary) -> serde_json::Value {
+/// A sampling run's diagnostics, as [`warnings`] reads them.
+pub struct RunDiagnostics<'a> {
+    /// Column names.
+    pub names: &'a [String],
+    /// Their summaries.
+    pub summaries: &'a [Summary],
+    /// Chains.
+    pub chains: usize,
+    /// Draws after warm-up, all chains.
+    pub total: usize,
+    /// Divergent transitions after warm-up.
+    pub divergences: usize,
+    /// Transitions at the maximum tree depth.
+    pub max_depth_hits: usize,
+    /// E-BFMI per chain.
+    pub ebfmi: &'a [f64],
+    /// The first chain's id (1 unless chains were offset).
+    pub first_chain: usize,
+}
+
+/// The warnings a sampling run's diagnostics call for: divergences, trees
+/// at the maximum depth, R-hat above 1.01, bulk ESS below 100 per chain,
+/// E-BFMI below 0.3.
+pub fn warnings(d: &RunDiagnostics) -> Vec<String> {
+    let mut w = Vec::new();
+    let total = d.total;
+    if d.divergences > 0 {
+        w.push(format!("{} of {total} transitions after warm-up diverged: the posterior may be biased; raise target_accept or reparameterise", d.divergences));
+    }
+    if d.max_depth_hits > 0 {
+        w.push(format!("{} transitions hit the maximum tree depth: the sampler may be inefficient; consider raising max_depth", d.max_depth_hits));
+    }
+    if let Some((i, s)) = d
+        .summaries
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.rhat.is_finite())
+        .max_by(|a, b| a.1.rhat.total_cmp(&b.1.rhat))
+        && s.rhat > 1.01
+    {
+        w.push(format!(
+            "R-hat of {} is {:.3} (> 1.01): the chains have not mixed; run longer",
+            d.names[i], s.rhat
+        ));
+    }
+    let min_ess = 100.0 * d.chains as f64;
+    if let Some((i, s)) = d
+        .summaries
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.ess_bulk.is_finite())
+        .min_by(|a, b| a.1.ess_bulk.total_cmp(&b.1.ess_bulk))
+        && s.ess_bulk < min_ess
+    {
+        w.push(format!(
+            "the bulk ESS of {} is {:.0} (< 100 per chain): estimates may be unreliable",
+            d.names[i], s.ess_bulk
+        ));
+    }
+    for (c, e) in d.ebfmi.iter().enumerate() {
+        if *e < 0.3 {
+            w.push(format!("chain {}: E-BFMI {e:.2} (< 0.3): the momentum resampling explores the energy poorly", c + d.first_chain));
+        }
+    }
+    w
+}
+
+/// The summary table's cells of one column: mean, mcse, sd, 5 %, 50 %,
+/// 95 %, R-hat, bulk and tail ESS.
+pub fn summary_cells(x: &Summary) -> Vec<String> {
+    let f4 = |v: f64| format!("{v:.4}");
+    vec![
+        f4(x.mean),
+        f4(x.mcse),
+        f4(x.sd),
+        f4(x.q5),
+        f4(x.q50),
+        f4(x.q95),
+        format!("{:.3}", x.rhat),
+        format!("{:.0}", x.ess_bulk),
+        format!("{:.0}", x.ess_tail),
+    ]
+}
+
+/// The summary table's column headers.
+pub const SUMMARY_HEADER: [&str; 9] = [
+    "mean", "mcse", "sd", "5%", "50%", "95%", "rhat", "ess_bulk", "ess_tail",
+];
+
+/// The summary table's column widths.
+pub const SUMMARY_WIDTHS: [usize; 9] = [10, 10, 10, 10, 10, 10, 7, 8, 8];
+
+/// The smallest bulk ESS and the largest R-hat over `summaries`.
+pub fn extremes(summaries: &[Summary]) -> (f64, f64) {
+    let min_ess = summaries
+        .iter()
+        .map(|s| s.ess_bulk)
+        .fold(f64::INFINITY, f64::min);
+    let max_rhat = summaries
+        .iter()
+        .map(|s| s.rhat)
+        .fold(f64::NEG_INFINITY, f64::max);
+    (min_ess, max_rhat)
+}
+
+/// One column's summary as JSON.
+pub fn summary_json(s: &Summary) -> serde_json::Value {
     json!({"mean": s.mean, "sd": s.sd, "mcse": s.mcse, "q5": s.q5, "q50": s.q50, "q95": s.q95, "rhat": s.rhat, "ess_bulk": s.ess_bulk, "ess_tail": s.ess_tail})
 }
 

@@ -10,5 +10,6 @@ pub mod diagnostics;
 pub mod engine;
 pub mod fit;
 pub mod hamiltonian;
+pub mod merge;
 pub mod predict;
 pub mod tape;
