@@ -319,7 +319,18 @@ pub fn check(
     rows: Option<&str>,
     sets: &[String],
 ) -> Result<(Graph, Option<Bound>), Failure> {
-    let graph = compile(src, &Registry::default())?;
+    check_with(&Registry::default(), src, data, rows, sets)
+}
+
+/// [`check`] with the likelihoods and kernels of `registry`.
+pub fn check_with(
+    registry: &Registry,
+    src: &SourceFile,
+    data: Option<&Path>,
+    rows: Option<&str>,
+    sets: &[String],
+) -> Result<(Graph, Option<Bound>), Failure> {
+    let graph = compile(src, registry)?;
     let (overrides, engine_sets) = split_sets(&graph, sets)?;
     if !engine_sets.is_empty() {
         let options = crate::RunOptions {

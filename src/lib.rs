@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod cli;
 pub mod command;
 pub mod data;
 pub mod error;

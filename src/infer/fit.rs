@@ -50,6 +50,14 @@ pub trait Fit: AsAny + Send {
         let _ = model;
         None
     }
+    /// A hyper's value by name: `ell` gives all its entries (a matrix row by
+    /// row), `ell[1]` or `A[0, 2]` one entry (0-based, as in the model).
+    /// `None` for a name the model does not declare as a hyper, or an
+    /// index out of range.
+    fn hyper(&self, name: &str) -> Option<Vec<f64>> {
+        let _ = name;
+        None
+    }
     /// Draw the fit's figure to a PNG file at `path` (and, for engines with
     /// two figures, the second beside it): the files written, `path` first.
     fn plot(&self, path: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
@@ -107,6 +115,34 @@ impl dyn Fit {
     /// The sampling fit, if this is one.
     pub fn as_mcmc(&self) -> Option<&McmcFit> {
         self.downcast_ref()
+    }
+}
+
+/// A hyper's value by name in `hypers` (the graph's hypers, in order):
+/// `ell` (every entry, a matrix row by row) or one entry `ell[1]`,
+/// `A[0, 2]` (0-based). The lookup behind [`Fit::hyper`].
+pub fn hyper_by_name(
+    graph: &crate::ir::Graph,
+    hypers: &[crate::ir::value::Value<f64>],
+    name: &str,
+) -> Option<Vec<f64>> {
+    let (base, index) = match name.split_once('[') {
+        Some((b, rest)) => (b.trim(), Some(rest.strip_suffix(']')?)),
+        None => (name.trim(), None),
+    };
+    let v = hypers.get(graph.hyper_index(base)?)?;
+    let Some(index) = index else {
+        return Some(v.flatten());
+    };
+    let ix: Vec<usize> = index
+        .split(',')
+        .map(|k| k.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    use crate::ir::value::Value;
+    match (v, ix.as_slice()) {
+        (Value::Vector(x), [i]) => x.get(*i).map(|x| vec![*x]),
+        (Value::Matrix(m), [i, j]) if *i < m.nrows() && *j < m.ncols() => Some(vec![m[(*i, *j)]]),
+        _ => None,
     }
 }
 

@@ -156,6 +156,8 @@ impl Checker<'_> {
                 super::scope::suggest(name, names.iter().map(|s| s.as_str()).chain(globals))
             {
                 err = err.with_note(format!("did you mean `{h}`?"));
+            } else {
+                err = err.with_note("a kernel or likelihood written in Rust is known to the program that registers it (`tempest::cli::main_with(registry)` gives that program the whole command line; see examples/custom_cli.rs)");
             }
         }
         for a in args {

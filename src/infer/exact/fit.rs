@@ -138,6 +138,10 @@ impl ExactFit {
 }
 
 impl Fit for ExactFit {
+    fn hyper(&self, name: &str) -> Option<Vec<f64>> {
+        crate::infer::fit::hyper_by_name(&self.model.bound.graph, &self.hypers, name)
+    }
+
     fn engine(&self) -> &'static str {
         "exact"
     }

@@ -211,6 +211,20 @@ impl McmcFit {
         self
     }
 
+    /// The draws of one column by its name in the model's convention
+    /// (`sigma`, `beta[0]`, `A[1, 0]`), per chain \[chains\]\[draws\];
+    /// `None` for a name that is not a column.
+    pub fn draws_of(&self, name: &str) -> Option<Vec<Vec<f64>>> {
+        let k = self.names.iter().position(|n| n == name)?;
+        Some(self.column(k))
+    }
+
+    /// The summary (mean, sd, quantiles, R-hat, ESS) of one column by name.
+    pub fn summary_of(&self, name: &str) -> Option<&Summary> {
+        let k = self.names.iter().position(|n| n == name)?;
+        self.summaries.get(k)
+    }
+
     /// Draws kept per chain (the fewest over chains; fewer than asked for
     /// when the run was stopped early).
     pub fn kept(&self) -> usize {
@@ -219,6 +233,10 @@ impl McmcFit {
 }
 
 impl crate::infer::fit::Fit for McmcFit {
+    fn hyper(&self, name: &str) -> Option<Vec<f64>> {
+        crate::infer::fit::hyper_by_name(&self.density.bound.graph, &self.density.hypers, name)
+    }
+
     fn engine(&self) -> &'static str {
         self.engine
     }

@@ -350,6 +350,10 @@ impl SviFit {
 }
 
 impl crate::infer::fit::Fit for SviFit {
+    fn hyper(&self, name: &str) -> Option<Vec<f64>> {
+        crate::infer::fit::hyper_by_name(&self.model.bound.graph, &self.hypers, name)
+    }
+
     fn engine(&self) -> &'static str {
         "svi"
     }

@@ -122,6 +122,10 @@ impl VariationalFit {
 }
 
 impl crate::infer::fit::Fit for VariationalFit {
+    fn hyper(&self, name: &str) -> Option<Vec<f64>> {
+        crate::infer::fit::hyper_by_name(&self.core.model.bound.graph, &self.hypers, name)
+    }
+
     fn engine(&self) -> &'static str {
         self.engine
     }
