@@ -90,7 +90,8 @@ enum Command {
         /// `PREFIX_2.csv`, ... (Stan CSV, readable by ArviZ's from_cmdstan).
         #[arg(long, value_name = "PREFIX")]
         csv: Option<PathBuf>,
-        /// Save the fit to this JSON file, for `tempest predict` (svi).
+        /// Save the fit to this JSON file, for `tempest predict` (every engine
+        /// that predicts).
         #[arg(long, value_name = "FIT.json")]
         save: Option<PathBuf>,
         /// No progress display.
@@ -114,7 +115,8 @@ enum Command {
         /// Write the predictions and metrics as JSON.
         #[arg(long, value_name = "OUT")]
         json: Option<PathBuf>,
-        /// Draw the reliability diagram (classifier outcomes) to a PNG file.
+        /// Draw the fit's figure to a PNG file: the reliability diagram
+        /// (classifier outcomes) or the fit of a model with one input column.
         #[arg(long, value_name = "OUT.png")]
         plot: Option<PathBuf>,
     },
@@ -458,13 +460,16 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 )
                 .with_note("write a saved fit with `tempest run ... --save FIT.json`")
             })?;
-            let (mut saved, base) = crate::infer::svi::fit::SviFit::restore(graph, &j, &name)
-                .map_err(|e| sourced(e.into()))?;
+            let (mut fit, base) =
+                crate::infer::saved::restore(graph, &j, &name).map_err(|e| sourced(e.into()))?;
             let data =
                 command::load_data(&test, test_rows.as_deref(), "--test-rows").map_err(sourced)?;
             let test_bound = crate::ir::bind::bind_test(&base, &data).map_err(sourced)?;
-            crate::Fit::attach_test(&mut saved, &test_bound).map_err(|e| sourced(e.into()))?;
-            let fit: Box<dyn crate::Fit> = Box::new(saved);
+            fit.attach_test(&test_bound)
+                .map_err(|e| sourced(e.into()))?;
+            for line in command::label_lines(&base) {
+                out(&format!("{line}\n"))?;
+            }
             out(&fit.summary())?;
             let files = [
                 ("model", serde_json::json!(src.name)),
@@ -557,19 +562,19 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             if !quiet {
                 options.observers.push(Box::new(BarProgress::new()));
             }
-            if save.is_some() {
-                let cfg =
-                    crate::engine_config(&bound.graph, &options).map_err(|e| sourced(e.into()))?;
-                if cfg.name != "svi" {
-                    return Err(Error::new(
-                        ErrorKind::Unsupported,
-                        format!(
-                            "--save: the `{}` engine cannot save its fit yet; the `svi` engine can",
-                            cfg.name
-                        ),
-                    )
-                    .into());
-                }
+            let cfg = crate::engine_config(&bound.graph, &options).ok();
+            if save.is_some()
+                && let Some(cfg) = &cfg
+                && !crate::infer::registry::find(&cfg.name).is_some_and(|d| d.accepts().saves_fits)
+            {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "--save: the `{}` engine makes no predictions, so it has no fit to save",
+                        cfg.name
+                    ),
+                )
+                .into());
             }
             let fit = match crate::run(&bound, options) {
                 Ok(fit) => fit,
@@ -595,8 +600,9 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             }
             write_outputs(fit.as_ref(), json.as_deref(), plot.as_deref(), &files)?;
             if let Some(path) = &save {
+                let cfg = cfg.ok_or_else(|| Error::internal("a saved fit without settings"))?;
                 let j = fit
-                    .saved(&src.name)
+                    .saved(&src.name, &cfg)
                     .ok_or_else(|| Error::internal("a fit that cannot be saved"))??;
                 write_json_as(path, &j, false)?;
                 out(&format!("fit saved to {}\n", path.display()))?;

@@ -44,10 +44,15 @@ pub trait Fit: AsAny + Send {
         )))
     }
     /// The fit in the saved form `tempest predict` reads (see
-    /// [`crate::infer::svi::saved`]), for engines that can save one;
-    /// `model` names the model file. `None`: this engine cannot.
-    fn saved(&self, model: &str) -> Option<Result<serde_json::Value, Error>> {
-        let _ = model;
+    /// [`crate::infer::saved`]), for engines that can save one; `model`
+    /// names the model file, `cfg` is the run's engine configuration.
+    /// `None`: this engine cannot.
+    fn saved(
+        &self,
+        model: &str,
+        cfg: &crate::infer::settings::EngineConfig,
+    ) -> Option<Result<serde_json::Value, Error>> {
+        let _ = (model, cfg);
         None
     }
     /// A hyper's value by name: `ell` gives all its entries (a matrix row by

@@ -12,6 +12,7 @@ pub mod hypers;
 pub mod mcmc;
 pub mod planned;
 pub mod registry;
+pub mod saved;
 pub mod settings;
 pub mod sink;
 pub mod structure;

@@ -33,6 +33,8 @@ pub struct Accepts {
     pub draw_sinks: bool,
     /// The variational families its guide may name (empty: no guide).
     pub families: &'static [Family],
+    /// Whether its fit can be saved (`--save`) for `tempest predict`.
+    pub saves_fits: bool,
 }
 
 impl Accepts {
@@ -41,6 +43,7 @@ impl Accepts {
         test: TestData::Refused("the `{engine}` engine makes no predictions", None),
         draw_sinks: false,
         families: &[],
+        saves_fits: false,
     };
 }
 

@@ -9,6 +9,7 @@ use crate::error::{Error, ErrorKind};
 use crate::infer::band::Band;
 use crate::infer::evidence::fit::EvidenceFit;
 use crate::infer::exact::fit::ExactFit;
+use crate::infer::mcmc::density::Density;
 use crate::infer::mcmc::fit::McmcFit;
 use crate::infer::mcmc::predict::SamplerPredictions;
 use crate::infer::svi::fit::SviFit;
@@ -390,7 +391,7 @@ pub fn mcmc(f: &McmcFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
 
 /// The outcome of a sampler's predictions drawn in a fit plot (the first
 /// with a predictive band and no class probabilities) as plot points.
-fn sampler_points(f: &McmcFit, p: &SamplerPredictions) -> Option<PointPredictions> {
+fn sampler_points(density: &Density, p: &SamplerPredictions) -> Option<PointPredictions> {
     let o = p
         .outcomes
         .iter()
@@ -400,9 +401,10 @@ fn sampler_points(f: &McmcFit, p: &SamplerPredictions) -> Option<PointPrediction
     if x.len() != band.mean.len() {
         return None;
     }
-    let latent = p.latent.first();
-    let fb = latent
-        .filter(|_| f.density.gp_is_mean_of_normal())
+    let fb = p
+        .latent
+        .first()
+        .filter(|_| density.gp_is_mean_of_normal())
         .map(|l| (l.q2_5.clone(), l.q97_5.clone()));
     Some(PointPredictions {
         x,
@@ -412,25 +414,35 @@ fn sampler_points(f: &McmcFit, p: &SamplerPredictions) -> Option<PointPrediction
     })
 }
 
-/// The fit plot of a sampler, beside `path`, when the model has a latent GP
-/// on one input column and numeric outcomes.
-fn mcmc_fit(f: &McmcFit, path: &Path) -> Result<Option<PathBuf>, Error> {
-    if f.density.gp_inputs().is_none_or(|x| x.dim() != 1) {
-        return Ok(None);
+/// The draws of a sampling run as a fit plot needs them.
+pub struct SamplerDraws<'a> {
+    /// `nuts`, `hmc` or `mala`.
+    pub engine: &'a str,
+    /// The model's density.
+    pub density: &'a Density,
+    /// The draws, unconstrained.
+    pub qs: Vec<&'a [f64]>,
+    /// At most this many draws enter the predictive.
+    pub limit: usize,
+    /// The run's seed.
+    pub seed: u64,
+    /// The predictions at test data, if any.
+    pub test: Option<&'a SamplerPredictions>,
+}
+
+/// The fit plot of a sampler at `fit_path`, when the model has a latent GP
+/// on one input column and numeric outcomes (`false` otherwise).
+pub fn sampler_fit(d: &SamplerDraws, fit_path: &Path) -> Result<bool, Error> {
+    if d.density.gp_inputs().is_none_or(|x| x.dim() != 1) {
+        return Ok(false);
     }
-    let qs: Vec<&[f64]> = f.draws.iter().flatten().map(|d| d.q.as_slice()).collect();
-    let train = crate::infer::mcmc::predict::predict(
-        &f.density,
-        &qs,
-        &f.density.bound,
-        f.predictive_draws,
-        f.seed,
-    )?;
-    let Some(train_pts) = sampler_points(f, &train) else {
-        return Ok(None);
+    let train =
+        crate::infer::mcmc::predict::predict(d.density, &d.qs, &d.density.bound, d.limit, d.seed)?;
+    let Some(train_pts) = sampler_points(d.density, &train) else {
+        return Ok(false);
     };
-    let test_pts = f.predictions.as_ref().and_then(|p| sampler_points(f, p));
-    let g = &f.density.bound.graph;
+    let test_pts = d.test.and_then(|p| sampler_points(d.density, p));
+    let g = &d.density.bound.graph;
     let obs = train
         .outcomes
         .iter()
@@ -438,13 +450,26 @@ fn mcmc_fit(f: &McmcFit, path: &Path) -> Result<Option<PathBuf>, Error> {
         .unwrap_or(0);
     // A sampled model has at most one latent GP site.
     let (xl, yl) = axis_labels(g, 0, obs);
+    let title = format!("{}: posterior predictive ({} draws)", d.engine, train.draws);
+    fit_at_points(fit_path, &title, (&xl, &yl), &train_pts, test_pts.as_ref())?;
+    Ok(true)
+}
+
+/// The fit plot of a sampling fit beside `path`, at `STEM_fit.png`.
+fn mcmc_fit(f: &McmcFit, path: &Path) -> Result<Option<PathBuf>, Error> {
     let stem = path
         .file_stem()
         .map_or("plot".into(), |s| s.to_string_lossy().to_string());
     let fit_path = path.with_file_name(format!("{stem}_fit.png"));
-    let title = format!("{}: posterior predictive ({} draws)", f.engine, train.draws);
-    fit_at_points(&fit_path, &title, (&xl, &yl), &train_pts, test_pts.as_ref())?;
-    Ok(Some(fit_path))
+    let draws = SamplerDraws {
+        engine: f.engine,
+        density: &f.density,
+        qs: f.draws.iter().flatten().map(|d| d.q.as_slice()).collect(),
+        limit: f.predictive_draws,
+        seed: f.seed,
+        test: f.predictions.as_ref(),
+    };
+    Ok(sampler_fit(&draws, &fit_path)?.then_some(fit_path))
 }
 
 /// An evidence fit: the mean log likelihood at each rung.

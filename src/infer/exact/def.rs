@@ -109,6 +109,7 @@ pub const EXACT: Def = Def {
     schema: &SCHEMA,
     accepts: Accepts {
         test: TestData::Predicts,
+        saves_fits: true,
         ..Accepts::NOTHING
     },
     build: |bound, cfg, _| {

@@ -138,6 +138,14 @@ impl ExactFit {
 }
 
 impl Fit for ExactFit {
+    fn saved(
+        &self,
+        model: &str,
+        cfg: &crate::infer::settings::EngineConfig,
+    ) -> Option<Result<serde_json::Value, crate::error::Error>> {
+        Some(Ok(self.saved_json(model, cfg)))
+    }
+
     fn hyper(&self, name: &str) -> Option<Vec<f64>> {
         crate::infer::fit::hyper_by_name(&self.model.bound.graph, &self.hypers, name)
     }

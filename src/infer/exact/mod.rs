@@ -8,3 +8,4 @@ pub mod fit;
 pub mod model;
 pub mod objective;
 pub mod predict;
+pub mod saved;

@@ -196,6 +196,7 @@ impl EngineDef for Sampler {
             test: TestData::Predicts,
             draw_sinks: true,
             families: &[],
+            saves_fits: true,
         }
     }
     fn build(

@@ -233,6 +233,14 @@ impl McmcFit {
 }
 
 impl crate::infer::fit::Fit for McmcFit {
+    fn saved(
+        &self,
+        model: &str,
+        cfg: &crate::infer::settings::EngineConfig,
+    ) -> Option<Result<serde_json::Value, crate::error::Error>> {
+        Some(Ok(self.saved_json(model, cfg)))
+    }
+
     fn hyper(&self, name: &str) -> Option<Vec<f64>> {
         crate::infer::fit::hyper_by_name(&self.density.bound.graph, &self.density.hypers, name)
     }

@@ -12,4 +12,5 @@ pub mod fit;
 pub mod hamiltonian;
 pub mod merge;
 pub mod predict;
+pub mod saved;
 pub mod tape;

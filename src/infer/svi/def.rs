@@ -177,6 +177,7 @@ pub const SVI: Def = Def {
         test: TestData::Predicts,
         draw_sinks: false,
         families: &[Family::Inducing { m: 0 }, Family::Grid { m: 0 }],
+        saves_fits: true,
     },
     build: |bound, cfg, _| {
         let s = SviSettings::from_config(cfg)?;

@@ -358,7 +358,11 @@ impl crate::infer::fit::Fit for SviFit {
         "svi"
     }
 
-    fn saved(&self, model: &str) -> Option<Result<serde_json::Value, Error>> {
+    fn saved(
+        &self,
+        model: &str,
+        _cfg: &crate::infer::settings::EngineConfig,
+    ) -> Option<Result<serde_json::Value, Error>> {
         Some(SviFit::saved(self, model))
     }
 

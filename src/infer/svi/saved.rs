@@ -23,60 +23,21 @@ use super::def::{SVI_SCHEMA, SviSettings};
 use super::fit::{Learned, SviFit};
 use super::sets::InducingSets;
 use super::sparse::Inducing;
-use crate::data::Data;
-use crate::data::JsonData;
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
+use crate::infer::saved::{
+    check_header, data_json, header, matrix, numbers, restore_bound, rows_json,
+};
 use crate::infer::settings::{EngineConfig, Settings};
 use crate::infer::vi::expect::{Rule, RuleError};
 use crate::infer::vi::model::ViModel;
 use crate::infer::vi::posterior::Whitened;
-use crate::ir::bind::{Bound, Overrides, bind};
+use crate::ir::bind::Bound;
 use crate::ir::graph::Graph;
-use crate::ir::value::Value;
 use crate::model::kernel::Inputs;
 use crate::model::network::{NetSpec, Network};
-use nalgebra::{DMatrix, DVector};
-use serde_json::{Map, Value as Json, json};
+use nalgebra::DVector;
+use serde_json::{Value as Json, json};
 use std::sync::Arc;
-
-/// The format's name in the file.
-pub const FORMAT: &str = "tempest fit";
-/// The format's version.
-pub const VERSION: u64 = 1;
-
-/// The model's printed IR without the `engine` line: what must match
-/// between the model a fit was saved from and the one predicting.
-pub fn graph_text(g: &Graph) -> String {
-    crate::ir::print::graph(g)
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("engine "))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// A value as JSON in Stan's convention.
-fn value_json(v: &Value<f64>) -> Json {
-    match v {
-        Value::Int(i) => json!(i),
-        Value::Real(x) => json!(x),
-        Value::Bool(b) => json!(b),
-        Value::Vector(x) => json!(x.iter().collect::<Vec<_>>()),
-        Value::IntArray(x) => json!(x),
-        Value::Matrix(x) => rows_json(x),
-        Value::Str(s) => json!(s),
-        Value::StrArray(s) => json!(s),
-        Value::IntRange(a, b) => json!([a, b]),
-        Value::Kernel(_) => Json::Null,
-    }
-}
-
-fn rows_json(x: &DMatrix<f64>) -> Json {
-    json!(
-        (0..x.nrows())
-            .map(|i| x.row(i).iter().copied().collect::<Vec<f64>>())
-            .collect::<Vec<_>>()
-    )
-}
 
 impl SviFit {
     /// The saved form of this fit; `model` names the model file.
@@ -87,16 +48,7 @@ impl SviFit {
             Some(size) if !self.model.y.is_empty() => b.gather_rows(size, &[0])?,
             _ => (**b).clone(),
         };
-        let mut base = Map::new();
-        for (i, d) in b.graph.data.iter().enumerate() {
-            if first.present[i] {
-                base.insert(d.name.clone(), value_json(&first.data[i]));
-            }
-        }
-        let mut hypers = Map::new();
-        for (h, v) in b.graph.hypers.iter().zip(&self.hypers) {
-            hypers.insert(h.name.clone(), value_json(v));
-        }
+        let base = data_json(&first);
         let q: Vec<Json> = self
             .qs
             .iter()
@@ -107,17 +59,12 @@ impl SviFit {
             .net
             .as_ref()
             .map(|n| json!({"shape": n.spec, "weights": n.weights}));
-        Ok(json!({
-            "format": FORMAT,
-            "version": VERSION,
-            "engine": "svi",
-            "model": model,
-            "graph": graph_text(&b.graph),
-            "hypers": hypers,
-            "theta": self.theta,
-            "base": base,
-            "temperature": b.temperature,
-            "svi": {
+        let mut m = header("svi", model, b, &self.hypers, None);
+        m.insert("theta".into(), json!(self.theta));
+        m.insert("base".into(), base);
+        m.insert(
+            "svi".into(),
+            json!({
                 "n": self.n_train,
                 "elbo": self.elbo,
                 "steps": self.run.steps,
@@ -133,75 +80,20 @@ impl SviFit {
                 "z": self.inducing.rows(),
                 "q": q,
                 "network": network,
-            },
-        }))
+            }),
+        );
+        Ok(Json::Object(m))
     }
 
     /// Rebuild a saved fit for `graph` (the model given to `predict`) from
     /// the file's JSON; `file` names it in messages. Returns the fit and
     /// the bound base data (to bind test data against).
     pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(SviFit, Bound), Error> {
-        let bad = |what: &str| {
-            Error::new(
-                ErrorKind::Data,
-                format!("{file}: not a saved fit tempest can read ({what})"),
-            )
-            .with_note("write one with `tempest run ... --save FIT.json` (the svi engine)")
-        };
-        if j.get("format").and_then(Json::as_str) != Some(FORMAT) {
-            return Err(bad("no `\"format\": \"tempest fit\"`"));
-        }
-        match j.get("version").and_then(Json::as_u64) {
-            Some(VERSION) => {}
-            Some(v) => {
-                return Err(bad(&format!(
-                    "version {v}; this tempest reads version {VERSION}"
-                )));
-            }
-            None => return Err(bad("no version")),
-        }
-        if j.get("engine").and_then(Json::as_str) != Some("svi") {
+        let bad = |what: &str| super::super::saved::bad(file, what);
+        if check_header(&graph, j, file)? != "svi" {
             return Err(bad("saved by another engine than svi"));
         }
-        let saved_graph = j
-            .get("graph")
-            .and_then(Json::as_str)
-            .ok_or_else(|| bad("no `graph`"))?;
-        if saved_graph != graph_text(&graph) {
-            let model = j.get("model").and_then(Json::as_str).unwrap_or("?");
-            return Err(Error::new(
-                ErrorKind::Data,
-                format!("{file} was saved from another model ({model}): its declarations, model or guide differ from this one's"),
-            )
-            .with_note("predict with the model file the fit was trained with (comments, layout and the `infer` block may differ)"));
-        }
-        let base_map = j
-            .get("base")
-            .and_then(Json::as_object)
-            .ok_or_else(|| bad("no `base`"))?;
-        let base_data = Data::Json(JsonData {
-            file: format!("{file} (the training data's first row)"),
-            map: base_map.clone(),
-        });
-        let mut overrides = Overrides::default();
-        if let Some(t) = j.get("temperature").and_then(Json::as_f64) {
-            overrides.values.push(("temperature".into(), t.to_string()));
-        }
-        let mut base = bind(graph, &base_data, &overrides).map_err(|e| {
-            let first = e.0.into_iter().next().unwrap_or_else(|| bad("base"));
-            first.with_note(format!("while binding the training data saved in {file}"))
-        })?;
-        let hypers = j
-            .get("hypers")
-            .and_then(Json::as_object)
-            .ok_or_else(|| bad("no `hypers`"))?;
-        for (i, h) in base.graph.hypers.clone().iter().enumerate() {
-            let v = hypers
-                .get(&h.name)
-                .ok_or_else(|| bad(&format!("no value of the hyper `{}`", h.name)))?;
-            base.hyper_init[i] = like(&base.hyper_init[i], v)
-                .ok_or_else(|| bad(&format!("the hyper `{}` has another shape", h.name)))?;
-        }
+        let base = restore_bound(graph, j, file, "base", "the training data's first row")?;
         let svi = j.get("svi").ok_or_else(|| bad("no `svi` section"))?;
         let set = svi.get("settings").ok_or_else(|| bad("no settings"))?;
         // The saved settings go through the schema's own checks.
@@ -335,42 +227,5 @@ impl SviFit {
         fit.rule_error = RuleError::new(&fit.rule, 0.0, None);
         fit.loaded_from = Some(file.to_string());
         Ok((fit, (*base).clone()))
-    }
-}
-
-/// A JSON array of finite numbers.
-fn numbers(j: Option<&Json>) -> Option<Vec<f64>> {
-    j?.as_array()?
-        .iter()
-        .map(|x| x.as_f64().filter(|v| v.is_finite()))
-        .collect()
-}
-
-/// A JSON array of equally long rows of finite numbers.
-fn matrix(j: Option<&Json>) -> Option<DMatrix<f64>> {
-    let rows: Vec<Vec<f64>> = j?
-        .as_array()?
-        .iter()
-        .map(|r| numbers(Some(r)))
-        .collect::<Option<_>>()?;
-    let c = rows.first().map_or(0, Vec::len);
-    if rows.iter().any(|r| r.len() != c) {
-        return None;
-    }
-    Some(DMatrix::from_fn(rows.len(), c, |i, k| rows[i][k]))
-}
-
-/// `j` as a value of the same kind and shape as `shape`.
-fn like(shape: &Value<f64>, j: &Json) -> Option<Value<f64>> {
-    match shape {
-        Value::Real(_) => j.as_f64().filter(|v| v.is_finite()).map(Value::Real),
-        Value::Int(_) => j.as_i64().map(Value::Int),
-        Value::Vector(v) => numbers(Some(j))
-            .filter(|x| x.len() == v.len())
-            .map(|x| Value::Vector(DVector::from_vec(x))),
-        Value::Matrix(m) => matrix(Some(j))
-            .filter(|x| x.shape() == m.shape())
-            .map(Value::Matrix),
-        other => Some(other.clone()),
     }
 }

@@ -213,6 +213,7 @@ const fn accepts(families: &'static [Family]) -> Accepts {
         test: TestData::Predicts,
         draw_sinks: false,
         families,
+        saves_fits: true,
     }
 }
 

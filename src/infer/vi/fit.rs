@@ -122,6 +122,14 @@ impl VariationalFit {
 }
 
 impl crate::infer::fit::Fit for VariationalFit {
+    fn saved(
+        &self,
+        model: &str,
+        cfg: &crate::infer::settings::EngineConfig,
+    ) -> Option<Result<serde_json::Value, crate::error::Error>> {
+        Some(Ok(self.saved_json(model, cfg)))
+    }
+
     fn hyper(&self, name: &str) -> Option<Vec<f64>> {
         crate::infer::fit::hyper_by_name(&self.core.model.bound.graph, &self.hypers, name)
     }

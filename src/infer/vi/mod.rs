@@ -11,3 +11,4 @@ pub mod mirror;
 pub mod model;
 pub mod posterior;
 pub mod predict;
+pub mod saved;
