@@ -7,9 +7,9 @@
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
-//!     let mut registry = crate::Registry::default();
+//!     let mut registry = tempest::Registry::default();
 //!     // registry.add_kernel(MyKernel).add_likelihood(MyLikelihood);
-//!     crate::cli::main_with(registry)
+//!     tempest::cli::main_with(registry)
 //! }
 //! ```
 
