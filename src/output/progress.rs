@@ -1,6 +1,7 @@
 //! Progress display on standard error for iterative engines: indicatif
-//! bars on a terminal; otherwise (a log file, a pipe) one plain line every
-//! [`PLAIN_EVERY`] seconds.
+//! bars with the time spent and an estimate of the time left on a
+//! terminal; otherwise (a log file, a pipe) one plain line every
+//! [`PLAIN_EVERY`] seconds, with the same estimate.
 
 use crate::infer::engine::{Observer, Progress};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -41,7 +42,8 @@ impl BarProgress {
 }
 
 /// One plain progress line: the step (or the lanes' total), the objective,
-/// the engine's message and the time since the start.
+/// the engine's message, the time since the start and, when the total is
+/// known, the time left at the pace so far.
 pub fn plain_line(p: &Progress, elapsed: Duration) -> String {
     let (step, total) = if p.lanes.is_empty() {
         (p.step, p.total)
@@ -65,7 +67,16 @@ pub fn plain_line(p: &Progress, elapsed: Duration) -> String {
     if !msg.is_empty() {
         line.push_str(&format!(", {msg}"));
     }
-    line.push_str(&format!(" [{:.0} s]", elapsed.as_secs_f64()));
+    let secs = elapsed.as_secs_f64();
+    // An engine that estimates the time left itself (svi) says so in its
+    // message.
+    match total {
+        Some(t) if step > 0 && step < t && !msg.ends_with(" left") => {
+            let left = secs * (t - step) as f64 / step as f64;
+            line.push_str(&format!(" [{secs:.0} s, about {left:.0} s left]"));
+        }
+        _ => line.push_str(&format!(" [{secs:.0} s]")),
+    }
     line
 }
 
@@ -88,7 +99,9 @@ impl Observer for BarProgress {
             while self.lanes.len() < p.lanes.len() {
                 let lane = &p.lanes[self.lanes.len()];
                 let b = multi.add(ProgressBar::new(lane.len as u64));
-                b.set_style(style("  {prefix} {bar:30} {pos}/{len} {msg}"));
+                b.set_style(style(
+                    "  {prefix} {bar:30} {pos}/{len} [{elapsed}, ~{eta} left] {msg}",
+                ));
                 b.set_prefix(lane.label.clone());
                 self.lanes.push(b);
             }
@@ -101,7 +114,9 @@ impl Observer for BarProgress {
         }
         let bar = self.bar.get_or_insert_with(|| {
             let b = ProgressBar::new(p.total.unwrap_or(0) as u64);
-            b.set_style(style("  {bar:30} {pos}/{len} {msg}"));
+            b.set_style(style(
+                "  {bar:30} {pos}/{len} [{elapsed}, ~{eta} left] {msg}",
+            ));
             b
         });
         bar.set_position(p.step as u64);
@@ -132,12 +147,19 @@ mod tests {
             total: Some(120),
             objective: Some(-12.5),
             objective_name: "ELBO",
-            message: "epoch 2, 5000 points/s, 3 s left".into(),
+            message: "epoch 2, 5000 points/s".into(),
             lanes: vec![],
         };
         assert_eq!(
             plain_line(&p, Duration::from_secs(7)),
-            "  step 30/120 (25 %), ELBO -12.500000, epoch 2, 5000 points/s, 3 s left [7 s]"
+            "  step 30/120 (25 %), ELBO -12.500000, epoch 2, 5000 points/s [7 s, about 21 s left]"
         );
+        let own = Progress {
+            message: "epoch 2, 3 s left".into(),
+            ..p.clone()
+        };
+        assert!(plain_line(&own, Duration::from_secs(7)).ends_with("3 s left [7 s]"));
+        let done = Progress { step: 120, ..p };
+        assert!(plain_line(&done, Duration::from_secs(9)).ends_with("[9 s]"));
     }
 }
