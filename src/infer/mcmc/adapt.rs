@@ -1,9 +1,19 @@
-//! Warm-up adaptation as Stan does it: dual averaging of the step size
+//! Warm-up adaptation. As Stan does it: dual averaging of the step size
 //! towards a target acceptance statistic δ (Hoffman & Gelman 2014, with
 //! γ = 0.05, t₀ = 10, κ = 0.75, μ = log 10ε₀), and a diagonal inverse mass
 //! matrix estimated from the draws of doubling windows (an initial buffer of
 //! 75 iterations, windows from 25 doubling, a terminal buffer of 50), each
 //! estimate regularised towards 10⁻³ as (n/(n+5)) var + 10⁻³ · 5/(n+5).
+//!
+//! Or from the gradients as well ([`GradAdapt`], the scheme of nutpie):
+//! for a Gaussian target N(μ, Σ) with diagonal Σ, Var(xᵢ) = Σᵢᵢ and
+//! Var(∂ᵢ log π) = 1/Σᵢᵢ, so √(Var(xᵢ)/Var(gᵢ)) estimates Σᵢᵢ from both the
+//! draws and their scores — at every iteration, from the start (the first
+//! metric is 1/|∂ᵢ log π(x₀)|), in windows that overlap: a foreground
+//! estimate sets the metric, a background one collects the latest draws
+//! and replaces it every 20 iterations over the first 30 % of warm-up,
+//! every 80 after; over the last 20 % the metric is fixed and only the
+//! step size adapts.
 
 /// Dual averaging of log ε.
 #[derive(Clone, Debug)]
@@ -78,6 +88,23 @@ impl Variance {
             *m2 += d * (xi - *mean);
         }
     }
+    /// The plain variance estimate (1 for fewer than two draws).
+    pub fn raw(&self) -> Vec<f64> {
+        self.m2
+            .iter()
+            .map(|m| {
+                if self.n > 1.0 {
+                    m / (self.n - 1.0)
+                } else {
+                    1.0
+                }
+            })
+            .collect()
+    }
+    /// The number of draws added.
+    pub fn count(&self) -> usize {
+        self.n as usize
+    }
     /// The regularised variance estimate.
     pub fn estimate(&self) -> Vec<f64> {
         let n = self.n;
@@ -88,6 +115,88 @@ impl Variance {
                 (n / (n + 5.0)) * var + 1e-3 * (5.0 / (n + 5.0))
             })
             .collect()
+    }
+}
+
+/// The bounds of a gradient-based inverse metric entry.
+const GRAD_METRIC_RANGE: (f64, f64) = (1e-10, 1e10);
+
+/// Gradient-based adaptation of a diagonal inverse metric (see the module
+/// documentation).
+#[derive(Clone, Debug)]
+pub struct GradAdapt {
+    fg: (Variance, Variance),
+    bg: (Variance, Variance),
+    since_switch: usize,
+    /// The first iteration after the early phase (switches every 20).
+    early_end: usize,
+    /// The first iteration of the final phase (metric fixed).
+    pub final_start: usize,
+}
+
+impl GradAdapt {
+    /// For `dim` coordinates and `warmup` iterations.
+    pub fn new(dim: usize, warmup: usize) -> Self {
+        let pair = || (Variance::new(dim), Variance::new(dim));
+        GradAdapt {
+            fg: pair(),
+            bg: pair(),
+            since_switch: 0,
+            early_end: (0.3 * warmup as f64) as usize,
+            final_start: warmup - (0.2 * warmup as f64) as usize,
+        }
+    }
+
+    /// The first inverse metric, from the score at the initial point:
+    /// 1/|gᵢ| (1 where the score is 0), within the bounds.
+    pub fn initial(grad: &[f64]) -> Vec<f64> {
+        grad.iter()
+            .map(|g| {
+                if *g == 0.0 || !g.is_finite() {
+                    1.0
+                } else {
+                    (1.0 / g.abs()).clamp(GRAD_METRIC_RANGE.0, GRAD_METRIC_RANGE.1)
+                }
+            })
+            .collect()
+    }
+
+    /// Learn from warm-up iteration `w` (0-based) at x with score g; the new
+    /// inverse metric when it changes (never in the final phase).
+    pub fn update(&mut self, w: usize, x: &[f64], g: &[f64]) -> Option<Vec<f64>> {
+        if w >= self.final_start {
+            return None;
+        }
+        for (vx, vg) in [&mut self.fg, &mut self.bg] {
+            vx.add(x);
+            vg.add(g);
+        }
+        self.since_switch += 1;
+        let every = if w < self.early_end { 20 } else { 80 };
+        if self.since_switch >= every && self.bg.0.count() >= 3 {
+            self.fg = std::mem::replace(
+                &mut self.bg,
+                (Variance::new(x.len()), Variance::new(x.len())),
+            );
+            self.since_switch = 0;
+        }
+        if self.fg.0.count() < 3 {
+            return None;
+        }
+        let (vx, vg) = (self.fg.0.raw(), self.fg.1.raw());
+        Some(
+            vx.iter()
+                .zip(&vg)
+                .map(|(a, b)| {
+                    let r = (a / b).sqrt();
+                    if r.is_finite() {
+                        r.clamp(GRAD_METRIC_RANGE.0, GRAD_METRIC_RANGE.1)
+                    } else {
+                        1.0
+                    }
+                })
+                .collect(),
+        )
     }
 }
 
@@ -157,6 +266,34 @@ mod tests {
         let s = Schedule::new(1000);
         assert_eq!(s.start, 75);
         assert_eq!(s.ends, vec![99, 149, 249, 449, 949]);
+    }
+
+    #[test]
+    fn gradient_metric_recovers_a_gaussians_scales() {
+        // x ~ N(0, diag(s²)) has score −x/s²: √(Var x / Var g) = s².
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, StandardNormal};
+        let s = [0.1, 1.0, 30.0];
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        let mut a = GradAdapt::new(3, 1000);
+        let mut last = None;
+        for w in 0..700 {
+            let x: Vec<f64> = s
+                .iter()
+                .map(|si| si * StandardNormal.sample(&mut rng) as f64)
+                .collect();
+            let g: Vec<f64> = x.iter().zip(&s).map(|(xi, si)| -xi / (si * si)).collect();
+            if let Some(m) = a.update(w, &x, &g) {
+                last = Some(m);
+            }
+        }
+        let m = last.unwrap();
+        for (mi, si) in m.iter().zip(&s) {
+            assert!((mi / (si * si) - 1.0).abs() < 1e-9, "{mi} vs {}", si * si);
+        }
+        // The final 20 % keeps the metric.
+        assert!(a.update(900, &[0.0; 3], &[1.0; 3]).is_none());
+        assert_eq!(GradAdapt::initial(&[-4.0, 0.0]), vec![0.25, 1.0]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! Each chain has its own random stream, derived from the run's seed and the
 //! chain's number only, so results do not depend on how chains are scheduled.
 
-use super::adapt::{DualAveraging, Schedule, Variance};
+use super::adapt::{DualAveraging, GradAdapt, Schedule, Variance};
 use super::hamiltonian::{
     State, Stats, Target, hmc_transition, leapfrog, nuts_transition, refresh_momentum,
 };
@@ -52,6 +52,18 @@ pub struct ChainConfig {
     pub target_accept: f64,
     /// The initial step size, if given.
     pub step_size: Option<f64>,
+    /// How warm-up adapts the metric.
+    pub adaptation: Adaptation,
+}
+
+/// How warm-up adapts the diagonal inverse metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Adaptation {
+    /// Stan's windowed variance of the draws ([`super::adapt::Schedule`]).
+    Stan,
+    /// From the draws and their scores at every iteration
+    /// ([`super::adapt::GradAdapt`]).
+    Gradient,
 }
 
 /// One kept draw: the unconstrained position, its log density and gradient
@@ -80,6 +92,7 @@ pub struct Chain {
     pub inv_metric: Vec<f64>,
     da: DualAveraging,
     var: Variance,
+    grad_adapt: Option<GradAdapt>,
     schedule: Schedule,
     cfg: ChainConfig,
     /// Iterations done (warm-up and sampling).
@@ -156,7 +169,12 @@ impl Chain {
             }
             return Err(e);
         };
-        let inv_metric = vec![1.0; dim];
+        let grad_adapt = (cfg.adaptation == Adaptation::Gradient && cfg.warmup > 0)
+            .then(|| GradAdapt::new(dim, cfg.warmup));
+        let inv_metric = match &grad_adapt {
+            Some(_) => GradAdapt::initial(&state.grad),
+            None => vec![1.0; dim],
+        };
         let mut chain = Chain {
             id,
             rng,
@@ -165,6 +183,7 @@ impl Chain {
             inv_metric,
             da: DualAveraging::new(1.0, cfg.target_accept),
             var: Variance::new(dim),
+            grad_adapt,
             schedule: Schedule::new(cfg.warmup),
             cfg,
             iter: 0,
@@ -270,7 +289,16 @@ impl Chain {
         self.iter += 1;
         if w < self.cfg.warmup {
             self.eps = self.da.update(stats.accept_stat);
-            if self.schedule.metric && w >= self.schedule.start {
+            if let Some(ga) = &mut self.grad_adapt {
+                if let Some(m) = ga.update(w, &self.state.q, &self.state.grad) {
+                    self.inv_metric = m;
+                }
+                // The final phase tunes the step size to the final metric.
+                if w + 1 == ga.final_start {
+                    self.find_step_size(target);
+                    self.da.restart(self.eps);
+                }
+            } else if self.schedule.metric && w >= self.schedule.start {
                 self.var.add(&self.state.q);
                 if self.schedule.ends.contains(&w) {
                     self.inv_metric = self.var.estimate();
@@ -325,6 +353,7 @@ mod tests {
             draws: 4000,
             target_accept: 0.8,
             step_size: None,
+            adaptation: Adaptation::Stan,
         };
         let mut c = Chain::new(&target, 0, 42, cfg).unwrap();
         let mut draws = Vec::new();
@@ -386,6 +415,7 @@ mod tests {
             draws: 50,
             target_accept: 0.8,
             step_size: None,
+            adaptation: Adaptation::Stan,
         };
         let run = || {
             let mut c = Chain::new(&target, 3, 7, cfg).unwrap();

@@ -2,7 +2,7 @@
 //! draw sinks they stream to, and how they are built, on their own or inside
 //! another engine ([`SamplerDef`]).
 
-use super::chain::{ChainConfig, Method};
+use super::chain::{Adaptation, ChainConfig, Method};
 use super::density::Density;
 use super::engine::McmcEngine;
 use crate::error::Error;
@@ -60,6 +60,12 @@ const MCMC: &[SettingSpec] = &[
         "mean leapfrog steps per iteration (hmc): each iteration draws its number uniformly from 1..=2L-1",
     ),
     s(
+        "adaptation",
+        SettingKind::Choice(&["stan", "gradient"]),
+        Some("stan"),
+        "how warm-up adapts the diagonal metric: Stan's windowed variance of the draws, or from the draws and their gradients at every iteration (as nutpie)",
+    ),
+    s(
         "chain_offset",
         SettingKind::Int(0, 1_000_000_000),
         Some("0"),
@@ -105,6 +111,10 @@ impl SamplerSettings {
                 draws: cfg.count("draws")?,
                 target_accept: cfg.number("target_accept")?,
                 step_size: cfg.number_opt("step_size")?,
+                adaptation: match cfg.choice("adaptation")? {
+                    "gradient" => Adaptation::Gradient,
+                    _ => Adaptation::Stan,
+                },
             },
             chains: cfg.count("chains")?,
             seed: cfg.seed()?,
