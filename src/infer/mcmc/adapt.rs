@@ -280,7 +280,10 @@ mod tests {
         for w in 0..700 {
             let x: Vec<f64> = s
                 .iter()
-                .map(|si| si * StandardNormal.sample(&mut rng) as f64)
+                .map(|si| {
+                    let z: f64 = StandardNormal.sample(&mut rng);
+                    si * z
+                })
                 .collect();
             let g: Vec<f64> = x.iter().zip(&s).map(|(xi, si)| -xi / (si * si)).collect();
             if let Some(m) = a.update(w, &x, &g) {

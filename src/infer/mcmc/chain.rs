@@ -464,6 +464,7 @@ mod tests {
                 draws: 1000,
                 target_accept: 0.8,
                 step_size: None,
+                adaptation: Adaptation::Stan,
             };
             let mut c = Chain::new(&Failing, 0, 5, cfg).unwrap();
             let mut kept = Vec::new();
