@@ -167,7 +167,11 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Box<dyn Fit>> {
         .into());
     }
     let test = match &options.test {
-        Some(d) => Some(bind::bind_test(bound, d)?),
+        Some(d) => {
+            let t = bind::bind_test(bound, d)?;
+            bind::check_param_shapes(bound, &t)?;
+            Some(t)
+        }
         None => None,
     };
     let engine = def.build(Arc::new(bound.clone()), &cfg, &cx)?;

@@ -332,7 +332,7 @@ fn command_line_predicts_from_draws_and_refuses_other_sizes() {
     ]));
     assert!(
         err.contains(
-            "`theta_raw` was sampled with 8 values, but the test data's sizes give it 3 values"
+            "`theta_raw` has 8 values with the training data, but the test data's sizes give it 3 values"
         ),
         "{err}"
     );

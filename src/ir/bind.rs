@@ -782,6 +782,41 @@ pub fn bind(graph: Graph, data: &Data, overrides: &Overrides) -> Result<Bound> {
     bind_inner(graph, data, overrides, None)
 }
 
+/// Check that test data give every param of the model the shape it has
+/// with the training data `base` (a sampler's draws are reused at the test
+/// data): an error at the param's declaration otherwise. Checked before a
+/// run starts.
+pub fn check_param_shapes(base: &Bound, test: &Bound) -> Result<(), Error> {
+    let show = |sh: (usize, usize)| match sh {
+        (0, 0) => "a scalar".to_string(),
+        (n, 0) => format!("{n} values"),
+        (n, m) => format!("{n} × {m} values"),
+    };
+    for p in &base.graph.params {
+        let (Some(train), test_shape) = (
+            concrete_shape(&p.ty, &base.sizes),
+            concrete_shape(&p.ty, &test.sizes),
+        ) else {
+            continue;
+        };
+        if test_shape != Some(train) {
+            return Err(Error::at(
+                ErrorKind::Data,
+                p.span,
+                format!(
+                    "`{}` has {} with the training data, but the test data's sizes give it {}",
+                    p.name,
+                    show(train),
+                    test_shape.map_or("no size".to_string(), show)
+                ),
+            )
+            .with_label("declared here")
+            .with_note("predictions reuse the values of every param: give the test data the training data's sizes (or leave them out to keep the training values)"));
+        }
+    }
+    Ok(())
+}
+
 /// Bind test data (for prediction) like the training data in `base`:
 /// declarations missing from the test data keep their training values where
 /// their shapes still fit, and are absent otherwise.

@@ -26,7 +26,7 @@ use super::chain::chain_seed;
 use super::density::Density;
 use crate::error::{Error, ErrorKind};
 pub use crate::infer::band::Band;
-use crate::ir::bind::{Bound, concrete_shape};
+use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
 use crate::ir::graph::DistRef;
 use crate::ir::pointwise::{Pointwise, class_scores};
@@ -149,35 +149,6 @@ fn classes(d: &DistRef, args: &[Value<f64>]) -> Option<usize> {
         },
         _ => None,
     }
-}
-
-/// Check that the test data give every param the shape it was sampled with.
-fn check_param_shapes(density: &Density, test: &Bound) -> Result<(), Error> {
-    let g = &density.bound.graph;
-    for s in &density.slots {
-        let p = &g.params[s.param];
-        let shape = concrete_shape(&p.ty, &test.sizes);
-        if shape != Some(s.shape) {
-            let show = |sh: (usize, usize)| match sh {
-                (0, 0) => "a scalar".to_string(),
-                (n, 0) => format!("{n} values"),
-                (n, m) => format!("{n} × {m} values"),
-            };
-            return Err(Error::at(
-                ErrorKind::Data,
-                p.span,
-                format!(
-                    "`{}` was sampled with {}, but the test data's sizes give it {}",
-                    p.name,
-                    show(s.shape),
-                    shape.map_or("no size".to_string(), show)
-                ),
-            )
-            .with_label("declared here")
-            .with_note("predictions reuse the draws of every param: give the test data the training data's sizes (or leave them out to keep the training values)"));
-        }
-    }
-    Ok(())
 }
 
 /// The latent GP's values at the test inputs `x` drawn given the draw
@@ -360,7 +331,7 @@ pub fn predict(
     limit: usize,
     seed: u64,
 ) -> Result<SamplerPredictions, Error> {
-    check_param_shapes(density, test)?;
+    crate::ir::bind::check_param_shapes(&density.bound, test)?;
     let g = &density.bound.graph;
     let x = match density.gp_parts() {
         (_, Some(mg)) => Some(test.site_inputs(mg.model.site, &density.hypers, &[])?),
