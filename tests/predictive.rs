@@ -472,3 +472,43 @@ fn every_engine_draws_the_fit_of_a_one_input_model() {
     assert_png(&png);
     assert_png(&fit);
 }
+
+/// Test data without the outcome column are predicted at, never scored
+/// against the training outcomes (even with as many rows).
+#[test]
+fn test_data_without_outcomes_are_not_scored() {
+    let dir = out_dir("predictive_no_outcomes");
+    let inputs: String = std::iter::once("times".to_string())
+        .chain((0..10).map(|k| k.to_string()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let test = dir.join("t10.csv");
+    std::fs::write(&test, inputs + "\n").unwrap();
+    for (model, extra) in [
+        ("examples/mcycle.tempest", vec![]),
+        (
+            "examples/mcycle.tempest",
+            vec!["--engine", "mirror_descent"],
+        ),
+        (
+            "examples/mcycle_nuts.tempest",
+            vec!["--set", "draws=50", "--set", "warmup=50"],
+        ),
+    ] {
+        let mut args = vec![
+            "run",
+            model,
+            "--data",
+            "examples/data/mcycle.csv",
+            "--rows",
+            "0..9",
+            "--test",
+            test.to_str().unwrap(),
+            "-q",
+        ];
+        args.extend(extra);
+        let out = assert_ok(&tempest(&args));
+        assert!(!out.contains("RMSE"), "{model}: {out}");
+        assert!(!out.contains("log predictive density"), "{model}: {out}");
+    }
+}

@@ -588,6 +588,11 @@ impl Binder<'_> {
         if !base.present[i] {
             return;
         }
+        // Outcomes are never carried over: test data without them is
+        // predicted at, not scored against the training outcomes.
+        if self.graph.observations.iter().any(|o| o.data == i) {
+            return;
+        }
         let v = &base.data[i];
         let known = |s: &Size, actual: usize| match s {
             Size::Lit(k) => *k == actual,
