@@ -5,6 +5,9 @@
 //! 75 iterations, windows from 25 doubling, a terminal buffer of 50), each
 //! estimate regularised towards 10⁻³ as (n/(n+5)) var + 10⁻³ · 5/(n+5).
 //!
+//! A dense metric uses the same windows with the draws' covariance
+//! ([`Covariance`], regularised as Stan's `dense_e`).
+//!
 //! Or from the gradients as well ([`GradAdapt`], the scheme of nutpie):
 //! for a Gaussian target N(μ, Σ) with diagonal Σ, Var(xᵢ) = Σᵢᵢ and
 //! Var(∂ᵢ log π) = 1/Σᵢᵢ, so √(Var(xᵢ)/Var(gᵢ)) estimates Σᵢᵢ from both the
@@ -115,6 +118,57 @@ impl Variance {
                 (n / (n + 5.0)) * var + 1e-3 * (5.0 / (n + 5.0))
             })
             .collect()
+    }
+}
+
+/// Welford's running covariance of the draws (for a dense metric).
+#[derive(Clone, Debug)]
+pub struct Covariance {
+    n: f64,
+    mean: Vec<f64>,
+    m2: nalgebra::DMatrix<f64>,
+}
+
+impl Covariance {
+    /// For `dim` coordinates.
+    pub fn new(dim: usize) -> Self {
+        Covariance {
+            n: 0.0,
+            mean: vec![0.0; dim],
+            m2: nalgebra::DMatrix::zeros(dim, dim),
+        }
+    }
+    /// Add one draw.
+    pub fn add(&mut self, x: &[f64]) {
+        self.n += 1.0;
+        let before: Vec<f64> = x.iter().zip(&self.mean).map(|(a, m)| a - m).collect();
+        for (m, d) in self.mean.iter_mut().zip(&before) {
+            *m += d / self.n;
+        }
+        let after: Vec<f64> = x.iter().zip(&self.mean).map(|(a, m)| a - m).collect();
+        // M2 += (x − mean_before)(x − mean_after)ᵀ, one rank-one update.
+        let (b, a) = (
+            nalgebra::DVector::from_vec(before),
+            nalgebra::DVector::from_vec(after),
+        );
+        self.m2.ger(1.0, &b, &a, 1.0);
+    }
+    /// The regularised covariance, as Stan's dense metric:
+    /// (n/(n+5)) Σ + 10⁻³ · 5/(n+5) · I.
+    pub fn estimate(&self) -> nalgebra::DMatrix<f64> {
+        let n = self.n;
+        let d = self.mean.len();
+        let cov = if n > 1.0 {
+            &self.m2 / (n - 1.0)
+        } else {
+            nalgebra::DMatrix::identity(d, d)
+        };
+        let mut e = cov * (n / (n + 5.0));
+        for i in 0..d {
+            e[(i, i)] += 1e-3 * (5.0 / (n + 5.0));
+        }
+        // Symmetric to rounding.
+        (&e + e.transpose()) * 0.5
     }
 }
 
@@ -297,6 +351,19 @@ mod tests {
         // The final 20 % keeps the metric.
         assert!(a.update(900, &[0.0; 3], &[1.0; 3]).is_none());
         assert_eq!(GradAdapt::initial(&[-4.0, 0.0]), vec![0.25, 1.0]);
+    }
+
+    #[test]
+    fn covariance_of_known_draws_regularised_as_stan() {
+        let mut c = Covariance::new(2);
+        for x in [[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]] {
+            c.add(&x);
+        }
+        let e = c.estimate();
+        let (w, r) = (3.0 / 8.0, 1e-3 * 5.0 / 8.0);
+        assert!((e[(0, 0)] - (w * 1.0 + r)).abs() < 1e-12);
+        assert!((e[(1, 1)] - (w * 4.0 + r)).abs() < 1e-12);
+        assert!((e[(0, 1)] - w * 2.0).abs() < 1e-12 && e[(0, 1)] == e[(1, 0)]);
     }
 
     #[test]

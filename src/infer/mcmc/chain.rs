@@ -3,11 +3,12 @@
 //! Each chain has its own random stream, derived from the run's seed and the
 //! chain's number only, so results do not depend on how chains are scheduled.
 
-use super::adapt::{DualAveraging, GradAdapt, Schedule, Variance};
+use super::adapt::{Covariance, DualAveraging, GradAdapt, Schedule, Variance};
 use super::hamiltonian::{
     State, Stats, Target, hmc_transition, leapfrog, nuts_transition, refresh_momentum,
 };
 use crate::error::{Error, ErrorKind};
+use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -64,6 +65,37 @@ pub enum Adaptation {
     /// From the draws and their scores at every iteration
     /// ([`super::adapt::GradAdapt`]).
     Gradient,
+    /// A dense metric: Stan's windows with the draws' covariance
+    /// ([`super::adapt::Covariance`]); the chain moves in y with x = L y,
+    /// L Lᵀ the estimate, under a unit metric.
+    Dense,
+}
+
+/// The target seen through x = L y: log π(L y) and Lᵀ ∇ log π(L y).
+struct Linear<'a, T: ?Sized> {
+    inner: &'a T,
+    l: &'a DMatrix<f64>,
+}
+
+impl<T: Target + ?Sized> Target for Linear<'_, T> {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn logp_grad(&self, y: &[f64], grad: &mut [f64]) -> Result<f64, Error> {
+        let x = self.l * DVector::from_column_slice(y);
+        let mut gx = vec![0.0; x.len()];
+        let lp = self.inner.logp_grad(x.as_slice(), &mut gx)?;
+        let gy = self.l.tr_mul(&DVector::from_vec(gx));
+        grad.copy_from_slice(gy.as_slice());
+        Ok(lp)
+    }
+}
+
+/// A dense metric's state: the factor L of the current estimate and the
+/// window's running covariance of x.
+struct DenseMetric {
+    l: DMatrix<f64>,
+    cov: Covariance,
 }
 
 /// One kept draw: the unconstrained position, its log density and gradient
@@ -93,6 +125,9 @@ pub struct Chain {
     da: DualAveraging,
     var: Variance,
     grad_adapt: Option<GradAdapt>,
+    /// With a dense metric: the chain's position and score are in y
+    /// (x = L y).
+    dense: Option<DenseMetric>,
     schedule: Schedule,
     cfg: ChainConfig,
     /// Iterations done (warm-up and sampling).
@@ -184,15 +219,51 @@ impl Chain {
             da: DualAveraging::new(1.0, cfg.target_accept),
             var: Variance::new(dim),
             grad_adapt,
+            dense: (cfg.adaptation == Adaptation::Dense).then(|| DenseMetric {
+                l: DMatrix::identity(dim, dim),
+                cov: Covariance::new(dim),
+            }),
             schedule: Schedule::new(cfg.warmup),
             cfg,
             iter: 0,
             divergences: 0,
         };
+        // A dense metric starts from the diagonal 1/|∂ log π(x₀)| (as the
+        // gradient-based one), until the first window's covariance.
+        let mut start_l = None;
+        if cfg.warmup > 0
+            && let Some(d) = &mut chain.dense
+        {
+            let diag = GradAdapt::initial(&chain.state.grad);
+            let l =
+                DMatrix::from_diagonal(&DVector::from_iterator(dim, diag.iter().map(|v| v.sqrt())));
+            let y: Vec<f64> = chain
+                .state
+                .q
+                .iter()
+                .zip(&diag)
+                .map(|(x, v)| x / v.sqrt())
+                .collect();
+            if let Ok(s) = State::at(
+                &Linear {
+                    inner: target,
+                    l: &l,
+                },
+                y,
+            ) && s.lp.is_finite()
+            {
+                chain.state = s;
+                d.l = l.clone();
+                start_l = Some(l);
+            }
+        }
         // Without warm-up a given step size is used as is; otherwise (as
         // Stan) the heuristic starts from it, or from 1.
         if cfg.warmup > 0 || cfg.step_size.is_none() {
-            chain.find_step_size(target);
+            match &start_l {
+                Some(l) => chain.find_step_size(&Linear { inner: target, l }),
+                None => chain.find_step_size(target),
+            }
         }
         chain.da.restart(chain.eps);
         Ok(chain)
@@ -200,7 +271,52 @@ impl Chain {
 
     /// The chain's current position x.
     pub fn position(&self) -> Vec<f64> {
-        self.state.q.clone()
+        match &self.dense {
+            Some(d) => (&d.l * DVector::from_column_slice(&self.state.q))
+                .as_slice()
+                .to_vec(),
+            None => self.state.q.clone(),
+        }
+    }
+
+    /// The diagonal of the inverse metric in x (for a dense metric, of
+    /// L Lᵀ), as output files report it.
+    pub fn metric_diagonal(&self) -> Vec<f64> {
+        match &self.dense {
+            Some(d) => (0..d.l.nrows())
+                .map(|i| d.l.row(i).norm_squared())
+                .collect(),
+            None => self.inv_metric.clone(),
+        }
+    }
+
+    /// One iteration; returns the draw once past warm-up. With a dense
+    /// metric the dynamics run on the target seen through x = L y.
+    pub fn step<T: Target + ?Sized>(&mut self, target: &T) -> Option<Draw> {
+        let Some(dense) = self.dense.take() else {
+            return self.step_in(target);
+        };
+        let l = dense.l.clone();
+        self.dense = Some(dense);
+        let w = self.iter;
+        let seen = Linear {
+            inner: target,
+            l: &l,
+        };
+        let draw = self.step_in(&seen);
+        if w < self.cfg.warmup && self.schedule.metric && w >= self.schedule.start {
+            self.dense_window(&seen, w);
+        }
+        let draw = draw?;
+        // Report the draw in x: q = L y, ∇ₓ = L⁻ᵀ ∇_y.
+        let q = (&l * DVector::from_column_slice(&draw.q))
+            .as_slice()
+            .to_vec();
+        let score = l
+            .tr_solve_lower_triangular(&DVector::from_column_slice(&draw.score))
+            .map(|s| s.as_slice().to_vec())
+            .unwrap_or(draw.score);
+        Some(Draw { q, score, ..draw })
     }
 
     /// Stan's heuristic: double or halve ε until the acceptance of one
@@ -236,6 +352,47 @@ impl Chain {
         }
     }
 
+    /// A dense metric's window step at warm-up iteration `w`: add x = L y
+    /// to the running covariance; at a window's end, the new estimate's
+    /// factor L′ replaces L and the chain moves to y′ = L′⁻¹ x. `target`
+    /// is the target seen through the old L.
+    fn dense_window<T: Target + ?Sized>(&mut self, target: &Linear<'_, T>, w: usize) {
+        let x = self.position();
+        let Some(d) = &mut self.dense else { return };
+        d.cov.add(&x);
+        if !self.schedule.ends.contains(&w) {
+            return;
+        }
+        let est = d.cov.estimate();
+        d.cov = Covariance::new(x.len());
+        let Some(chol) = est.cholesky() else {
+            return;
+        };
+        let l = chol.l();
+        let Some(y) = l.solve_lower_triangular(&DVector::from_vec(x)) else {
+            return;
+        };
+        let moved = State::at(
+            &Linear {
+                inner: target.inner,
+                l: &l,
+            },
+            y.as_slice().to_vec(),
+        );
+        if let Ok(s) = moved
+            && s.lp.is_finite()
+        {
+            self.state = s;
+            d.l = l;
+            let l = d.l.clone();
+            self.find_step_size(&Linear {
+                inner: target.inner,
+                l: &l,
+            });
+            self.da.restart(self.eps);
+        }
+    }
+
     /// Whether every iteration is done.
     pub fn done(&self) -> bool {
         self.iter >= self.cfg.warmup + self.cfg.draws
@@ -246,8 +403,8 @@ impl Chain {
         self.iter < self.cfg.warmup
     }
 
-    /// One iteration; returns the draw once past warm-up.
-    pub fn step<T: Target + ?Sized>(&mut self, target: &T) -> Option<Draw> {
+    /// One iteration on `target` as the chain sees it.
+    fn step_in<T: Target + ?Sized>(&mut self, target: &T) -> Option<Draw> {
         if self.done() {
             return None;
         }
@@ -298,6 +455,9 @@ impl Chain {
                     self.find_step_size(target);
                     self.da.restart(self.eps);
                 }
+            } else if self.dense.is_some() {
+                // A dense metric adapts in `step`, which sees the target
+                // through L.
             } else if self.schedule.metric && w >= self.schedule.start {
                 self.var.add(&self.state.q);
                 if self.schedule.ends.contains(&w) {

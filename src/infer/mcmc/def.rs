@@ -61,9 +61,9 @@ const MCMC: &[SettingSpec] = &[
     ),
     s(
         "adaptation",
-        SettingKind::Choice(&["stan", "gradient"]),
+        SettingKind::Choice(&["stan", "gradient", "dense"]),
         Some("stan"),
-        "how warm-up adapts the diagonal metric: Stan's windowed variance of the draws, or from the draws and their gradients at every iteration (as nutpie)",
+        "how warm-up adapts the metric: a diagonal one from Stan's windowed variance of the draws, or from the draws and their gradients at every iteration (as nutpie), or a dense one from the draws' covariance in Stan's windows",
     ),
     s(
         "chain_offset",
@@ -113,6 +113,7 @@ impl SamplerSettings {
                 step_size: cfg.number_opt("step_size")?,
                 adaptation: match cfg.choice("adaptation")? {
                     "gradient" => Adaptation::Gradient,
+                    "dense" => Adaptation::Dense,
                     _ => Adaptation::Stan,
                 },
             },

@@ -162,7 +162,7 @@ impl McmcEngine {
         let sampling_started = if chain_cfg.warmup == 0 {
             for (ws, c) in writers.iter_mut().zip(&chains) {
                 for w in ws {
-                    w.adapted(c.eps, &c.inv_metric)?;
+                    w.adapted(c.eps, &c.metric_diagonal())?;
                 }
             }
             Some(Instant::now())
@@ -230,7 +230,7 @@ impl Engine for McmcEngine {
                     adapted |= adapted_now;
                     if adapted_now {
                         for w in writer.iter_mut() {
-                            w.adapted(chain.eps, &chain.inv_metric)?;
+                            w.adapted(chain.eps, &chain.metric_diagonal())?;
                         }
                     }
                     if let Some(d) = &draw
@@ -344,7 +344,7 @@ impl Engine for McmcEngine {
             ));
         }
         let step_sizes = this.chains.iter().map(|c| c.eps).collect();
-        let metrics = this.chains.iter().map(|c| c.inv_metric.clone()).collect();
+        let metrics = this.chains.iter().map(|c| c.metric_diagonal()).collect();
         let fit = McmcFit::new(
             this.name,
             this.density,
