@@ -165,7 +165,11 @@ pub fn split_data(
     Ok((data.take_rows(&order[..k])?, Some((test, split))))
 }
 
-/// The class labels read from text by binding, one line each:
+/// The most labels [`label_lines`] lists one by one.
+pub const LABELS_SHOWN: usize = 30;
+
+/// The class labels read from text by binding, one line each (the first
+/// [`LABELS_SHOWN`] of each):
 /// ``labels of `y`: 0 = a, 1 = b``.
 pub fn label_lines(bound: &Bound) -> Vec<String> {
     bound
@@ -174,11 +178,17 @@ pub fn label_lines(bound: &Bound) -> Vec<String> {
         .map(|(&i, ls)| {
             let pairs: Vec<String> = ls
                 .iter()
+                .take(LABELS_SHOWN)
                 .enumerate()
                 .map(|(k, l)| format!("{k} = {l}"))
                 .collect();
+            let more = if ls.len() > LABELS_SHOWN {
+                format!(", … ({} labels; all of them in --json output)", ls.len())
+            } else {
+                String::new()
+            };
             format!(
-                "labels of `{}`: {}",
+                "labels of `{}`: {}{more}",
                 bound.graph.data[i].name,
                 pairs.join(", ")
             )
