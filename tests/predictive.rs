@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{assert_clean_failure, assert_ok, bind, csv, model, out_dir, tempest};
+use common::{assert_clean_failure, assert_ok, bind, csv, mcycle_split, model, out_dir, tempest};
 use nalgebra::{DMatrix, DVector};
 use tempest::infer::mcmc::fit::McmcFit;
 use tempest::infer::mcmc::predict::SamplerPredictions;
@@ -276,25 +276,17 @@ fn predictions_are_identical_for_any_thread_count() {
 fn command_line_predicts_from_draws_and_refuses_other_sizes() {
     let dir = out_dir("predictive_cli");
     let json = dir.join("m.json");
-    let out = assert_ok(&tempest(&[
-        "run",
+    let out = assert_ok(&tempest(&mcycle_split(
         "examples/mcycle_nuts.tempest",
-        "--data",
-        "examples/data/mcycle.csv",
-        "--rows",
-        "0..99",
-        "--test",
-        "examples/data/mcycle.csv",
-        "--test-rows",
-        "100..132",
-        "--set",
-        "draws=200",
-        "--set",
-        "warmup=200",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ]));
+        &[
+            "--set",
+            "draws=200",
+            "--set",
+            "warmup=200",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    )));
     assert!(
         out.contains("posterior predictive of `accel`: 33 test points (800 draws), RMSE"),
         "{out}"
@@ -422,48 +414,29 @@ fn assert_png(path: &std::path::Path) {
 #[test]
 fn every_engine_draws_the_fit_of_a_one_input_model() {
     let dir = out_dir("predictive_plots");
-    let base = [
-        "examples/mcycle.tempest",
-        "--data",
-        "examples/data/mcycle.csv",
-        "--rows",
-        "0..99",
-        "--test",
-        "examples/data/mcycle.csv",
-        "--test-rows",
-        "100..132",
-        "-q",
-    ];
     for engine in ["mirror_descent", "gradient_descent", "svi"] {
         let png = dir.join(format!("{engine}.png"));
-        let mut args = vec!["run"];
-        args.extend(base);
-        args.extend(["--engine", engine, "--plot", png.to_str().unwrap()]);
+        let args = mcycle_split(
+            "examples/mcycle.tempest",
+            &["--engine", engine, "--plot", png.to_str().unwrap()],
+        );
         let out = assert_ok(&tempest(&args));
         assert!(out.contains("RMSE"), "{engine}: {out}");
         assert_png(&png);
     }
     // A sampler draws its traces and, beside them, the fit.
     let png = dir.join("nuts.png");
-    let out = assert_ok(&tempest(&[
-        "run",
+    let out = assert_ok(&tempest(&mcycle_split(
         "examples/mcycle_nuts.tempest",
-        "--data",
-        "examples/data/mcycle.csv",
-        "--rows",
-        "0..99",
-        "--test",
-        "examples/data/mcycle.csv",
-        "--test-rows",
-        "100..132",
-        "--set",
-        "draws=100",
-        "--set",
-        "warmup=100",
-        "-q",
-        "--plot",
-        png.to_str().unwrap(),
-    ]));
+        &[
+            "--set",
+            "draws=100",
+            "--set",
+            "warmup=100",
+            "--plot",
+            png.to_str().unwrap(),
+        ],
+    )));
     let fit = dir.join("nuts_fit.png");
     assert!(
         out.contains(&format!("plot written to {}", fit.display())),

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_clean_failure, assert_ok, out_dir, tempest};
+use common::{assert_clean_failure, assert_ok, mcycle_split, out_dir, tempest};
 
 /// Two JSON values equal up to a relative `tol` in every number.
 fn assert_close(a: &serde_json::Value, b: &serde_json::Value, tol: f64, at: &str) {
@@ -55,23 +55,15 @@ fn run_and_predict(
         dir.join(format!("{name}.run.json")),
         dir.join(format!("{name}.pred.json")),
     );
-    let mut args = vec![
-        "run",
+    let mut args = mcycle_split(
         model,
-        "--data",
-        "examples/data/mcycle.csv",
-        "--rows",
-        "0..99",
-        "--test",
-        "examples/data/mcycle.csv",
-        "--test-rows",
-        "100..132",
-        "-q",
-        "--save",
-        fit.to_str().unwrap(),
-        "--json",
-        run.to_str().unwrap(),
-    ];
+        &[
+            "--save",
+            fit.to_str().unwrap(),
+            "--json",
+            run.to_str().unwrap(),
+        ],
+    );
     args.extend_from_slice(extra);
     let out = assert_ok(&tempest(&args));
     assert!(out.contains("fit saved to"), "{out}");

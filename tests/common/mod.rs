@@ -57,6 +57,27 @@ pub fn tempest(args: &[&str]) -> std::process::Output {
         .expect("run tempest")
 }
 
+/// `tempest run MODEL` on the motorcycle data: training rows 0..99, test
+/// rows 100..132 (a forecast past the training times), quiet; then
+/// `extra`.
+pub fn mcycle_split<'a>(model: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        model,
+        "--data",
+        "examples/data/mcycle.csv",
+        "--rows",
+        "0..99",
+        "--test",
+        "examples/data/mcycle.csv",
+        "--test-rows",
+        "100..132",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// A fresh folder for one test's output files.
 pub fn out_dir(name: &str) -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
