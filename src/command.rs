@@ -149,7 +149,9 @@ pub fn split_data(
         return Err(Error::new(
             ErrorKind::Settings,
             format!(
-                "--split {f}: {n} rows give {k} training and {} test rows; both parts need at least one",
+                "--split {f}: {n} row{} give{} {k} training and {} test rows; both parts need at least one",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "s" } else { "" },
                 n - k
             ),
         )
