@@ -2,7 +2,7 @@
 //! quantiles of a predictive distribution at M points, from draws or from a
 //! normal distribution. Every engine's predictions at test data use it.
 
-use crate::infer::mcmc::diagnostics::quantile;
+use crate::infer::mcmc::diagnostics::quantile_sorted;
 use serde::Serialize;
 
 /// The standard normal quantiles of 0.975 and 0.75.
@@ -32,10 +32,10 @@ pub struct Band {
 
 impl Band {
     /// The summaries of `draws` \[S\]\[M\] at each of the M points.
-    pub fn of(draws: &[Vec<f64>], m: usize) -> Band {
+    pub fn of<R: AsRef<[f64]>>(draws: &[R], m: usize) -> Band {
         let mut b = Band::default();
         for i in 0..m {
-            let col: Vec<f64> = draws.iter().map(|d| d[i]).collect();
+            let col: Vec<f64> = draws.iter().map(|d| d.as_ref()[i]).collect();
             b.push_draws(&col);
         }
         b
@@ -48,11 +48,20 @@ impl Band {
         let var = col.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (s - 1.0).max(1.0);
         self.mean.push(mean);
         self.sd.push(var.sqrt());
-        self.q2_5.push(quantile(col, 0.025));
-        self.q25.push(quantile(col, 0.25));
-        self.q50.push(quantile(col, 0.5));
-        self.q75.push(quantile(col, 0.75));
-        self.q97_5.push(quantile(col, 0.975));
+        // One sort for the five quantiles (NaN for a NaN draw, as
+        // `quantile` gives it).
+        let q: [f64; 5] = if col.is_empty() || col.iter().any(|x| x.is_nan()) {
+            [f64::NAN; 5]
+        } else {
+            let mut sorted = col.to_vec();
+            sorted.sort_by(f64::total_cmp);
+            [0.025, 0.25, 0.5, 0.75, 0.975].map(|p| quantile_sorted(&sorted, p))
+        };
+        self.q2_5.push(q[0]);
+        self.q25.push(q[1]);
+        self.q50.push(q[2]);
+        self.q75.push(q[3]);
+        self.q97_5.push(q[4]);
     }
 
     /// Add the points of another band after these.

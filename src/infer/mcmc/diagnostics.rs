@@ -424,7 +424,7 @@ fn normal_quantile(p: f64) -> f64 {
 }
 
 /// Type-7 quantile of already sorted, NaN-free, non-empty draws.
-fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
+pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
     let h = (sorted.len() - 1) as f64 * p;
     let lo = h.floor() as usize;
     let x_lo = sorted[lo];

@@ -404,13 +404,12 @@ pub fn predict(
     };
     let mut preds = Vec::with_capacity(g.observations.len());
     for (j, o) in g.observations.iter().enumerate() {
-        let collect = |pick: &dyn Fn(&DrawOut) -> Option<Vec<f64>>| -> Option<Vec<Vec<f64>>> {
-            outs.iter().map(pick).collect()
-        };
-        let y_draws = collect(&|d| d.y[j].clone());
+        // Borrowed per draw, not copied: S × M values each.
+        let y_draws: Option<Vec<&[f64]>> = outs.iter().map(|d| d.y[j].as_deref()).collect();
+        let logps: Option<Vec<&[f64]>> = outs.iter().map(|d| d.logp[j].as_deref()).collect();
         let n = y_draws
             .as_ref()
-            .and_then(|d| d.first().map(Vec::len))
+            .and_then(|d| d.first().map(|r| r.len()))
             .or_else(|| outs.first().and_then(|d| d.logp[j].as_ref().map(Vec::len)))
             .or_else(|| outs.first().and_then(|d| d.probs[j].as_ref().map(Vec::len)))
             .unwrap_or(0);
@@ -432,7 +431,7 @@ pub fn predict(
                     })
                     .collect()
             });
-        let log_density: Option<Vec<f64>> = collect(&|d| d.logp[j].clone()).map(|lp| {
+        let log_density: Option<Vec<f64>> = logps.map(|lp| {
             (0..n)
                 .map(|i| {
                     let col: Vec<f64> = lp.iter().map(|d| d[i]).collect();
