@@ -709,3 +709,20 @@ model { y ~ normal(X * beta, 1) }
         "min ESS per gradient: dense {dense:.4} against diagonal {diag:.4}"
     );
 }
+
+/// A dense metric over 200,000 params would need three 200,000² matrices
+/// per chain: refused before anything is allocated, with the sizes named.
+#[test]
+fn a_dense_metric_too_large_for_memory_is_refused() {
+    let b = no_data("param { x : vector[200000] ~ normal(0, 1) }");
+    let options = tempest::RunOptions {
+        engine: Some("nuts".into()),
+        settings: vec![("adaptation".into(), "dense".into())],
+        ..Default::default()
+    };
+    let err = match tempest::run(&b, options) {
+        Ok(_) => panic!("a dense metric of 200,000 params ran"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("the dense metric"), "{err}");
+}

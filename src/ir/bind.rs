@@ -657,10 +657,16 @@ impl Binder<'_> {
                 distinct.into_iter().cloned().collect()
             }
         };
+        // One lookup per cell (a column of distinct IDs is N labels).
+        let index: std::collections::HashMap<&str, usize> = levels
+            .iter()
+            .enumerate()
+            .map(|(k, l)| (l.as_str(), k))
+            .collect();
         let mut out = Vec::with_capacity(t.rows.len());
         for (r, row) in t.rows.iter().enumerate() {
             let cell = &row[c];
-            let Some(k) = levels.iter().position(|l| l == cell) else {
+            let Some(&k) = index.get(cell.as_str()) else {
                 let shown: Vec<String> = levels.iter().take(20).map(|l| format!("`{l}`")).collect();
                 let whence = if d.levels.is_some() {
                     "the declared levels"

@@ -110,17 +110,31 @@ impl McmcEngine {
         let (n, seed) = (s.chains, s.seed);
         let names = density.stan_names();
         let columns = names.len();
-        crate::limits::check_memory(&[crate::limits::Request::new("keeping the draws")
-            .times("chains", n)
-            .times("draws", chain_cfg.draws)
-            .times(
-                "numbers per draw (position, score, output columns, statistics)",
-                2 * density.dim + columns + 8,
-            )])
+        let mut requests = vec![
+            crate::limits::Request::new("keeping the draws")
+                .times("chains", n)
+                .times("draws", chain_cfg.draws)
+                .times(
+                    "numbers per draw (position, score, output columns, statistics)",
+                    2 * density.dim + columns + 8,
+                ),
+        ];
+        if chain_cfg.adaptation == super::chain::Adaptation::Dense {
+            requests.push(
+                crate::limits::Request::new(
+                    "the dense metric (its factor, the draws' covariance and its estimate)",
+                )
+                .times("chains", n)
+                .times("matrices", 3u64)
+                .times("params", density.dim)
+                .times("params", density.dim),
+            );
+        }
+        crate::limits::check_memory(&requests)
         .map_err(|e| {
             s.written
                 .at(e, "draws")
-                .with_note("lower `draws` or `chains`, or sample fewer quantities")
+                .with_note("lower `draws` or `chains`, or sample fewer quantities (with `adaptation = dense`, a diagonal metric needs no d × d matrices)")
         })?;
         let density = Arc::new(density);
         let chains: Vec<Chain> = (0..n)
