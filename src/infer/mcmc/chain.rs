@@ -11,6 +11,7 @@ use crate::error::{Error, ErrorKind};
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use std::sync::Arc;
 
 /// Which transition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,7 +95,8 @@ impl<T: Target + ?Sized> Target for Linear<'_, T> {
 /// A dense metric's state: the factor L of the current estimate and the
 /// window's running covariance of x.
 struct DenseMetric {
-    l: DMatrix<f64>,
+    /// Shared, so an iteration takes it without copying d² numbers.
+    l: Arc<DMatrix<f64>>,
     cov: Covariance,
 }
 
@@ -220,7 +222,7 @@ impl Chain {
             var: Variance::new(dim),
             grad_adapt,
             dense: (cfg.adaptation == Adaptation::Dense).then(|| DenseMetric {
-                l: DMatrix::identity(dim, dim),
+                l: Arc::new(DMatrix::identity(dim, dim)),
                 cov: Covariance::new(dim),
             }),
             schedule: Schedule::new(cfg.warmup),
@@ -253,7 +255,7 @@ impl Chain {
             ) && s.lp.is_finite()
             {
                 chain.state = s;
-                d.l = l.clone();
+                d.l = Arc::new(l.clone());
                 start_l = Some(l);
             }
         }
@@ -272,7 +274,7 @@ impl Chain {
     /// The chain's current position x.
     pub fn position(&self) -> Vec<f64> {
         match &self.dense {
-            Some(d) => (&d.l * DVector::from_column_slice(&self.state.q))
+            Some(d) => (&*d.l * DVector::from_column_slice(&self.state.q))
                 .as_slice()
                 .to_vec(),
             None => self.state.q.clone(),
@@ -296,7 +298,7 @@ impl Chain {
         let Some(dense) = self.dense.take() else {
             return self.step_in(target);
         };
-        let l = dense.l.clone();
+        let l = Arc::clone(&dense.l);
         self.dense = Some(dense);
         let w = self.iter;
         let seen = Linear {
@@ -309,7 +311,7 @@ impl Chain {
         }
         let draw = draw?;
         // Report the draw in x: q = L y, ∇ₓ = L⁻ᵀ ∇_y.
-        let q = (&l * DVector::from_column_slice(&draw.q))
+        let q = (&*l * DVector::from_column_slice(&draw.q))
             .as_slice()
             .to_vec();
         let score = l
@@ -383,8 +385,8 @@ impl Chain {
             && s.lp.is_finite()
         {
             self.state = s;
-            d.l = l;
-            let l = d.l.clone();
+            d.l = Arc::new(l);
+            let l = Arc::clone(&d.l);
             self.find_step_size(&Linear {
                 inner: target.inner,
                 l: &l,
