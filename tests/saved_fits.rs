@@ -100,6 +100,13 @@ fn every_predicting_engine_saves_a_fit_that_predicts_the_same() {
         );
         if engine != "exact" {
             assert_close(&run["test"], &pred["test"], 1e-10, engine);
+        } else {
+            // The optimiser's record is the run's, not recomputed.
+            assert_eq!(
+                run["gradient_unconstrained"],
+                pred["gradient_unconstrained"]
+            );
+            assert_eq!(run["optimizer"], pred["optimizer"]);
         }
     }
     let (run, pred) = run_and_predict(

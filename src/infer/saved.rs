@@ -13,7 +13,7 @@
 //!
 //! - `exact`: `theta` (the learned hypers, unconstrained, exactly),
 //!   `log_marginal_likelihood` (checked when the fit is read back),
-//!   `iterations`, `reason`, `converged`, `trace`;
+//!   `iterations`, `evaluations`, `gradient`, `reason`, `converged`, `trace`;
 //! - `mirror_descent`, `gradient_descent` — `vi`: `theta`, `elbo`, `steps`,
 //!   `reason`, `trace`, and `q`, per latent GP the whitened mean `mean` \[N\]
 //!   and lower-triangular factor `factor` \[N, N\] as rows;

@@ -27,6 +27,8 @@ impl ExactFit {
                 "theta": self.theta,
                 "log_marginal_likelihood": self.log_marginal_likelihood,
                 "iterations": self.iterations,
+                "evaluations": self.evaluations,
+                "gradient": self.gradient,
                 "reason": self.reason,
                 "converged": self.converged,
                 "trace": self.trace,
@@ -73,15 +75,14 @@ pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Boun
         .get("converged")
         .and_then(Json::as_bool)
         .unwrap_or(false);
-    let fit = ExactFit::new(
-        model,
-        theta,
-        state,
-        vec![],
-        iterations,
-        trace,
-        reason,
-        converged,
+    // The optimiser's record as the run left it: the summary's gradient
+    // norm and evaluation count are the run's.
+    let gradient = numbers(sec.get("gradient"))
+        .filter(|g| g.len() == theta.len())
+        .ok_or_else(|| bad(file, "gradient"))?;
+    let mut fit = ExactFit::new(
+        model, theta, state, gradient, iterations, trace, reason, converged,
     );
+    fit.evaluations = sec.get("evaluations").and_then(Json::as_u64).unwrap_or(0) as usize;
     Ok((Box::new(fit), bound))
 }
