@@ -210,18 +210,8 @@ pub fn call_likelihood_interpreted<T: Scalar>(
     run_function(f, locals)
 }
 
-fn run_function<T: Scalar>(
-    f: &super::graph::Function,
-    mut locals: Vec<Value<T>>,
-) -> Result<T, Error> {
-    for (slot, e) in &f.lets {
-        let v = eval::<T>(e, &None, &locals)?;
-        if locals.len() <= *slot {
-            locals.resize(*slot + 1, Value::Int(0));
-        }
-        locals[*slot] = v;
-    }
-    let v = eval::<T>(&f.body, &None, &locals)?;
+fn run_function<T: Scalar>(f: &super::graph::Function, locals: Vec<Value<T>>) -> Result<T, Error> {
+    let v = run_body(f, locals)?;
     v.scalar().ok_or_else(|| {
         Error::at(
             ErrorKind::Type,
@@ -229,6 +219,18 @@ fn run_function<T: Scalar>(
             format!("`{}` must return a number, found {}", f.name, v.shape()),
         )
     })
+}
+
+/// Run a user function's lets and body with its parameters in `locals`.
+pub(crate) fn run_body<T: Scalar>(f: &super::graph::Function, mut locals: Vec<Value<T>>) -> R<T> {
+    for (slot, e) in &f.lets {
+        let v = eval::<T>(e, &None, &locals)?;
+        if locals.len() <= *slot {
+            locals.resize(*slot + 1, Value::Int(0));
+        }
+        locals[*slot] = v;
+    }
+    eval::<T>(&f.body, &None, &locals)
 }
 
 /// A kernel defined in a model file, with its parameters bound.
@@ -485,6 +487,15 @@ fn eval_inner<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) 
                 }
             }
             ops::index(&base, &is, span)?
+        }
+        TKind::Ode {
+            system,
+            args,
+            settings,
+        } => {
+            let env = need_env()?;
+            let vals: Vec<Value<T>> = args.iter().map(ev).collect::<Result<_, _>>()?;
+            super::ode::solve_call(&env.bound.graph, *system, args, &vals, settings, span)?
         }
         TKind::If(c, a, b) => match ev(c)? {
             Value::Bool(true) => ev(a)?,

@@ -75,6 +75,8 @@ pub enum Builtin {
     Rows,
     /// `cols(m)`
     Cols,
+    /// `col(m, j)`: column j of a matrix.
+    Col,
     /// `pi()`
     Pi,
     /// `e()`
@@ -83,7 +85,7 @@ pub enum Builtin {
 
 impl Builtin {
     /// All built-in functions.
-    pub const ALL: [Builtin; 26] = [
+    pub const ALL: [Builtin; 27] = [
         Builtin::Exp,
         Builtin::Log,
         Builtin::Log1p,
@@ -108,6 +110,7 @@ impl Builtin {
         Builtin::Sqdist,
         Builtin::Rows,
         Builtin::Cols,
+        Builtin::Col,
         Builtin::Pi,
         Builtin::E,
     ];
@@ -140,6 +143,7 @@ impl Builtin {
             Sqdist => "sqdist",
             Rows => "rows",
             Cols => "cols",
+            Col => "col",
             Pi => "pi",
             E => "e",
         }
@@ -159,7 +163,7 @@ impl Builtin {
         use Builtin::*;
         match self {
             Pi | E => 0,
-            Pow | Dot | Sqdist => 2,
+            Pow | Dot | Sqdist | Col => 2,
             _ => 1,
         }
     }
@@ -169,7 +173,7 @@ impl Builtin {
         use Builtin::*;
         !matches!(
             self,
-            Pow | Logsumexp | Sum | Mean | Dot | Sqdist | Rows | Cols | Pi | E
+            Pow | Logsumexp | Sum | Mean | Dot | Sqdist | Rows | Cols | Col | Pi | E
         )
     }
 }
@@ -266,6 +270,16 @@ pub enum TKind {
     Index(Box<TExpr>, Vec<TExpr>),
     /// `if c then a else b`.
     If(Box<TExpr>, Box<TExpr>, Box<TExpr>),
+    /// `ode(system, x0, t0, ts, p...)`: the solution of an ODE system at
+    /// the times ts, a `matrix[T, S]` (row i is the state at ts\[i\]).
+    Ode {
+        /// The system (index into `Graph::functions`).
+        system: usize,
+        /// x0 \[S\], t0, ts \[T\], then the system's parameters in order.
+        args: Vec<TExpr>,
+        /// Tolerances and the step limit.
+        settings: crate::math::ode::OdeSettings,
+    },
 }
 
 impl TExpr {
@@ -282,7 +296,9 @@ impl TExpr {
     fn walk_inner(&self, f: &mut dyn FnMut(&TExpr)) {
         f(self);
         match &self.kind {
-            TKind::Array(xs) | TKind::Builtin(_, xs) => xs.iter().for_each(|x| x.walk(f)),
+            TKind::Array(xs) | TKind::Builtin(_, xs) | TKind::Ode { args: xs, .. } => {
+                xs.iter().for_each(|x| x.walk(f))
+            }
             TKind::Range(a, b) | TKind::Binary(_, a, b) => {
                 a.walk(f);
                 b.walk(f);
@@ -331,7 +347,9 @@ impl TExpr {
     fn walk_mut_inner(&mut self, f: &mut dyn FnMut(&mut TExpr)) {
         f(self);
         match &mut self.kind {
-            TKind::Array(xs) | TKind::Builtin(_, xs) => xs.iter_mut().for_each(|x| x.walk_mut(f)),
+            TKind::Array(xs) | TKind::Builtin(_, xs) | TKind::Ode { args: xs, .. } => {
+                xs.iter_mut().for_each(|x| x.walk_mut(f))
+            }
             TKind::Range(a, b) | TKind::Binary(_, a, b) => {
                 a.walk_mut(f);
                 b.walk_mut(f);

@@ -270,6 +270,9 @@ pub struct Function {
     /// parameters and inputs, for a likelihood over its outcome and
     /// parameters ([`super::program::KernelProgram::compile_likelihood`]).
     pub kernel_program: Option<std::sync::Arc<super::program::KernelProgram>>,
+    /// A `system`'s compiled right-hand side, when its body is within what
+    /// system programs cover (set by lowering).
+    pub system_program: Option<std::sync::Arc<super::program::SystemProgram>>,
     /// The definition.
     pub span: Span,
 }

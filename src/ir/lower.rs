@@ -54,8 +54,10 @@ pub fn lower(checked: Checked) -> Result<Graph> {
             f.compiled = super::compile::ScalarProgram::compile(f).map(std::sync::Arc::new);
             f.kernel_program =
                 super::program::KernelProgram::compile_likelihood(f).map(std::sync::Arc::new);
-        } else {
+        } else if f.kind == crate::syntax::ast::FunctionKind::Kernel {
             f.kernel_program = super::program::KernelProgram::compile(f).map(std::sync::Arc::new);
+        } else {
+            f.system_program = super::program::SystemProgram::compile(f).map(std::sync::Arc::new);
         }
     }
     Ok(g)

@@ -394,6 +394,31 @@ pub fn builtin<T: Scalar>(b: Builtin, args: &[Value<T>], span: Span) -> R<T> {
             }
             Ok(Value::Real(acc))
         }
+        Col => match (x()?, &args[1]) {
+            (Value::Matrix(m), Value::Int(j)) => {
+                if *j < 0 || *j as usize >= m.ncols() {
+                    return Err(Error::at(
+                        crate::error::ErrorKind::Shape,
+                        span,
+                        format!(
+                            "column {j} is out of range for {} (valid: 0..{})",
+                            x()?.shape(),
+                            m.ncols() as i64 - 1
+                        ),
+                    )
+                    .with_label("column out of range"));
+                }
+                Ok(Value::Vector(m.column(*j as usize).into_owned()))
+            }
+            (v, j) => Err(type_err(
+                span,
+                format!(
+                    "`col` takes a matrix and an int, found {} and {}",
+                    v.shape(),
+                    j.shape()
+                ),
+            )),
+        },
         Rows | Cols => match x()? {
             Value::Matrix(m) => Ok(Value::Int(
                 if b == Rows { m.nrows() } else { m.ncols() } as i64

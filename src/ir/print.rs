@@ -345,5 +345,18 @@ fn write_expr_inner(
             list(s, "index", &xs)
         }
         TKind::If(c, a, b) => list(s, "if", &[c, a, b]),
+        TKind::Ode {
+            system,
+            args,
+            settings,
+        } => {
+            let xs: Vec<&TExpr> = args.iter().collect();
+            list(s, &format!("ode {}", functions[*system].name), &xs);
+            let _ = write!(
+                s,
+                "[rtol {} atol {} max_steps {}]",
+                settings.rtol, settings.atol, settings.max_steps
+            );
+        }
     }
 }

@@ -6,6 +6,7 @@ pub mod factor;
 pub mod lbfgs;
 pub mod linalg;
 pub mod lse;
+pub mod ode;
 pub mod optim;
 pub mod pool;
 pub mod quadrature;

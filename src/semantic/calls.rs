@@ -12,7 +12,7 @@ use crate::model::kernel::KernelKind;
 use crate::syntax::ast::{Arg, Call, ExprKind, FunctionKind, Ident, Span};
 
 /// Names that are callable but not in the tables (for suggestions).
-const OTHER_CALLABLES: [&str; 2] = ["deep", "mlp"];
+const OTHER_CALLABLES: [&str; 3] = ["deep", "mlp", "ode"];
 
 impl Checker<'_> {
     fn all_callables(&self) -> Vec<String> {
@@ -36,6 +36,9 @@ impl Checker<'_> {
     /// A call in an expression.
     pub(super) fn call(&mut self, callee: &Ident, args: &[Arg], span: Span, ctx: Context) -> TExpr {
         let name = callee.name.as_str();
+        if name == "ode" && !self.scope.globals.contains_key(name) {
+            return self.ode(callee, args, span, ctx);
+        }
         if ctx != Context::Function {
             match self.scope.globals.get(name).cloned() {
                 Some(Symbol::Gp { index, ty, .. }) => {
@@ -44,6 +47,18 @@ impl Checker<'_> {
                 Some(Symbol::Function { index, span: def }) => {
                     if self.graph.functions[index].kind == FunctionKind::Kernel {
                         return self.user_kernel(index, args, span, ctx);
+                    }
+                    if self.graph.functions[index].kind == FunctionKind::System {
+                        self.error(
+                            Error::at(
+                                ErrorKind::Type,
+                                callee.span,
+                                format!("`{name}` is an ODE system; solve it with `ode({name}, x0, t0, ts, ...)`"),
+                            )
+                            .with_label("system called as a function")
+                            .with_secondary(def, "defined here"),
+                        );
+                        return Self::unknown(span);
                     }
                     self.error(
                         Error::at(
@@ -703,6 +718,12 @@ impl Checker<'_> {
                         b.name()
                     )),
                 },
+                Col => match (&vals[0].ty, &vals[1].ty) {
+                    (Ty::Matrix(r, _), Ty::Int) => Ok(Ty::Vector(r.clone())),
+                    (x, y) => Err(format!(
+                        "`col` takes a matrix and a column index (an int), found {x} and {y}"
+                    )),
+                },
                 Rows | Cols => match &vals[0].ty {
                     Ty::Matrix(..) | Ty::Vector(_) | Ty::IntArray(_) => Ok(Ty::Int),
                     t => Err(format!(
@@ -736,7 +757,14 @@ impl Checker<'_> {
                         Error::at(
                             ErrorKind::Type,
                             call.name.span,
-                            format!("`{name}` is a kernel, not a likelihood"),
+                            format!(
+                                "`{name}` is {}, not a likelihood",
+                                if f.kind == FunctionKind::Kernel {
+                                    "a kernel"
+                                } else {
+                                    "an ODE system"
+                                }
+                            ),
                         )
                         .with_label("not a distribution")
                         .with_secondary(def, "defined here"),
@@ -1023,7 +1051,7 @@ impl Checker<'_> {
 }
 
 /// A numeric literal (possibly negated).
-fn constant(e: &crate::syntax::ast::Expr) -> Option<f64> {
+pub(super) fn constant(e: &crate::syntax::ast::Expr) -> Option<f64> {
     match &e.kind {
         ExprKind::Int(i) => Some(*i as f64),
         ExprKind::Real(r) => Some(*r),

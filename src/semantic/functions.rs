@@ -1,4 +1,4 @@
-//! Checking user-defined `likelihood` and `kernel` definitions.
+//! Checking user-defined `likelihood`, `kernel` and `system` definitions.
 
 use super::Checker;
 use super::scope::{Context, Symbol};
@@ -35,21 +35,34 @@ impl Checker<'_> {
             let allowed = match f.kind {
                 FunctionKind::Likelihood => ty.is_scalar(),
                 FunctionKind::Kernel => ty.is_scalar() || matches!(ty, Ty::Vector(_)),
+                FunctionKind::System => match i {
+                    0 => ty == Ty::Real,
+                    1 => matches!(ty, Ty::Vector(_)),
+                    _ => ty.is_scalar() || matches!(ty, Ty::Vector(_)),
+                },
             };
             if !allowed {
                 self.error(
                     Error::at(
                         ErrorKind::Type,
                         p.ty.span,
-                        format!(
-                            "a {} parameter must be a number{}, found {ty}",
-                            kind_word(f.kind),
-                            if f.kind == FunctionKind::Kernel {
-                                " or a vector"
-                            } else {
-                                ""
-                            }
-                        ),
+                        match (f.kind, i) {
+                            (FunctionKind::System, 0) => format!(
+                                "the first parameter of a system is the time, `t : real`; found {ty}"
+                            ),
+                            (FunctionKind::System, 1) => format!(
+                                "the second parameter of a system is the state, `x : vector[S]`; found {ty}"
+                            ),
+                            _ => format!(
+                                "a {} parameter must be a number{}, found {ty}",
+                                kind_word(f.kind),
+                                if f.kind == FunctionKind::Likelihood {
+                                    ""
+                                } else {
+                                    " or a vector"
+                                }
+                            ),
+                        },
                     )
                     .with_label("unsupported parameter type"),
                 );
@@ -97,6 +110,18 @@ impl Checker<'_> {
             (FunctionKind::Kernel, None) => {
                 self.error(Error::internal("kernel definition without inputs"));
             }
+            (FunctionKind::System, _) => {
+                if params.len() < 2 {
+                    self.error(
+                        Error::at(
+                            ErrorKind::Type,
+                            f.name.span,
+                            "a system takes the time and the state first: `(t : real, x : vector[S], ...)`",
+                        )
+                        .with_label("too few parameters"),
+                    );
+                }
+            }
         }
         let mut lets = Vec::new();
         for (n, e) in &f.body.lets {
@@ -106,7 +131,9 @@ impl Checker<'_> {
             lets.push((slot, v));
         }
         let body = self.expr(&f.body.value, Context::Function);
-        if !body.ty.is_scalar() {
+        if f.kind == FunctionKind::System {
+            self.system_body(&body, params.get(1).map(|p| &p.1));
+        } else if !body.ty.is_scalar() {
             self.error(
                 Error::at(
                     ErrorKind::Type,
@@ -132,6 +159,7 @@ impl Checker<'_> {
             n_locals,
             compiled: None,
             kernel_program: None,
+            system_program: None,
             span: f.span,
         });
         self.declare(
@@ -144,9 +172,44 @@ impl Checker<'_> {
     }
 }
 
+impl Checker<'_> {
+    /// A system's body is dx/dt: a vector as long as the state.
+    fn system_body(&mut self, body: &crate::ir::expr::TExpr, state: Option<&Ty>) {
+        match (&body.ty, state) {
+            (Ty::Unknown, _) => {}
+            (Ty::Vector(n), Some(Ty::Vector(s))) if n.compatible(s) == Some(false) => {
+                self.error(
+                    Error::at(
+                        ErrorKind::Shape,
+                        body.span,
+                        format!(
+                            "the body of a system is dx/dt, a vector as long as the state (vector[{s}]); found vector[{n}]"
+                        ),
+                    )
+                    .with_label("wrong length"),
+                );
+            }
+            (Ty::Vector(_), _) => {}
+            (t, _) => {
+                self.error(
+                    Error::at(
+                        ErrorKind::Type,
+                        body.span,
+                        format!(
+                            "the body of a system is dx/dt, a vector such as `[x[1], -x[0]]`; found {t}"
+                        ),
+                    )
+                    .with_label("not a vector"),
+                );
+            }
+        }
+    }
+}
+
 fn kind_word(k: FunctionKind) -> &'static str {
     match k {
         FunctionKind::Likelihood => "likelihood",
         FunctionKind::Kernel => "kernel",
+        FunctionKind::System => "system",
     }
 }

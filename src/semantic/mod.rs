@@ -7,6 +7,7 @@ mod calls;
 mod decls;
 mod expr;
 mod functions;
+mod ode;
 pub mod scope;
 mod stmts;
 

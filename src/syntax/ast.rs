@@ -48,13 +48,15 @@ pub enum Item {
     Block(Block),
 }
 
-/// Whether a user function defines a likelihood or a kernel.
+/// Whether a user function defines a likelihood, a kernel or an ODE system.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum FunctionKind {
     /// `likelihood name(y : ..., f : ..., params...) { ... }`
     Likelihood,
     /// `kernel name(params...)(x, x2) { ... }`
     Kernel,
+    /// `system name(t : real, x : vector[S], params...) { ... }`: dx/dt.
+    System,
 }
 
 /// A user-defined likelihood or kernel.

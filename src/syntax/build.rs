@@ -16,6 +16,7 @@ fn not_kw(p: &P) -> bool {
         p.as_rule(),
         Rule::kw_likelihood
             | Rule::kw_kernel
+            | Rule::kw_system
             | Rule::kw_data
             | Rule::kw_hyper
             | Rule::kw_param
@@ -100,6 +101,7 @@ pub(super) fn program(p: P) -> Result<Program> {
             Rule::EOI => continue,
             Rule::likelihood_def => function(item, FunctionKind::Likelihood).map(Item::Function),
             Rule::kernel_def => function(item, FunctionKind::Kernel).map(Item::Function),
+            Rule::system_def => function(item, FunctionKind::System).map(Item::Function),
             _ => block(item).map(Item::Block),
         };
         match built {

@@ -27,6 +27,7 @@ fn function(out: &mut String, f: &FunctionDef, src: &SourceFile) {
     let kind = match f.kind {
         FunctionKind::Likelihood => "likelihood",
         FunctionKind::Kernel => "kernel",
+        FunctionKind::System => "system",
     };
     let params: Vec<String> = f
         .params

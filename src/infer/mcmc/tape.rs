@@ -20,6 +20,7 @@ use crate::ir::value::{Value, zero_like};
 use crate::math::adjoint;
 use crate::math::scalar::Dual1;
 use crate::syntax::ast::{BinOp, UnOp};
+use nalgebra::DMatrix;
 use std::borrow::Cow;
 
 /// Adjoints of the quantities a model depends on.
@@ -241,6 +242,29 @@ impl<'a> Tape<'a> {
                     self.backward(x, &part)?;
                 }
             }
+            TKind::Ode {
+                system,
+                args,
+                settings,
+            } => {
+                let Value::Matrix(a) = adj else {
+                    return Err(unsupported(e, "this use of an ODE solution"));
+                };
+                let vals: Vec<Value<f64>> = args
+                    .iter()
+                    .map(|x| self.env.eval(x))
+                    .collect::<Result<_, _>>()?;
+                let varying: Vec<bool> = args.iter().map(|x| self.varies(x)).collect();
+                let graph = self.env.bound.graph.clone();
+                let adjs = crate::ir::ode::vjp(
+                    &graph, *system, args, &vals, &varying, a, settings, e.span,
+                )?;
+                for (k, g) in adjs.into_iter().enumerate() {
+                    if let Some(g) = g {
+                        self.backward(&args[k], &g)?;
+                    }
+                }
+            }
             _ => return Err(unsupported(e, "this expression")),
         }
         Ok(())
@@ -379,6 +403,15 @@ impl<'a> Tape<'a> {
             .collect::<Result<_, _>>()?;
         match f {
             Pi | E | Rows | Cols => {}
+            Col => {
+                let (Value::Matrix(m), Value::Int(j), Value::Vector(a)) = (&vals[0], &vals[1], adj)
+                else {
+                    return Err(unsupported(e, "this column"));
+                };
+                let mut z = DMatrix::zeros(m.nrows(), m.ncols());
+                z.set_column(*j as usize, a);
+                self.backward(&args[0], &Value::Matrix(z))?;
+            }
             Sum | Mean => {
                 let g = num(adj).unwrap_or(0.0);
                 let n = vals[0].flatten().len().max(1) as f64;

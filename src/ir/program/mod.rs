@@ -22,8 +22,10 @@
 
 mod block;
 mod inputs;
+mod system;
 
 pub use block::{BlockRows, Prepared};
+pub use system::SystemProgram;
 
 use super::compile::call1;
 use super::expr::{Builtin, Ref, TExpr, TKind};

@@ -1,0 +1,280 @@
+//! `ode(system, x0, t0, ts, p...)` evaluated: the `system` definition's
+//! body as the right-hand side of the Dormand–Prince solver
+//! ([`crate::math::ode::solve`]), generically over the scalar type (dual
+//! numbers carry forward sensitivities through every step), and the
+//! vector–Jacobian product the samplers' reverse pass needs.
+
+use super::expr::TExpr;
+use super::graph::Graph;
+use super::value::{Value, zero_like};
+use crate::error::{Error, ErrorKind};
+use crate::math::ode::{OdeSettings, solve};
+use crate::math::scalar::{Dual1, Dual4, Dual8};
+use crate::model::custom::Scalar;
+use crate::syntax::ast::Span;
+use ad_trait::forward_ad::adfn::adfn;
+use nalgebra::{DMatrix, DVector};
+
+/// The solution of the system at the output times, a `matrix[T, S]`.
+/// `vals` are the evaluated arguments (x0, t0, ts, then the system's
+/// parameters) and `args` their expressions (for error positions).
+pub fn solve_call<T: Scalar>(
+    graph: &Graph,
+    system: usize,
+    args: &[TExpr],
+    vals: &[Value<T>],
+    settings: &OdeSettings,
+    span: Span,
+) -> Result<Value<T>, Error> {
+    let f = &graph.functions[system];
+    let at = |k: usize| args.get(k).map(|a| a.span).unwrap_or(span);
+    let x0 = vals[0].vector().ok_or_else(|| {
+        Error::at(
+            ErrorKind::Type,
+            at(0),
+            format!("x0 must be a vector, found {}", vals[0].shape()),
+        )
+    })?;
+    let t0 = vals[1]
+        .scalar()
+        .map(|t| t.to_constant())
+        .filter(|t| t.is_finite())
+        .ok_or_else(|| {
+            Error::at(
+                ErrorKind::Data,
+                at(1),
+                format!("t0 must be a finite number, found {}", vals[1].to_f64()),
+            )
+            .with_label("initial time")
+        })?;
+    let ts: Vec<f64> = vals[2]
+        .vector()
+        .ok_or_else(|| {
+            Error::at(
+                ErrorKind::Type,
+                at(2),
+                format!("ts must be a vector, found {}", vals[2].shape()),
+            )
+        })?
+        .iter()
+        .map(|t| t.to_constant())
+        .collect();
+    let mut last = t0;
+    for (i, &t) in ts.iter().enumerate() {
+        if !t.is_finite() || t < last {
+            return Err(Error::at(
+                ErrorKind::Data,
+                at(2),
+                format!(
+                    "the output times of `ode` must be finite, no earlier than t0 = {t0} and non-decreasing; element {i} is {t}{}",
+                    if i > 0 && t.is_finite() { format!(" after {last}") } else { String::new() }
+                ),
+            )
+            .with_label("output times"));
+        }
+        last = t;
+    }
+    let params = &vals[3..];
+    let n = x0.len();
+    if let Some(p) = &f.system_program
+        && let Some((flat, offsets)) = p.bind(n, params)
+    {
+        let mut scratch = vec![T::zero(); p.slots()];
+        let mut rhs = |t: f64, x: &[T], dx: &mut [T]| -> Result<(), String> {
+            p.run(t, x, &flat, &offsets, &mut scratch, dx);
+            Ok(())
+        };
+        let out = solve(&mut rhs, x0.as_slice(), t0, &ts, settings);
+        return finish(out, ts.len(), n, settings, span);
+    }
+    let mut failure: Option<Error> = None;
+    let mut rhs = |t: f64, x: &[T], dx: &mut [T]| -> Result<(), String> {
+        let mut locals = Vec::with_capacity(f.n_locals.max(2 + params.len()));
+        locals.push(Value::Real(T::constant(t)));
+        locals.push(Value::Vector(DVector::from_column_slice(x)));
+        locals.extend(params.iter().cloned());
+        let v = match super::eval::run_body(f, locals) {
+            Ok(v) => v,
+            Err(e) => {
+                failure = Some(e);
+                return Err(String::new());
+            }
+        };
+        match v.vector() {
+            Some(v) if v.len() == dx.len() => {
+                dx.copy_from_slice(v.as_slice());
+                Ok(())
+            }
+            _ => {
+                failure = Some(
+                    Error::at(
+                        ErrorKind::Shape,
+                        f.body.span,
+                        format!(
+                            "`{}` gives dx/dt as {} for a state of length {}",
+                            f.name,
+                            v.shape(),
+                            dx.len()
+                        ),
+                    )
+                    .with_label("dx/dt")
+                    .with_secondary(span, "solved here"),
+                );
+                Err(String::new())
+            }
+        }
+    };
+    let out = solve(&mut rhs, x0.as_slice(), t0, &ts, settings);
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    finish(out, ts.len(), n, settings, span)
+}
+
+/// The solver's output as a `matrix[T, S]`, or its failure as an error at
+/// the call.
+fn finish<T: Scalar>(
+    out: Result<Vec<T>, crate::math::ode::OdeFailure>,
+    rows: usize,
+    n: usize,
+    settings: &OdeSettings,
+    span: Span,
+) -> Result<Value<T>, Error> {
+    let out = out.map_err(|e| {
+        Error::at(ErrorKind::Numerical, span, e.to_string())
+            .with_label("this solve")
+            .with_note(format!(
+                "rtol = {}, atol = {}, max_steps = {}",
+                settings.rtol, settings.atol, settings.max_steps
+            ))
+    })?;
+    Ok(Value::Matrix(DMatrix::from_row_slice(rows, n, &out)))
+}
+
+/// The adjoints of an `ode` call's arguments given the adjoint `adj`
+/// \[T, S\] of its solution: Σᵢⱼ adjᵢⱼ ∂xᵢⱼ/∂a for every element a of each
+/// argument flagged in `varying` (the times are data and get none). The
+/// Jacobian comes from forward sensitivities: dual numbers through the
+/// solver, up to eight tangents per solve, so a gradient costs about
+/// ⌈P/8⌉ solves for P varying numbers.
+#[allow(clippy::too_many_arguments)]
+pub fn vjp(
+    graph: &Graph,
+    system: usize,
+    args: &[TExpr],
+    vals: &[Value<f64>],
+    varying: &[bool],
+    adj: &DMatrix<f64>,
+    settings: &OdeSettings,
+    span: Span,
+) -> Result<Vec<Option<Value<f64>>>, Error> {
+    let mut coords = Vec::new();
+    for (k, v) in vals.iter().enumerate() {
+        if k == 1 || k == 2 || !varying.get(k).copied().unwrap_or(false) {
+            continue;
+        }
+        coords.extend((0..v.flatten().len()).map(|e| (k, e)));
+    }
+    let mut out: Vec<Option<Value<f64>>> = (0..vals.len())
+        .map(|k| coords.iter().any(|c| c.0 == k).then(|| zero_like(&vals[k])))
+        .collect();
+    let call = Call {
+        graph,
+        system,
+        args,
+        vals,
+        adj,
+        settings,
+        span,
+    };
+    let g = match coords.len() {
+        0 => Vec::new(),
+        1 => call.chunk::<1>(&coords)?,
+        2..=4 => call.chunk::<4>(&coords)?,
+        _ => {
+            let mut g = Vec::with_capacity(coords.len());
+            for ch in coords.chunks(8) {
+                g.extend(call.chunk::<8>(ch)?);
+            }
+            g
+        }
+    };
+    for (&(k, e), gv) in coords.iter().zip(g) {
+        match out[k].as_mut() {
+            Some(Value::Real(r)) => *r += gv,
+            Some(Value::Vector(v)) => v[e] += gv,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// One `ode` call's pieces, for [`vjp`].
+struct Call<'a> {
+    graph: &'a Graph,
+    system: usize,
+    args: &'a [TExpr],
+    vals: &'a [Value<f64>],
+    adj: &'a DMatrix<f64>,
+    settings: &'a OdeSettings,
+    span: Span,
+}
+
+impl Call<'_> {
+    /// Σᵢⱼ adjᵢⱼ ∂xᵢⱼ/∂a for the (argument, element) pairs of `coords`
+    /// (at most N), by one solve in N-tangent duals.
+    fn chunk<const N: usize>(&self, coords: &[(usize, usize)]) -> Result<Vec<f64>, Error>
+    where
+        adfn<N>: Scalar,
+    {
+        let mut lifted: Vec<Value<adfn<N>>> = self
+            .vals
+            .iter()
+            .map(|v| match v {
+                Value::IntArray(_) => Value::Vector(v.vector().unwrap_or_default()).lift(),
+                v => v.lift(),
+            })
+            .collect();
+        for (c, &(k, e)) in coords.iter().enumerate() {
+            let seed = |d: &mut adfn<N>| {
+                let mut t = d.tangent();
+                t[c] = 1.0;
+                *d = adfn::<N>::new(d.value(), t);
+            };
+            match &mut lifted[k] {
+                Value::Real(r) => seed(r),
+                Value::Vector(v) => seed(&mut v[e]),
+                _ => {}
+            }
+        }
+        let sol = solve_call(
+            self.graph,
+            self.system,
+            self.args,
+            &lifted,
+            self.settings,
+            self.span,
+        )?;
+        let Value::Matrix(m) = sol else {
+            return Err(Error::internal("an ODE solution that is not a matrix"));
+        };
+        let mut g = vec![0.0; coords.len()];
+        for (x, a) in m.iter().zip(self.adj.iter()) {
+            if *a != 0.0 {
+                let t = x.tangent();
+                for (c, gc) in g.iter_mut().enumerate() {
+                    *gc += a * t[c];
+                }
+            }
+        }
+        Ok(g)
+    }
+}
+
+// The dual types the chunks use are the model's scalar types.
+const _: fn() = || {
+    fn is_scalar<T: Scalar>() {}
+    is_scalar::<Dual1>();
+    is_scalar::<Dual4>();
+    is_scalar::<Dual8>();
+};
