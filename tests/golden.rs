@@ -293,8 +293,10 @@ fn bad_cases_are_well_formed() {
             .split_once('_')
             .unwrap_or_else(|| panic!("{stem}: expected NN_short_name"));
         assert!(
-            num.len() == 2 && num.chars().all(|c| c.is_ascii_digit()) && !name.is_empty(),
-            "{stem}: expected NN_short_name"
+            (2..=3).contains(&num.len())
+                && num.chars().all(|c| c.is_ascii_digit())
+                && !name.is_empty(),
+            "{stem}: expected NN_short_name (two or three digits)"
         );
         assert!(
             seen.insert(num.to_string()),

@@ -495,7 +495,15 @@ fn eval_inner<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) 
         } => {
             let env = need_env()?;
             let vals: Vec<Value<T>> = args.iter().map(ev).collect::<Result<_, _>>()?;
-            super::ode::solve_call(&env.bound.graph, *system, args, &vals, settings, span)?
+            super::ode::solve_call(
+                Some(env.bound),
+                &env.bound.graph,
+                *system,
+                args,
+                &vals,
+                settings,
+                span,
+            )?
         }
         TKind::If(c, a, b) => match ev(c)? {
             Value::Bool(true) => ev(a)?,

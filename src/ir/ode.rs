@@ -17,8 +17,11 @@ use nalgebra::{DMatrix, DVector};
 
 /// The solution of the system at the output times, a `matrix[T, S]`.
 /// `vals` are the evaluated arguments (x0, t0, ts, then the system's
-/// parameters) and `args` their expressions (for error positions).
+/// parameters) and `args` their expressions (for error positions); with
+/// the bound model, output times out of order also name their data row.
+#[allow(clippy::too_many_arguments)]
 pub fn solve_call<T: Scalar>(
+    bound: Option<&super::bind::Bound>,
     graph: &Graph,
     system: usize,
     args: &[TExpr],
@@ -62,7 +65,7 @@ pub fn solve_call<T: Scalar>(
     let mut last = t0;
     for (i, &t) in ts.iter().enumerate() {
         if !t.is_finite() || t < last {
-            return Err(Error::at(
+            let mut err = Error::at(
                 ErrorKind::Data,
                 at(2),
                 format!(
@@ -70,7 +73,16 @@ pub fn solve_call<T: Scalar>(
                     if i > 0 && t.is_finite() { format!(" after {last}") } else { String::new() }
                 ),
             )
-            .with_label("output times"));
+            .with_label("output times");
+            if let (Some(b), Some(super::expr::TKind::Ref(super::expr::Ref::Data(d)))) =
+                (bound, args.get(2).map(|a| &a.kind))
+            {
+                let decl = &b.graph.data[*d];
+                let (row, col) =
+                    super::bind::element_location(&b.data[*d], i, &decl.name, &decl.source);
+                err = err.in_data(b.location(row, col));
+            }
+            return Err(err);
         }
         last = t;
     }
@@ -248,6 +260,7 @@ impl Call<'_> {
             }
         }
         let sol = solve_call(
+            None,
             self.graph,
             self.system,
             self.args,
