@@ -163,6 +163,28 @@ fn finish<T: Scalar>(
     Ok(Value::Matrix(DMatrix::from_row_slice(rows, n, &out)))
 }
 
+/// The output times `ts` of the model's first `ode` call (in its lets,
+/// then its sampling statements): the natural axis of a fit plot for a
+/// model without a latent GP.
+pub fn first_times(g: &Graph) -> Option<TExpr> {
+    let mut found = None;
+    let mut look = |e: &TExpr| {
+        e.walk(&mut |x| {
+            if found.is_none()
+                && let super::expr::TKind::Ode { args, .. } = &x.kind
+            {
+                found = args.get(2).cloned();
+            }
+        })
+    };
+    g.lets.iter().for_each(|l| look(&l.value));
+    g.observations
+        .iter()
+        .flat_map(|o| &o.dist.args)
+        .for_each(&mut look);
+    found
+}
+
 /// The adjoints of an `ode` call's arguments given the adjoint `adj`
 /// \[T, S\] of its solution: Σᵢⱼ adjᵢⱼ ∂xᵢⱼ/∂a for every element a of each
 /// argument flagged in `varying` (the times are data and get none). The

@@ -202,7 +202,13 @@ pub fn fit_at_points(
 /// The names of a latent GP's input and of an observed variable, for axis
 /// labels.
 fn axis_labels(g: &crate::ir::Graph, site: usize, obs: usize) -> (String, String) {
-    let x = crate::ir::print::expr_in(&g.sites[site].input, g).replace("data:", "");
+    let x = match g.sites.get(site) {
+        Some(s) => crate::ir::print::expr_in(&s.input, g),
+        None => crate::ir::ode::first_times(g)
+            .map(|t| crate::ir::print::expr_in(&t, g))
+            .unwrap_or_else(|| "input".into()),
+    }
+    .replace("data:", "");
     (x, g.data[g.observations[obs].data].name.clone())
 }
 
@@ -431,9 +437,12 @@ pub struct SamplerDraws<'a> {
 }
 
 /// The fit plot of a sampler at `fit_path`, when the model has a latent GP
-/// on one input column and numeric outcomes (`false` otherwise).
+/// on one input column, or no GP and an `ode` solution (plotted against
+/// its output times), and numeric outcomes (`false` otherwise).
 pub fn sampler_fit(d: &SamplerDraws, fit_path: &Path) -> Result<bool, Error> {
-    if d.density.gp_inputs().is_none_or(|x| x.dim() != 1) {
+    let ode = d.density.gp_inputs().is_none()
+        && crate::ir::ode::first_times(&d.density.bound.graph).is_some();
+    if !ode && d.density.gp_inputs().is_none_or(|x| x.dim() != 1) {
         return Ok(false);
     }
     let train =

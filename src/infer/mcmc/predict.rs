@@ -338,6 +338,16 @@ pub fn predict(
         (Some(lt), None) => Some(test.site_inputs(lt.site, &density.hypers, &[])?),
         (None, None) => None,
     };
+    // Without a latent GP, an ODE model's output times at the test data
+    // (data only) are the inputs a fit plot shows.
+    let ode_x = match (&x, crate::ir::ode::first_times(g)) {
+        (None, Some(ts)) => Env::new(test, &density.hypers, &[], &[])
+            .eval(&ts)
+            .ok()
+            .and_then(|v| v.vector())
+            .map(|v| Inputs::from_vector(&v)),
+        _ => None,
+    };
     let train_dim = match density.gp_parts() {
         (_, Some(mg)) => mg.model.inputs.dim(),
         (Some(lt), None) => lt.inputs.dim(),
@@ -464,7 +474,7 @@ pub fn predict(
     Ok(SamplerPredictions {
         draws: s,
         latent,
-        inputs: x,
+        inputs: x.or(ode_x),
         outcomes: preds,
     })
 }
