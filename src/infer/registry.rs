@@ -122,6 +122,7 @@ pub static ENGINES: &[&dyn EngineDef] = &[
     &super::mcmc::def::MALA,
     &super::mcmc::def::HMC,
     &super::mcmc::def::NUTS,
+    &super::mcmc::prior::SAMPLE_PRIOR,
     &super::evidence::def::EVIDENCE,
     &super::planned::META,
 ];

@@ -179,6 +179,10 @@ impl McmcFit {
     }
 
     fn warn(&self) -> Vec<String> {
+        // Independent draws have no chains to mix or transitions to judge.
+        if self.engine == super::prior::NAME {
+            return vec![];
+        }
         warnings(&RunDiagnostics {
             names: &self.names,
             summaries: &self.summaries,
@@ -275,15 +279,26 @@ impl crate::infer::fit::Fit for McmcFit {
         let mut r = Report::new(self.engine);
         let total: usize = self.draws.iter().map(|c| c.len()).sum();
         let chains = self.draws.len();
-        r.line(format!(
-            "engine: {} ({chains} chain{} × {} draws after {} warm-up; {:.2} s sampling, {} gradient evaluations)",
-            self.engine,
-            if chains == 1 { "" } else { "s" },
-            self.kept(),
-            self.cfg.warmup,
-            self.sampling_seconds,
-            self.gradients
-        ));
+        let independent = self.engine == super::prior::NAME;
+        r.line(if independent {
+            format!(
+                "engine: {} ({} independent draws from the prior; {:.2} s, {} gradient evaluations)",
+                self.engine,
+                self.kept(),
+                self.sampling_seconds,
+                self.gradients
+            )
+        } else {
+            format!(
+                "engine: {} ({chains} chain{} × {} draws after {} warm-up; {:.2} s sampling, {} gradient evaluations)",
+                self.engine,
+                if chains == 1 { "" } else { "s" },
+                self.kept(),
+                self.cfg.warmup,
+                self.sampling_seconds,
+                self.gradients
+            )
+        });
         if self.kept() < self.cfg.draws {
             r.line(format!(
                 "stopped early ({}): {} of {} draws per chain taken",
@@ -367,15 +382,17 @@ impl crate::infer::fit::Fit for McmcFit {
             }
             r.table(t);
         }
-        r.line(format!(
-            "divergences: {} of {total}; step sizes: {}",
-            self.divergences,
-            self.step_sizes
-                .iter()
-                .map(|e| format!("{e:.3}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        if !independent {
+            r.line(format!(
+                "divergences: {} of {total}; step sizes: {}",
+                self.divergences,
+                self.step_sizes
+                    .iter()
+                    .map(|e| format!("{e:.3}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         for w in &self.warnings {
             r.warning(w.clone());
         }

@@ -12,5 +12,6 @@ pub mod fit;
 pub mod hamiltonian;
 pub mod merge;
 pub mod predict;
+pub mod prior;
 pub mod saved;
 pub mod tape;
