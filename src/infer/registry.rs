@@ -239,6 +239,7 @@ mod tests {
                 "mala",
                 "hmc",
                 "nuts",
+                "sample_prior",
                 "evidence"
             ]
         );

@@ -141,6 +141,27 @@ pub struct CvEstimate {
     pub cv_se: f64,
     /// The method's name.
     pub method: String,
+    /// Whether the all-samples fit disagreed with the held-out (split)
+    /// estimate by more than twice the held-out standard error, so the
+    /// held-out estimate is reported instead (kernel methods).
+    pub held_out: bool,
+}
+
+/// A kernel method's closed-form estimate (all samples) checked against
+/// its two-fold held-out estimate `split` with standard error `se`: when
+/// they disagree by more than 2·se the closed form is not supported by
+/// the held-out data and `split` is reported (`true`); otherwise the closed
+/// form, with their gap added to its error in quadrature, so a fit that
+/// moves the estimate away from what held-out points support never
+/// reports a smaller error than that move.
+pub fn checked_against_split(full: f64, split: f64, se: f64) -> (f64, f64, bool) {
+    let gap = (full - split).abs();
+    // A NaN gap or error counts as disagreement.
+    if gap.is_finite() && se.is_finite() && gap <= 2.0 * se {
+        (full, se.hypot(gap), false)
+    } else {
+        (split, se, true)
+    }
 }
 
 impl CvEstimate {
@@ -283,9 +304,12 @@ pub fn estimate(method: &Method, s: &Samples, f: &[f64]) -> Result<CvEstimate, E
     }
     let mc = f.iter().sum::<f64>() / n as f64;
     let mc_se = se_of(f, &s.chains);
-    let (cv, cv_se) = match method {
-        Method::None => (mc, mc_se),
-        Method::Poly { order, ridge } => poly(s, f, *order, *ridge)?,
+    let (cv, cv_se, held_out) = match method {
+        Method::None => (mc, mc_se, false),
+        Method::Poly { order, ridge } => {
+            let (cv, se) = poly(s, f, *order, *ridge)?;
+            (cv, se, false)
+        }
         Method::Stein {
             kernel,
             ell,
@@ -305,6 +329,7 @@ pub fn estimate(method: &Method, s: &Samples, f: &[f64]) -> Result<CvEstimate, E
         cv,
         cv_se,
         method: method.name(),
+        held_out,
     })
 }
 
@@ -335,7 +360,17 @@ fn poly(s: &Samples, f: &[f64], order: usize, ridge: f64) -> Result<(f64, f64), 
         .map(|i| f[i] - phi.row(i).dot(&beta.transpose()))
         .collect();
     let cv = resid.iter().sum::<f64>() / n as f64;
-    Ok((cv, se_of(&resid, &s.chains)))
+    // In-sample residuals understate the noise by the p fitted
+    // coefficients (n − p − 1 degrees of freedom), and the intercept also
+    // carries the coefficients' error at the features' sample mean:
+    // Var = σ²/n + σ² φ̄ᵀ(PcᵀPc)⁻¹φ̄ for iid draws (the first term by the
+    // chains' MCSE for MCMC draws).
+    let dof = (n as f64 - p as f64 - 1.0).max(1.0);
+    let sigma2 = resid.iter().map(|r| (r - cv) * (r - cv)).sum::<f64>() / dof;
+    let g = chol.solve(&mean_phi.transpose());
+    let coef_var = sigma2 * mean_phi.dot(&g.transpose()).max(0.0);
+    let se = se_of(&resid, &s.chains) * ((n as f64 - 1.0) / dof).sqrt();
+    Ok((cv, (se * se + coef_var).sqrt()))
 }
 
 /// Evenly spaced indices, at most `m` of `n` (all of them when n ≤ m).
@@ -419,6 +454,41 @@ impl Interpolant {
 }
 
 /// Control functionals (order 0) or semi-exact control functionals.
+/// Each coordinate's standard deviation over the samples x [n, d]; 1 for
+/// a coordinate that does not vary.
+pub fn coordinate_scales(x: &DMatrix<f64>) -> Vec<f64> {
+    let n = x.nrows().max(1) as f64;
+    (0..x.ncols())
+        .map(|j| {
+            let c = x.column(j);
+            let m = c.sum() / n;
+            let v = c.iter().map(|a| (a - m) * (a - m)).sum::<f64>() / n;
+            if v > 0.0 && v.is_finite() {
+                v.sqrt()
+            } else {
+                1.0
+            }
+        })
+        .collect()
+}
+
+/// Samples x and scores u in units of `scale` per coordinate
+/// (x̃ⱼ = xⱼ / sⱼ, and by the chain rule ũⱼ = uⱼ sⱼ).
+pub fn rescaled(x: &DMatrix<f64>, u: &DMatrix<f64>, scale: &[f64]) -> (DMatrix<f64>, DMatrix<f64>) {
+    (
+        DMatrix::from_fn(x.nrows(), x.ncols(), |i, j| x[(i, j)] / scale[j]),
+        DMatrix::from_fn(u.nrows(), u.ncols(), |i, j| u[(i, j)] * scale[j]),
+    )
+}
+
+/// The samples in units where every coordinate has unit spread
+/// ([`coordinate_scales`], [`rescaled`]): the same distribution, so an
+/// isotropic base kernel on them has a lengthscale per coordinate in the
+/// original units, proportional to its spread.
+pub fn standardise(x: &DMatrix<f64>, u: &DMatrix<f64>) -> (DMatrix<f64>, DMatrix<f64>) {
+    rescaled(x, u, &coordinate_scales(x))
+}
+
 fn kernel_cv(
     s: &Samples,
     f: &[f64],
@@ -427,12 +497,18 @@ fn kernel_cv(
     lambda: f64,
     order: usize,
     split: bool,
-) -> Result<(f64, f64), Error> {
+) -> Result<(f64, f64, bool), Error> {
     let n = s.len();
     if n < 4 {
         return Err(cv_err("kernel control variates need at least 4 samples"));
     }
     let fit_idx = thin(n, MAX_KERNEL_POINTS);
+    let (sx, su) = standardise(&s.x, &s.u);
+    let s = &Samples {
+        x: sx,
+        u: su,
+        chains: s.chains.clone(),
+    };
     let xf = rows(&s.x, &fit_idx);
     let uf = rows(&s.u, &fit_idx);
     let ff = DVector::from_iterator(fit_idx.len(), fit_idx.iter().map(|&i| f[i]));
@@ -443,14 +519,15 @@ fn kernel_cv(
             best_lengthscale(&kernel, &xf, &uf, &ff, lambda, median_distance(&xf))?
         }
     };
-    // Two folds of the fit set (alternate points): each is fitted on one
+    // Two folds of the fit set (the first and second half of each chain,
+    // so that a held-out point's neighbours in its chain, which resemble
+    // it, are not in the fold that predicts it): each is fitted on one
     // and evaluated on the other; the means of the held-out residuals give
     // the split estimator. Every sample gets an out-of-fit residual (the
     // other fold's for the fit set, the final interpolant's for the
     // thinned-out rest), and the standard error is that series' MCSE over
     // the chains, so autocorrelation counts as it does for plain MC.
-    let m = fit_idx.len();
-    let fold: [Vec<usize>; 2] = [(0..m).step_by(2).collect(), (1..m).step_by(2).collect()];
+    let fold = halves(&fit_idx, &s.chains);
     let mut resid_all = vec![f64::NAN; n];
     let mut split_est = 0.0;
     let mut first = None;
@@ -468,11 +545,11 @@ fn kernel_cv(
         split_est += 0.5 * (it.b[0] + sum / te.len() as f64);
         first.get_or_insert(it);
     }
-    let (estimate, last) = if split {
-        (split_est, first.ok_or_else(|| Error::internal("no fold"))?)
+    let (full, last) = if split {
+        (None, first.ok_or_else(|| Error::internal("no fold"))?)
     } else {
         let it = fit(&kernel, xf, uf, &ff, lambda, order)?;
-        (it.b[0], it)
+        (Some(it.b[0]), it)
     };
     let rest: Vec<usize> = (0..n).filter(|&i| resid_all[i].is_nan()).collect();
     if !rest.is_empty() {
@@ -481,7 +558,37 @@ fn kernel_cv(
             resid_all[i] = f[i] - p;
         }
     }
-    Ok((estimate, se_of(&resid_all, &s.chains)))
+    let se = se_of(&resid_all, &s.chains);
+    Ok(match full {
+        Some(full) => checked_against_split(full, split_est, se),
+        None => (split_est, se, false),
+    })
+}
+
+/// Two folds of the fit set (positions into `fit_idx`, whose entries are
+/// sample indices over consecutive chains of the given lengths): the
+/// points in the first half of their chain, and those in the second half.
+/// Without chain lengths, or when a fold would be empty, alternate points.
+pub fn halves(fit_idx: &[usize], chains: &[usize]) -> [Vec<usize>; 2] {
+    let mut starts = Vec::with_capacity(chains.len());
+    let mut acc = 0;
+    for &c in chains {
+        starts.push(acc);
+        acc += c;
+    }
+    let mut f: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+    if acc == fit_idx.last().map_or(0, |&l| l + 1).max(acc) && !chains.is_empty() {
+        for (p, &i) in fit_idx.iter().enumerate() {
+            let c = starts.partition_point(|&s| s <= i) - 1;
+            let second = 2 * (i - starts[c]) >= chains[c];
+            f[usize::from(second)].push(p);
+        }
+    }
+    if f[0].len() < 2 || f[1].len() < 2 {
+        let m = fit_idx.len();
+        return [(0..m).step_by(2).collect(), (1..m).step_by(2).collect()];
+    }
+    f
 }
 
 /// The lengthscale (median × 0.1 … 10) maximising the profiled marginal

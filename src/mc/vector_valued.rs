@@ -239,6 +239,39 @@ pub fn vector_valued_poly(
             bm.ncols()
         )));
     }
+    // One scale per coordinate over all tasks' samples.
+    let scale = super::control_variates::coordinate_scales(&stacked(tasks, d));
+    // Each task's values centred and scaled to unit spread, so that B
+    // couples tasks in comparable units whatever their scales (the
+    // estimates are mapped back at the end: the estimator is linear in f).
+    let f_scale: Vec<(f64, f64)> = tasks
+        .iter()
+        .map(|t| {
+            let (m, v) = mean_var(&t.f);
+            (
+                m,
+                if v > 0.0 && v.is_finite() {
+                    v.sqrt()
+                } else {
+                    1.0
+                },
+            )
+        })
+        .collect();
+    let raw = tasks;
+    let scaled: Vec<Task> = tasks
+        .iter()
+        .zip(&f_scale)
+        .map(|(t, &(m, sd))| {
+            let (x, u) = super::control_variates::rescaled(&t.x, &t.u, &scale);
+            Task {
+                x,
+                u,
+                f: t.f.iter().map(|v| (v - m) / sd).collect(),
+            }
+        })
+        .collect();
+    let tasks = &scaled[..];
     let kernel = match ell {
         Lengthscale::Fixed => kernel,
         Lengthscale::MarginalLikelihood => {
@@ -246,19 +279,7 @@ pub fn vector_valued_poly(
                 "vector-valued control variates take a fixed lengthscale or the median heuristic",
             ));
         }
-        Lengthscale::Median => {
-            let all = DMatrix::from_fn(tasks.iter().map(|s| s.x.nrows()).sum(), d, |i, j| {
-                let mut i = i;
-                for s in tasks {
-                    if i < s.x.nrows() {
-                        return s.x[(i, j)];
-                    }
-                    i -= s.x.nrows();
-                }
-                0.0
-            });
-            kernel.with_ell(median_distance(&all))
-        }
+        Lengthscale::Median => kernel.with_ell(median_distance(&stacked(tasks, d))),
     };
     let full = Problem::new(tasks, &kernel, lambda, order, &|_, _| true);
     let bm = match b {
@@ -266,18 +287,24 @@ pub fn vector_valued_poly(
         TaskMatrix::Learned { iters, lr } => learn_b(&full, *iters, *lr)?,
     };
     let (_, beta, _) = full.solve(&bm)?;
-    // Standard errors from two folds (alternate samples of every task).
+    // Standard errors and held-out estimates from two folds: the first
+    // and the second half of every task's samples (contiguous, so that
+    // with MCMC draws a held-out point's neighbours in its chain are not
+    // in the fold that predicts it).
+    let half = |ti: usize, j: usize| usize::from(2 * j >= tasks[ti].f.len());
     let mut resid: Vec<Vec<f64>> = vec![Vec::new(); t];
+    let mut split = vec![0.0; t];
     for fold in 0..2 {
-        let train = Problem::new(tasks, &kernel, lambda, order, &|_, j| j % 2 == fold);
+        let train = Problem::new(tasks, &kernel, lambda, order, &|ti, j| half(ti, j) == fold);
         let (alpha, beta_f, _) = train.solve(&bm)?;
         // Predict each task's held-out samples: f̃ = β_t + Σ_b B_{t,t(b)} k₀(x, x_b) α_b.
         let tr_idx: Vec<Vec<usize>> = tasks
             .iter()
-            .map(|s| (0..s.f.len()).filter(|j| j % 2 == fold).collect())
+            .enumerate()
+            .map(|(ti, s)| (0..s.f.len()).filter(|&j| half(ti, j) == fold).collect())
             .collect();
         for (ti, task) in tasks.iter().enumerate() {
-            let te: Vec<usize> = (0..task.f.len()).filter(|j| j % 2 != fold).collect();
+            let te: Vec<usize> = (0..task.f.len()).filter(|&j| half(ti, j) != fold).collect();
             let (xt, ut) = (task.x.select_rows(&te), task.u.select_rows(&te));
             let w = train.width;
             let mut pred = DVector::from_element(te.len(), beta_f[ti * w]);
@@ -297,19 +324,32 @@ pub fn vector_valued_poly(
                 pred += kk * alpha.rows(off, n) * bm[(ti, tj)];
                 off += n;
             }
-            resid[ti].extend(te.iter().zip(pred.iter()).map(|(&j, p)| task.f[j] - p));
+            let r: Vec<f64> = te
+                .iter()
+                .zip(pred.iter())
+                .map(|(&j, p)| task.f[j] - p)
+                .collect();
+            split[ti] += 0.5 * (beta_f[ti * w] + r.iter().sum::<f64>() / r.len().max(1) as f64);
+            resid[ti].extend(r);
         }
     }
-    let estimates = tasks
+    let estimates = raw
         .iter()
         .enumerate()
         .map(|(ti, task)| {
+            let (m, sd) = f_scale[ti];
+            let (cv, cv_se, held_out) = super::control_variates::checked_against_split(
+                m + sd * beta[ti * full.width],
+                m + sd * split[ti],
+                sd * se_of(&resid[ti], &[]),
+            );
             CvEstimate {
                 mc: mean_var(&task.f).0,
                 // The tasks' samples are taken as independent.
                 mc_se: se_of(&task.f, &[]),
-                cv: beta[ti * full.width],
-                cv_se: se_of(&resid[ti], &[]),
+                cv,
+                cv_se,
+                held_out,
                 method: format!(
                     "vector_valued(B = {}{})",
                     match b {
@@ -326,6 +366,18 @@ pub fn vector_valued_poly(
         })
         .collect();
     Ok(VvEstimate { estimates, b: bm })
+}
+
+/// All tasks' samples, one task after another [Σ m_t, d].
+fn stacked(tasks: &[Task], d: usize) -> DMatrix<f64> {
+    let rows: usize = tasks.iter().map(|s| s.x.nrows()).sum();
+    let mut all = DMatrix::zeros(rows, d);
+    let mut at = 0;
+    for s in tasks {
+        all.view_mut((at, 0), s.x.shape()).copy_from(&s.x);
+        at += s.x.nrows();
+    }
+    all
 }
 
 /// Adam on L (B = L Lᵀ, diagonal of L = exp(raw)) from B = I.

@@ -133,6 +133,7 @@ impl EvidenceFit {
                 }
             })
             .collect();
+        let mut held_out = 0;
         let method = match spec {
             CvSpec::Scalar(Method::None) => "none".to_string(),
             CvSpec::Scalar(m) => {
@@ -147,6 +148,7 @@ impl EvidenceFit {
                     };
                     let e1 = estimate(m, &s, &f)?;
                     let e2 = estimate(m, &s, &f2)?;
+                    held_out += usize::from(e1.held_out);
                     st.mean = e1.cv;
                     st.mean_se = e1.cv_se;
                     st.var = (e2.cv - e1.cv * e1.cv).max(0.0);
@@ -196,6 +198,7 @@ impl EvidenceFit {
                     let e2 = vector_valued_poly(&t2, *kernel, *ell, *lambda, &b_group, *order)?;
                     for (k, st) in rungs[start..start + group.len()].iter_mut().enumerate() {
                         let (m1, m2) = (&e1.estimates[k], &e2.estimates[k]);
+                        held_out += usize::from(m1.held_out);
                         st.mean = m1.cv;
                         st.mean_se = m1.cv_se;
                         st.var = (m2.cv - m1.cv * m1.cv).max(0.0);
@@ -222,6 +225,11 @@ impl EvidenceFit {
         let mcse = v.sqrt();
         let divergences: usize = done.iter().map(|r| r.divergences).sum();
         let mut warnings = Vec::new();
+        if held_out > 0 {
+            warnings.push(format!(
+                "at {held_out} of {w} rungs the control-variate fit moved the rung's mean by more than twice its held-out error; the held-out (split) estimate is used there"
+            ));
+        }
         if divergences > 0 {
             warnings.push(format!(
                 "{divergences} divergent transitions over the rungs: the power posteriors may be poorly sampled"

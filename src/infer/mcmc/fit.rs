@@ -393,6 +393,18 @@ impl crate::infer::fit::Fit for McmcFit {
                     .join(", ")
             ));
         }
+        let held: Vec<&str> = self
+            .estimates
+            .iter()
+            .filter(|e| e.cv.as_ref().is_some_and(|c| c.held_out))
+            .map(|e| e.name.as_str())
+            .collect();
+        if !held.is_empty() {
+            r.warning(format!(
+                "the control-variate fit of {} moved its estimate by more than twice the held-out error; the held-out (split) estimate is reported",
+                held.join(", ")
+            ));
+        }
         for w in &self.warnings {
             r.warning(w.clone());
         }
@@ -406,6 +418,7 @@ impl crate::infer::fit::Fit for McmcFit {
             if let Some(cv) = &e.cv {
                 j["cv"] = json!(cv.cv);
                 j["cv_se"] = json!(cv.cv_se);
+                j["held_out"] = json!(cv.held_out);
                 j["method"] = json!(cv.method);
                 j["variance_reduction"] = json!(cv.variance_reduction());
             }
