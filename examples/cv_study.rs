@@ -1,49 +1,72 @@
-//! A repetition study of control variates: the mean absolute error of one
-//! estimate over many seeded runs of a model, for several control-variate
-//! methods and numbers of draws, against a known value.
+//! A repetition study of control variates: over many seeded runs of a
+//! model, the error of one estimate (or of the log evidence) against a
+//! known value, for several control-variate methods and numbers of draws.
 //!
-//! Run (the borehole study of benches/README.md):
+//! The borehole study of benches/README.md:
 //!
 //!   cargo run --release --example cv_study -- examples/borehole.tempest \
 //!     --estimate f_high --truth 72.88193 --draws 10,20,50,100,150 --reps 100 \
 //!     --method none --method "stein(rbf)" --method "vector_valued(rbf, B = learned)"
 //!
-//! The model's `estimate` block must have no `using` clause: each method is
-//! put there in turn. Run r uses seed r (1..=reps) for every method and
-//! number of draws, so methods see the same draws. "none" reports the plain
-//! Monte Carlo mean. Beside each error: the share of runs whose estimate
-//! ± 1.96 reported standard errors covers the truth (95 % if the errors
-//! are honest).
+//! For a model with an `estimate` block (no `using` clause), each method is
+//! put there in turn and `draws` is set to each number. For an `evidence`
+//! model, `--estimate evidence` reads the log evidence, each method is the
+//! `control_variates` setting, and `--sampler "nuts { chains = 1 draws =
+//! {draws} }"` gives the sampler of every rung with `{draws}` replaced by
+//! each number (the van der Pol study of benches/README.md):
+//!
+//!   cargo run --release --example cv_study -- examples/vanderpol_evidence.tempest \
+//!     --data examples/data/vanderpol.csv --estimate evidence --truth 7.928158713017198 \
+//!     --sampler "nuts { chains = 1  warmup = 200  draws = {draws} }" --draws 80 --reps 20 \
+//!     --within 0.05 --method "stein(rbf)" --method "vector_valued(rbf, B = learned)"
+//!
+//! Run r uses seed r (1..=reps) for every method and number of draws, so
+//! methods see the same draws. "none" is plain Monte Carlo. Each cell shows
+//! the mean absolute error (its standard error), the share of runs whose
+//! estimate ± 1.96 reported standard errors covers the truth (95 % if the
+//! reported errors are honest), and with `--within e` the number of runs
+//! within e of the truth; a last table gives each cell's bias and spread
+//! (standard deviation over runs).
 
 use rayon::prelude::*;
 use tempest::{Data, Model, Overrides, Registry, RunOptions};
 
 struct Args {
     model: String,
+    data: Option<String>,
     estimate: String,
     truth: f64,
     draws: Vec<usize>,
     reps: u64,
     methods: Vec<String>,
+    sampler: Option<String>,
+    within: Option<f64>,
 }
 
 fn args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
-    let model = it.next().ok_or("usage: cv_study MODEL --estimate NAME --truth V [--draws 10,50] [--reps 100] [--method M]...")?;
+    let model = it.next().ok_or("usage: cv_study MODEL --estimate NAME --truth V [--data FILE] [--draws 10,50] [--reps 100] [--method M]... [--sampler S] [--within E]")?;
     let mut a = Args {
         model,
+        data: None,
         estimate: String::new(),
         truth: f64::NAN,
         draws: vec![50],
         reps: 100,
         methods: vec![],
+        sampler: None,
+        within: None,
     };
     while let Some(flag) = it.next() {
         let v = it.next().ok_or(format!("{flag} needs a value"))?;
+        let num = |v: &str| v.parse::<f64>().map_err(|e| format!("{flag}: {e}"));
         match flag.as_str() {
             "--estimate" => a.estimate = v,
-            "--truth" => a.truth = v.parse().map_err(|e| format!("--truth: {e}"))?,
+            "--data" => a.data = Some(v),
+            "--truth" => a.truth = num(&v)?,
+            "--within" => a.within = Some(num(&v)?),
             "--reps" => a.reps = v.parse().map_err(|e| format!("--reps: {e}"))?,
+            "--sampler" => a.sampler = Some(v),
             "--draws" => {
                 a.draws = v
                     .split(',')
@@ -90,13 +113,66 @@ fn with_method(text: &str, method: &str) -> Result<String, String> {
     Err("the `estimate` block is not closed".into())
 }
 
+/// One run's value and reported standard error.
+fn one_run(
+    a: &Args,
+    model: &Model,
+    bound: &tempest::Bound,
+    method: &str,
+    m: usize,
+    seed: u64,
+) -> Result<(f64, f64), String> {
+    let evidence = a.estimate == "evidence";
+    let settings = if evidence {
+        let mut s = vec![("control_variates".to_string(), method.to_string())];
+        if let Some(sampler) = &a.sampler {
+            s.push(("sampler".into(), sampler.replace("{draws}", &m.to_string())));
+        }
+        s
+    } else {
+        vec![("draws".into(), m.to_string())]
+    };
+    let fit = tempest::run(
+        bound,
+        RunOptions {
+            seed: Some(seed),
+            settings,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| model.render(&e).to_string())?;
+    if evidence {
+        let e = fit.as_evidence().ok_or("not an evidence fit")?;
+        return Ok((e.log_evidence, e.mcse));
+    }
+    let mc = fit.as_mcmc().ok_or("not a sampling fit")?;
+    let e = mc
+        .estimates
+        .iter()
+        .find(|e| e.name == a.estimate)
+        .ok_or(format!("no estimate `{}`", a.estimate))?;
+    Ok(e.cv
+        .as_ref()
+        .map_or((e.summary.mean, e.summary.mcse), |c| (c.cv, c.cv_se)))
+}
+
 fn main() -> Result<(), String> {
     let a = args()?;
     let text = std::fs::read_to_string(&a.model).map_err(|e| format!("{}: {e}", a.model))?;
+    let data = match &a.data {
+        Some(p) => Data::read(std::path::Path::new(p)).map_err(|e| format!("{p}: {e:?}"))?,
+        None => Data::values(),
+    };
     println!(
-        "{}: mean absolute error of `{}` against {} over {} runs (its standard error in brackets) and the share of runs whose reported 95 % interval covers the truth",
-        a.model, a.estimate, a.truth, a.reps
+        "{}: `{}` against {} over {} runs: mean absolute error (its standard error), coverage of the reported 95 % intervals{}",
+        a.model,
+        a.estimate,
+        a.truth,
+        a.reps,
+        a.within
+            .map_or(String::new(), |e| format!(", runs within {e}"))
     );
+    let mut spread = Vec::new();
     print!("{:>6}", "draws");
     for m in &a.methods {
         print!("  {m:>34}");
@@ -105,48 +181,55 @@ fn main() -> Result<(), String> {
     for &m in &a.draws {
         print!("{m:>6}");
         for method in &a.methods {
-            let src = with_method(&text, method)?;
+            let src = if a.estimate == "evidence" {
+                text.clone()
+            } else {
+                with_method(&text, method)?
+            };
             let model =
                 Model::from_str(&a.model, &src, &Registry::default()).map_err(|e| e.to_string())?;
             let bound = model
-                .bind(&Data::values(), &Overrides::default())
+                .bind(&data, &Overrides::default())
                 .map_err(|e| model.render(&e).to_string())?;
-            let errs: Vec<Result<(f64, f64), String>> = (1..=a.reps)
+            let runs: Vec<Result<(f64, f64), String>> = (1..=a.reps)
                 .into_par_iter()
-                .map(|seed| {
-                    let fit = tempest::run(
-                        &bound,
-                        RunOptions {
-                            seed: Some(seed),
-                            settings: vec![("draws".into(), m.to_string())],
-                            ..Default::default()
-                        },
-                    )
-                    .map_err(|e| model.render(&e).to_string())?;
-                    let mc = fit.as_mcmc().ok_or("not a sampling fit")?;
-                    let e = mc
-                        .estimates
-                        .iter()
-                        .find(|e| e.name == a.estimate)
-                        .ok_or(format!("no estimate `{}`", a.estimate))?;
-                    let (v, se) =
-                        e.cv.as_ref()
-                            .map_or((e.summary.mean, e.summary.mcse), |c| (c.cv, c.cv_se));
-                    Ok(((v - a.truth).abs(), se))
-                })
+                .map(|seed| one_run(&a, &model, &bound, method, m, seed))
                 .collect();
-            let errs: Vec<(f64, f64)> = errs.into_iter().collect::<Result<_, _>>()?;
-            let n = errs.len() as f64;
-            let covered = errs.iter().filter(|(e, se)| *e <= 1.96 * se).count() as f64 / n;
-            let errs: Vec<f64> = errs.iter().map(|(e, _)| *e).collect();
-            let mean = errs.iter().sum::<f64>() / n;
-            let sd = (errs.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            let runs: Vec<(f64, f64)> = runs.into_iter().collect::<Result<_, _>>()?;
+            let n = runs.len() as f64;
+            let errs: Vec<f64> = runs.iter().map(|(v, _)| (v - a.truth).abs()).collect();
+            let covered = runs
+                .iter()
+                .filter(|(v, se)| (v - a.truth).abs() <= 1.96 * se)
+                .count() as f64
+                / n;
+            let mae = errs.iter().sum::<f64>() / n;
+            let sd = (errs.iter().map(|e| (e - mae).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            let within = a.within.map_or(String::new(), |w| {
+                format!(
+                    " {}/{}",
+                    errs.iter().filter(|e| **e <= w).count(),
+                    runs.len()
+                )
+            });
             print!(
                 "  {:>34}",
-                format!("{mean:.3} ({:.3}) {:.0}%", sd / n.sqrt(), 100.0 * covered)
+                format!(
+                    "{mae:.3} ({:.3}) {:.0}%{within}",
+                    sd / n.sqrt(),
+                    100.0 * covered
+                )
             );
+            let mean = runs.iter().map(|(v, _)| v).sum::<f64>() / n;
+            let sdv =
+                (runs.iter().map(|(v, _)| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            spread.push((m, method.clone(), mean - a.truth, sdv));
         }
         println!();
+    }
+    println!("bias and spread (standard deviation over runs):");
+    for (m, method, bias, sd) in spread {
+        println!("{m:>6}  {method:>34}  bias {bias:+.4}  spread {sd:.4}");
     }
     Ok(())
 }

@@ -13,9 +13,10 @@
 //!   β̂ = [Eᵀ A⁻¹ E]⁻¹ Eᵀ A⁻¹ y,   α = A⁻¹ (y − E β̂),   A = G + λ D,
 //!
 //! and β̂_t estimates Π_t\[f_t\]. A learned B = L Lᵀ (L lower triangular with a
-//! positive diagonal, starting at I) minimises
-//! Σ_a r_a²/m_{t(a)} + κ αᵀGα + ‖B‖²_F at the closed-form (α, β), by Adam on
-//! L (the gradient in B by the envelope theorem).
+//! positive diagonal, starting at I) maximises the marginal likelihood of
+//! the values under a GP with covariance A = G(B) + λD and the tasks'
+//! constants at their GLS values, by Adam on L (the gradient in B with β̂
+//! held fixed, by the envelope theorem).
 
 use super::control_variates::{CvEstimate, Lengthscale, mean_var, poly_features, se_of};
 use super::stein::{BaseKernel, median_distance, stein_gram};
@@ -383,14 +384,6 @@ fn stacked(tasks: &[Task], d: usize) -> DMatrix<f64> {
 /// Adam on L (B = L Lᵀ, diagonal of L = exp(raw)) from B = I.
 fn learn_b(p: &Problem, iters: usize, lr: f64) -> Result<DMatrix<f64>, Error> {
     let t = p.t;
-    // With weights w_a = 1/m_{t(a)}, the closed form solves
-    // (G + κ W⁻¹) α = y − Eβ, so the nugget of sample a is κ m_{t(a)}.
-    let w: Vec<f64> = p
-        .task
-        .iter()
-        .map(|&ti| 1.0 / p.task.iter().filter(|&&s| s == ti).count() as f64)
-        .collect();
-    let kappa = p.nugget[0] * w[0];
     let mut raw = DMatrix::<f64>::zeros(t, t);
     let (mut m1, mut m2) = (DMatrix::<f64>::zeros(t, t), DMatrix::<f64>::zeros(t, t));
     let (b1, b2, eps) = (0.9, 0.999, 1e-8);
@@ -408,15 +401,25 @@ fn learn_b(p: &Problem, iters: usize, lr: f64) -> Result<DMatrix<f64>, Error> {
     for step in 1..=iters {
         let l = to_l(&raw);
         let b = &l * l.transpose();
-        let (alpha, beta, g) = p.solve(&b)?;
-        let r = &p.y - &g * &alpha - &p.e * &beta;
-        // S_tt′ = ∂F/∂B_tt′ with the entries independent:
-        // Σ_{a∈t, b∈t′} (−2 w_a r_a α_b + κ α_a α_b) k_ab + 2 B_tt′.
-        let mut s = &b * 2.0;
-        for a in 0..p.k.nrows() {
+        // The marginal likelihood of the values under a GP with covariance
+        // A = G(B) + λ̄D and the tasks' constants at their GLS values:
+        // −L = ½ r̃ᵀA⁻¹r̃ + ½ log|A|, whose gradient in B_tt′ (entries taken
+        // as independent) is Σ_{a∈t, b∈t′} ½((A⁻¹)_ab − α_a α_b) k_ab with
+        // α = A⁻¹ r̃. A coupling between tasks is learned when it explains
+        // the values (the in-sample residual of an interpolant does not
+        // see it).
+        let (alpha, _, g) = p.solve(&b)?;
+        let mut a = g;
+        for i in 0..a.nrows() {
+            a[(i, i)] += p.nugget[i];
+        }
+        let chol = cholesky_jitter(&a, 0.0, 1e-4, "the vector-valued Stein kernel matrix")?;
+        let ainv = chol.solve_upper_t(&chol.solve_lower(&DMatrix::identity(a.nrows(), a.ncols())));
+        let mut s = DMatrix::<f64>::zeros(t, t);
+        for i in 0..p.k.nrows() {
             for c in 0..p.k.ncols() {
-                let h = -2.0 * w[a] * r[a] * alpha[c] + kappa * alpha[a] * alpha[c];
-                s[(p.task[a], p.task[c])] += h * p.k[(a, c)];
+                let h = 0.5 * (ainv[(i, c)] - alpha[i] * alpha[c]);
+                s[(p.task[i], p.task[c])] += h * p.k[(i, c)];
             }
         }
         let gl = (&s + s.transpose()) * &l;

@@ -145,10 +145,15 @@ impl McmcFit {
             .iter()
             .map(|c| ebfmi(&c.iter().map(|d| d.stats.energy).collect::<Vec<_>>()))
             .collect();
-        let (mut estimates, series) = estimates(&density, &estimate_draws(&density, &draws)?);
+        let (mut estimates, series, owners) =
+            estimates(&density, &estimate_draws(&density, &draws)?);
         let spec = cv_spec(&density.bound.graph)?;
         if !matches!(spec, CvSpec::Scalar(CvMethod::None)) {
-            apply_control_variates(&spec, &draws, &mut estimates, &density, &series)?;
+            let cols: Vec<Option<Vec<usize>>> = owners
+                .iter()
+                .map(|&k| coordinates_of(&density, &density.bound.graph.estimates[k].expr))
+                .collect();
+            apply_control_variates(&spec, &draws, &mut estimates, &density, &series, &cols)?;
         }
         let mut fit = McmcFit {
             engine,
@@ -581,20 +586,28 @@ fn apply_control_variates(
     estimates: &mut [Estimate],
     density: &Density,
     f: &[Vec<f64>],
+    cols: &[Option<Vec<usize>>],
 ) -> Result<(), Error> {
     let all: Vec<&Draw> = draws.iter().flatten().collect();
     let n = all.len();
     let d = density.dim;
     let x = DMatrix::from_fn(n, d, |i, j| all[i].q[j]);
     let u = DMatrix::from_fn(n, d, |i, j| all[i].score[j]);
+    // An integrand's control variates live on the coordinates it depends
+    // on (a Stein image of a function of those coordinates alone, with the
+    // joint score's components there, still has mean zero).
+    let on = |m: &DMatrix<f64>, c: &Option<Vec<usize>>| match c {
+        Some(c) => m.select_columns(c),
+        None => m.clone(),
+    };
     match spec {
         CvSpec::Scalar(m) => {
-            let samples = Samples {
-                x,
-                u,
-                chains: draws.iter().map(Vec::len).collect(),
-            };
-            for (e, fk) in estimates.iter_mut().zip(f) {
+            for ((e, fk), c) in estimates.iter_mut().zip(f).zip(cols) {
+                let samples = Samples {
+                    x: on(&x, c),
+                    u: on(&u, c),
+                    chains: draws.iter().map(Vec::len).collect(),
+                };
                 e.cv = Some(crate::mc::control_variates::estimate(m, &samples, fk)?);
             }
         }
@@ -610,12 +623,22 @@ fn apply_control_variates(
             let t = estimates.len();
             let keep = (crate::mc::control_variates::MAX_KERNEL_POINTS / t.max(1)).max(20);
             let idx = crate::mc::control_variates::thin(n, keep);
+            // Tasks on coordinates of their own when every integrand
+            // depends on as many (the same inputs drawn independently for
+            // each, as in multi-fidelity studies); else all coordinates.
+            let same = cols
+                .iter()
+                .all(|c| c.as_ref().map(Vec::len) == cols[0].as_ref().map(Vec::len));
             let tasks: Vec<Task> = f
                 .iter()
-                .map(|fk| Task {
-                    x: x.select_rows(&idx),
-                    u: u.select_rows(&idx),
-                    f: idx.iter().map(|&i| fk[i]).collect(),
+                .zip(cols)
+                .map(|(fk, c)| {
+                    let c = if same { c } else { &None };
+                    Task {
+                        x: on(&x, c).select_rows(&idx),
+                        u: on(&u, c).select_rows(&idx),
+                        f: idx.iter().map(|&i| fk[i]).collect(),
+                    }
                 })
                 .collect();
             let vv = vector_valued_poly(&tasks, *kernel, *ell, *lambda, b, *order)?;
@@ -670,11 +693,53 @@ fn estimate_draws(density: &Density, draws: &[Vec<Draw>]) -> Result<EstimateDraw
 
 /// Summarise each component of each estimate; also returns each
 /// component's draws in chain order (for control variates).
-fn estimates(density: &Density, values: &EstimateDraws) -> (Vec<Estimate>, Vec<Vec<f64>>) {
+/// The coordinates of x (unconstrained params) an integrand depends on,
+/// directly or through lets, in order; `None` when it depends on a latent
+/// GP or on every coordinate.
+pub fn coordinates_of(density: &Density, e: &crate::ir::expr::TExpr) -> Option<Vec<usize>> {
+    use crate::ir::expr::{Ref, TKind};
+    let g = &density.bound.graph;
+    let mut params = vec![false; g.params.len()];
+    let mut seen = vec![false; g.lets.len()];
+    let mut latent = false;
+    let mut lets: Vec<usize> = Vec::new();
+    let mut visit = |x: &crate::ir::expr::TExpr, lets: &mut Vec<usize>| {
+        x.walk(&mut |n| match &n.kind {
+            TKind::Ref(Ref::Param(i)) => params[*i] = true,
+            TKind::Ref(Ref::Let(j)) if !seen[*j] => {
+                seen[*j] = true;
+                lets.push(*j);
+            }
+            TKind::GpApply { .. } => latent = true,
+            _ => {}
+        })
+    };
+    visit(e, &mut lets);
+    while let Some(j) = lets.pop() {
+        visit(&g.lets[j].value, &mut lets);
+    }
+    if latent {
+        return None;
+    }
+    let cols: Vec<usize> = density
+        .slots
+        .iter()
+        .filter(|s| params[s.param])
+        .flat_map(|s| s.offset..s.offset + s.len())
+        .collect();
+    (cols.len() < density.dim).then_some(cols)
+}
+
+/// Each estimate component's summary, its draws (chains concatenated)
+/// and the estimate (index into the graph's estimates) it belongs to.
+type Components = (Vec<Estimate>, Vec<Vec<f64>>, Vec<usize>);
+
+fn estimates(density: &Density, values: &EstimateDraws) -> Components {
     let g = &density.bound.graph;
     let mut out = Vec::new();
     let mut series = Vec::new();
-    for (e, per_chain) in g.estimates.iter().zip(values) {
+    let mut owners = Vec::new();
+    for (owner, (e, per_chain)) in g.estimates.iter().zip(values).enumerate() {
         let k = per_chain
             .first()
             .and_then(|c| c.first())
@@ -696,7 +761,8 @@ fn estimates(density: &Density, values: &EstimateDraws) -> (Vec<Estimate>, Vec<V
                 cv: None,
             });
             series.push(chains.concat());
+            owners.push(owner);
         }
     }
-    (out, series)
+    (out, series, owners)
 }
