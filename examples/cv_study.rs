@@ -26,7 +26,8 @@
 //! estimate ± 1.96 reported standard errors covers the truth (95 % if the
 //! reported errors are honest), and with `--within e` the number of runs
 //! within e of the truth; a last table gives each cell's bias and spread
-//! (standard deviation over runs).
+//! (standard deviation over runs). `--plot FILE.png` draws every cell's
+//! estimates as a box plot beside the true value.
 
 use rayon::prelude::*;
 use tempest::{Data, Model, Overrides, Registry, RunOptions};
@@ -41,11 +42,12 @@ struct Args {
     methods: Vec<String>,
     sampler: Option<String>,
     within: Option<f64>,
+    plot: Option<String>,
 }
 
 fn args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
-    let model = it.next().ok_or("usage: cv_study MODEL --estimate NAME --truth V [--data FILE] [--draws 10,50] [--reps 100] [--method M]... [--sampler S] [--within E]")?;
+    let model = it.next().ok_or("usage: cv_study MODEL --estimate NAME --truth V [--data FILE] [--draws 10,50] [--reps 100] [--method M]... [--sampler S] [--within E] [--plot FILE.png]")?;
     let mut a = Args {
         model,
         data: None,
@@ -56,6 +58,7 @@ fn args() -> Result<Args, String> {
         methods: vec![],
         sampler: None,
         within: None,
+        plot: None,
     };
     while let Some(flag) = it.next() {
         let v = it.next().ok_or(format!("{flag} needs a value"))?;
@@ -67,6 +70,7 @@ fn args() -> Result<Args, String> {
             "--within" => a.within = Some(num(&v)?),
             "--reps" => a.reps = v.parse().map_err(|e| format!("--reps: {e}"))?,
             "--sampler" => a.sampler = Some(v),
+            "--plot" => a.plot = Some(v),
             "--draws" => {
                 a.draws = v
                     .split(',')
@@ -173,6 +177,7 @@ fn main() -> Result<(), String> {
             .map_or(String::new(), |e| format!(", runs within {e}"))
     );
     let mut spread = Vec::new();
+    let mut boxes = Vec::new();
     print!("{:>6}", "draws");
     for m in &a.methods {
         print!("  {m:>34}");
@@ -224,8 +229,23 @@ fn main() -> Result<(), String> {
             let sdv =
                 (runs.iter().map(|(v, _)| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
             spread.push((m, method.clone(), mean - a.truth, sdv));
+            boxes.push(tempest::output::plot_box::BoxGroup {
+                label: format!("{method}, {m}"),
+                values: runs.iter().map(|(v, _)| *v).collect(),
+            });
         }
         println!();
+    }
+    if let Some(p) = &a.plot {
+        tempest::output::plot_box::box_plots(
+            std::path::Path::new(p),
+            &format!("{} over {} runs", a.estimate, a.reps),
+            &a.estimate,
+            &boxes,
+            Some(a.truth),
+        )
+        .map_err(|e| e.to_string())?;
+        println!("plot written to {p}");
     }
     println!("bias and spread (standard deviation over runs):");
     for (m, method, bias, sd) in spread {

@@ -285,7 +285,19 @@ pub fn vector_valued_poly(
     let full = Problem::new(tasks, &kernel, lambda, order, &|_, _| true);
     let bm = match b {
         TaskMatrix::Fixed(bm) => bm.clone(),
-        TaskMatrix::Learned { iters, lr } => learn_b(&full, *iters, *lr)?,
+        TaskMatrix::Learned { iters, lr } => {
+            // Each step of the marginal likelihood's gradient costs O(M³):
+            // B is learned on every k-th draw of each task, at most
+            // LEARN_POINTS in all, and used with all of them.
+            let m: usize = tasks.iter().map(|s| s.f.len()).sum();
+            let stride = m.div_ceil(LEARN_POINTS).max(1);
+            if stride == 1 {
+                learn_b(&full, *iters, *lr)?
+            } else {
+                let sub = Problem::new(tasks, &kernel, lambda, order, &|_, j| j % stride == 0);
+                learn_b(&sub, *iters, *lr)?
+            }
+        }
     };
     let (_, beta, _) = full.solve(&bm)?;
     // Standard errors and held-out estimates from two folds: the first
@@ -368,6 +380,9 @@ pub fn vector_valued_poly(
         .collect();
     Ok(VvEstimate { estimates, b: bm })
 }
+
+/// The most draws (over all tasks) B is learned on.
+const LEARN_POINTS: usize = 400;
 
 /// All tasks' samples, one task after another [Σ m_t, d].
 fn stacked(tasks: &[Task], d: usize) -> DMatrix<f64> {

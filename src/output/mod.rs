@@ -2,6 +2,7 @@
 
 pub mod figures;
 pub mod plot;
+pub mod plot_box;
 pub mod plot_evidence;
 pub mod plot_mcmc;
 pub mod progress;
