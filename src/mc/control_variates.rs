@@ -145,6 +145,11 @@ pub struct CvEstimate {
     /// estimate by more than twice the held-out standard error, so the
     /// held-out estimate is reported instead (kernel methods).
     pub held_out: bool,
+    /// The held-out (split) estimate of the kernel methods, unbiased, and
+    /// its standard error (for the others, `cv` and `cv_se`): a sum of
+    /// many estimates (an evidence ladder) checks itself against the sum
+    /// of these, where errors of one sign add up.
+    pub split: (f64, f64),
 }
 
 /// A kernel method's closed-form estimate (all samples) checked against
@@ -304,11 +309,11 @@ pub fn estimate(method: &Method, s: &Samples, f: &[f64]) -> Result<CvEstimate, E
     }
     let mc = f.iter().sum::<f64>() / n as f64;
     let mc_se = se_of(f, &s.chains);
-    let (cv, cv_se, held_out) = match method {
-        Method::None => (mc, mc_se, false),
+    let (cv, cv_se, held_out, split) = match method {
+        Method::None => (mc, mc_se, false, (mc, mc_se)),
         Method::Poly { order, ridge } => {
             let (cv, se) = poly(s, f, *order, *ridge)?;
-            (cv, se, false)
+            (cv, se, false, (cv, se))
         }
         Method::Stein {
             kernel,
@@ -330,6 +335,7 @@ pub fn estimate(method: &Method, s: &Samples, f: &[f64]) -> Result<CvEstimate, E
         cv_se,
         method: method.name(),
         held_out,
+        split,
     })
 }
 
@@ -497,7 +503,7 @@ fn kernel_cv(
     lambda: f64,
     order: usize,
     split: bool,
-) -> Result<(f64, f64, bool), Error> {
+) -> Result<(f64, f64, bool, (f64, f64)), Error> {
     let n = s.len();
     if n < 4 {
         return Err(cv_err("kernel control variates need at least 4 samples"));
@@ -559,10 +565,11 @@ fn kernel_cv(
         }
     }
     let se = se_of(&resid_all, &s.chains);
-    Ok(match full {
+    let (est, est_se, held) = match full {
         Some(full) => checked_against_split(full, split_est, se),
         None => (split_est, se, false),
-    })
+    };
+    Ok((est, est_se, held, (split_est, se)))
 }
 
 /// Two folds of the fit set (positions into `fit_idx`, whose entries are

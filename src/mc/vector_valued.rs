@@ -351,10 +351,11 @@ pub fn vector_valued_poly(
         .enumerate()
         .map(|(ti, task)| {
             let (m, sd) = f_scale[ti];
+            let held = (m + sd * split[ti], sd * se_of(&resid[ti], &[]));
             let (cv, cv_se, held_out) = super::control_variates::checked_against_split(
                 m + sd * beta[ti * full.width],
-                m + sd * split[ti],
-                sd * se_of(&resid[ti], &[]),
+                held.0,
+                held.1,
             );
             CvEstimate {
                 mc: mean_var(&task.f).0,
@@ -363,6 +364,7 @@ pub fn vector_valued_poly(
                 cv,
                 cv_se,
                 held_out,
+                split: held,
                 method: format!(
                     "vector_valued(B = {}{})",
                     match b {

@@ -67,28 +67,26 @@ pub fn box_plots(
     }
     let pad = 0.06 * (y1 - y0).max(1e-9 * y1.abs().max(1.0));
     let n = groups.len();
-    let root = BitMapBackend::new(path, (1000, 620)).into_drawing_area();
+    // Labels run vertically under their boxes, so long method names fit.
+    let longest = groups
+        .iter()
+        .map(|g| g.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let label_area = (40 + 7 * longest).min(360) as u32;
+    let root = BitMapBackend::new(path, (1000, 560 + label_area)).into_drawing_area();
     root.fill(&WHITE).map_err(e)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
         .margin(14)
-        .x_label_area_size(70)
+        .x_label_area_size(label_area)
         .y_label_area_size(90)
         .build_cartesian_2d(-0.5..(n as f64 - 0.5), (y0 - pad)..(y1 + pad))
         .map_err(e)?;
-    let labels: Vec<String> = groups.iter().map(|g| g.label.clone()).collect();
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(n.max(1))
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                labels.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
+        .x_labels(0)
         .y_desc(y_label)
         .draw()
         .map_err(e)?;
@@ -122,6 +120,23 @@ pub fn box_plots(
                     .map(|l| PathElement::new(l, c.stroke_width(2))),
             )
             .map_err(e)?;
+    }
+    // Each box's label runs upwards from below the axis (rotated text is
+    // placed by its start, so the start goes a label's length down).
+    let style = TextStyle::from(
+        ("sans-serif", 13)
+            .into_font()
+            .transform(FontTransform::Rotate270),
+    );
+    for (i, g) in groups.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(i as f64, y0 - pad));
+        let len = 7 * g.label.chars().count() as i32;
+        root.draw(&Text::new(
+            g.label.clone(),
+            (px - 7, py + 10 + len),
+            style.clone(),
+        ))
+        .map_err(e)?;
     }
     if let Some(t) = truth {
         chart

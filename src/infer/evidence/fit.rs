@@ -54,6 +54,9 @@ pub struct RungStat {
     pub var_mc: f64,
     /// Draws at this rung.
     pub draws: usize,
+    /// The held-out (split) μ of the kernel control variates and its
+    /// standard error (μ and its error for the other methods).
+    pub mean_split: (f64, f64),
 }
 
 /// What the evidence engine produced.
@@ -130,6 +133,7 @@ impl EvidenceFit {
                     mean_mc_se: se,
                     var_mc: v,
                     draws: all.len(),
+                    mean_split: (m, se),
                 }
             })
             .collect();
@@ -151,6 +155,7 @@ impl EvidenceFit {
                     held_out += usize::from(e1.held_out);
                     st.mean = e1.cv;
                     st.mean_se = e1.cv_se;
+                    st.mean_split = e1.split;
                     st.var = (e2.cv - e1.cv * e1.cv).max(0.0);
                     st.var_se = e2.cv_se.hypot(2.0 * e1.cv * e1.cv_se);
                 }
@@ -201,6 +206,7 @@ impl EvidenceFit {
                         held_out += usize::from(m1.held_out);
                         st.mean = m1.cv;
                         st.mean_se = m1.cv_se;
+                        st.mean_split = m1.split;
                         st.var = (m2.cv - m1.cv * m1.cv).max(0.0);
                         st.var_se = m2.cv_se.hypot(2.0 * m1.cv * m1.cv_se);
                         name = m1.method.clone();
@@ -212,19 +218,44 @@ impl EvidenceFit {
         let t: Vec<f64> = rungs.iter().map(|r| r.t).collect();
         let mean: Vec<f64> = rungs.iter().map(|r| r.mean).collect();
         let var: Vec<f64> = rungs.iter().map(|r| r.var).collect();
-        let (log_evidence, trapezoid) = integrate(&t, &mean, &var);
+        let (full, trapezoid_full) = integrate(&t, &mean, &var);
         let w = t.len();
-        let mut v = 0.0;
-        for (i, r) in rungs.iter().enumerate() {
-            let left = if i > 0 { t[i] - t[i - 1] } else { 0.0 };
-            let right = if i + 1 < w { t[i + 1] - t[i] } else { 0.0 };
-            // μᵢ enters with weight (Δtᵢ₋₁ + Δtᵢ)/2, vᵢ with (Δtᵢ² − Δtᵢ₋₁²)/12.
-            v += (0.5 * (left + right) * r.mean_se).powi(2);
-            v += ((right * right - left * left) / 12.0 * r.var_se).powi(2);
-        }
-        let mcse = v.sqrt();
+        // μᵢ enters with weight (Δtᵢ₋₁ + Δtᵢ)/2, vᵢ with (Δtᵢ² − Δtᵢ₋₁²)/12.
+        let error = |mean_se: &dyn Fn(&RungStat) -> f64| {
+            let mut v = 0.0;
+            for (i, r) in rungs.iter().enumerate() {
+                let left = if i > 0 { t[i] - t[i - 1] } else { 0.0 };
+                let right = if i + 1 < w { t[i + 1] - t[i] } else { 0.0 };
+                v += (0.5 * (left + right) * mean_se(r)).powi(2);
+                v += ((right * right - left * left) / 12.0 * r.var_se).powi(2);
+            }
+            v.sqrt()
+        };
+        // The same integral of the held-out rung means: an error of one
+        // sign at every rung adds up over the ladder while the rungs'
+        // standard errors add in quadrature, so the whole estimate is
+        // checked against its held-out twin as each rung is.
+        let split: Vec<f64> = rungs.iter().map(|r| r.mean_split.0).collect();
+        let (held, trapezoid_held) = integrate(&t, &split, &var);
+        let held_se = error(&|r: &RungStat| r.mean_split.1);
+        let (log_evidence, mcse, ladder_held_out) =
+            crate::mc::control_variates::checked_against_split(
+                full,
+                held,
+                held_se.max(error(&|r: &RungStat| r.mean_se)),
+            );
+        let trapezoid = if ladder_held_out {
+            trapezoid_held
+        } else {
+            trapezoid_full
+        };
         let divergences: usize = done.iter().map(|r| r.divergences).sum();
         let mut warnings = Vec::new();
+        if ladder_held_out {
+            warnings.push(format!(
+                "the control-variate rung means give {full:.4}, their held-out (split) estimates {held:.4} ± {held_se:.4}: they disagree by more than twice that error, so the held-out estimate is reported"
+            ));
+        }
         if held_out > 0 {
             warnings.push(format!(
                 "at {held_out} of {w} rungs the control-variate fit moved the rung's mean by more than twice its held-out error; the held-out (split) estimate is used there"
@@ -316,7 +347,7 @@ impl crate::infer::fit::Fit for EvidenceFit {
                     .iter()
                     .map(|g| json!({
                         "t": g.t, "mean": g.mean, "var": g.var, "mean_se": g.mean_se, "var_se": g.var_se,
-                        "mean_mc": g.mean_mc, "mean_mc_se": g.mean_mc_se, "var_mc": g.var_mc, "draws": g.draws,
+                        "mean_mc": g.mean_mc, "mean_mc_se": g.mean_mc_se, "var_mc": g.var_mc, "draws": g.draws, "mean_split": [g.mean_split.0, g.mean_split.1],
                     }))
                     .collect::<Vec<_>>(),
             );

@@ -149,10 +149,7 @@ impl McmcFit {
             estimates(&density, &estimate_draws(&density, &draws)?);
         let spec = cv_spec(&density.bound.graph)?;
         if !matches!(spec, CvSpec::Scalar(CvMethod::None)) {
-            let cols: Vec<Option<Vec<usize>>> = owners
-                .iter()
-                .map(|&k| coordinates_of(&density, &density.bound.graph.estimates[k].expr))
-                .collect();
+            let cols = task_coordinates(&density, engine, &owners);
             apply_control_variates(&spec, &draws, &mut estimates, &density, &series, &cols)?;
         }
         let mut fit = McmcFit {
@@ -593,8 +590,8 @@ fn apply_control_variates(
     let d = density.dim;
     let x = DMatrix::from_fn(n, d, |i, j| all[i].q[j]);
     let u = DMatrix::from_fn(n, d, |i, j| all[i].score[j]);
-    // An integrand's control variates live on the coordinates it depends
-    // on (a Stein image of a function of those coordinates alone, with the
+    // A task's control variates on its own coordinates ([`task_coordinates`]:
+    // a Stein image of a function of those coordinates alone, with the
     // joint score's components there, still has mean zero).
     let on = |m: &DMatrix<f64>, c: &Option<Vec<usize>>| match c {
         Some(c) => m.select_columns(c),
@@ -602,12 +599,12 @@ fn apply_control_variates(
     };
     match spec {
         CvSpec::Scalar(m) => {
-            for ((e, fk), c) in estimates.iter_mut().zip(f).zip(cols) {
-                let samples = Samples {
-                    x: on(&x, c),
-                    u: on(&u, c),
-                    chains: draws.iter().map(Vec::len).collect(),
-                };
+            let samples = Samples {
+                x,
+                u,
+                chains: draws.iter().map(Vec::len).collect(),
+            };
+            for (e, fk) in estimates.iter_mut().zip(f) {
                 e.cv = Some(crate::mc::control_variates::estimate(m, &samples, fk)?);
             }
         }
@@ -623,22 +620,13 @@ fn apply_control_variates(
             let t = estimates.len();
             let keep = (crate::mc::control_variates::MAX_KERNEL_POINTS / t.max(1)).max(20);
             let idx = crate::mc::control_variates::thin(n, keep);
-            // Tasks on coordinates of their own when every integrand
-            // depends on as many (the same inputs drawn independently for
-            // each, as in multi-fidelity studies); else all coordinates.
-            let same = cols
-                .iter()
-                .all(|c| c.as_ref().map(Vec::len) == cols[0].as_ref().map(Vec::len));
             let tasks: Vec<Task> = f
                 .iter()
                 .zip(cols)
-                .map(|(fk, c)| {
-                    let c = if same { c } else { &None };
-                    Task {
-                        x: on(&x, c).select_rows(&idx),
-                        u: on(&u, c).select_rows(&idx),
-                        f: idx.iter().map(|&i| fk[i]).collect(),
-                    }
+                .map(|(fk, c)| Task {
+                    x: on(&x, c).select_rows(&idx),
+                    u: on(&u, c).select_rows(&idx),
+                    f: idx.iter().map(|&i| fk[i]).collect(),
                 })
                 .collect();
             let vv = vector_valued_poly(&tasks, *kernel, *ell, *lambda, b, *order)?;
@@ -728,6 +716,64 @@ pub fn coordinates_of(density: &Density, e: &crate::ir::expr::TExpr) -> Option<V
         .flat_map(|s| s.offset..s.offset + s.len())
         .collect();
     (cols.len() < density.dim).then_some(cols)
+}
+
+/// The coordinates each vector-valued task works on: its integrand's own
+/// when the draws are independent draws from priors under which every
+/// integrand's params are independent of the others' (disjoint sets of
+/// equal size whose priors mention no param of another set — the same
+/// inputs declared once per integrand, as in multi-fidelity studies), so
+/// each task has draws of its own; otherwise every coordinate for every
+/// task (under a posterior, the other coordinates' scores carry
+/// information about any integrand).
+fn task_coordinates(density: &Density, engine: &str, owners: &[usize]) -> Vec<Option<Vec<usize>>> {
+    let all = vec![None; owners.len()];
+    if engine != super::prior::NAME || owners.len() < 2 {
+        return all;
+    }
+    let g = &density.bound.graph;
+    let cols: Vec<Option<Vec<usize>>> = owners
+        .iter()
+        .map(|&k| coordinates_of(density, &g.estimates[k].expr))
+        .collect();
+    let Some(first) = cols[0].as_ref() else {
+        return all;
+    };
+    let mut owner_of = vec![usize::MAX; density.dim];
+    for (t, c) in cols.iter().enumerate() {
+        match c {
+            Some(c) if c.len() == first.len() => {
+                for &j in c {
+                    if owner_of[j] != usize::MAX && owners[owner_of[j]] != owners[t] {
+                        return all;
+                    }
+                    owner_of[j] = t;
+                }
+            }
+            _ => return all,
+        }
+    }
+    // No prior may tie a param of one set to a param of another.
+    let set_of = |param: usize| {
+        density
+            .slots
+            .iter()
+            .find(|s| s.param == param)
+            .and_then(|s| owner_of.get(s.offset).copied())
+    };
+    for p in &g.priors {
+        let mine = set_of(p.param);
+        for a in &p.dist.args {
+            for r in a.refs() {
+                if let crate::ir::expr::Ref::Param(q) = r
+                    && set_of(q) != mine
+                {
+                    return all;
+                }
+            }
+        }
+    }
+    cols
 }
 
 /// Each estimate component's summary, its draws (chains concatenated)
