@@ -340,7 +340,10 @@ fn broken_data_files_end_cleanly() {
 fn edited_example_models_end_cleanly() {
     // Random cuts, copies and hostile insertions in the examples, checked
     // against their own data.
-    const SNIPPETS: [&str; 14] = [
+    const SNIPPETS: [&str; 17] = [
+        "ode(",
+        ", max_steps = 3",
+        " col(x, 5) ",
         "if true then ",
         " else 1.0",
         "exp(",
@@ -367,6 +370,7 @@ fn edited_example_models_end_cleanly() {
             "examples/evidence.tempest",
             "examples/data/evidence_linreg.csv",
         ),
+        ("examples/vanderpol.tempest", "examples/data/vanderpol.csv"),
     ];
     let dir = out_dir("fuzz_edits");
     let strategy = (
