@@ -20,6 +20,11 @@
 //!     --sampler "nuts { chains = 1  warmup = 200  draws = {draws} }" --draws 80 --reps 20 \
 //!     --within 0.05 --method "stein(rbf)" --method "vector_valued(rbf, B = learned)"
 //!
+//! With several comma-separated values after `--truth`, the estimate's
+//! components `NAME[0]`, `NAME[1]`, ... are compared with them and each
+//! run's error is the sum of the components' absolute errors (the
+//! Lotka–Volterra study of benches/README.md).
+//!
 //! Run r uses seed r (1..=reps) for every method and number of draws, so
 //! methods see the same draws. "none" is plain Monte Carlo. Each cell shows
 //! the mean absolute error (its standard error), the share of runs whose
@@ -36,7 +41,7 @@ struct Args {
     model: String,
     data: Option<String>,
     estimate: String,
-    truth: f64,
+    truth: Vec<f64>,
     draws: Vec<usize>,
     reps: u64,
     methods: Vec<String>,
@@ -52,7 +57,7 @@ fn args() -> Result<Args, String> {
         model,
         data: None,
         estimate: String::new(),
-        truth: f64::NAN,
+        truth: vec![],
         draws: vec![50],
         reps: 100,
         methods: vec![],
@@ -66,7 +71,12 @@ fn args() -> Result<Args, String> {
         match flag.as_str() {
             "--estimate" => a.estimate = v,
             "--data" => a.data = Some(v),
-            "--truth" => a.truth = num(&v)?,
+            "--truth" => {
+                a.truth = v
+                    .split(',')
+                    .map(|t| num(t.trim()))
+                    .collect::<Result<_, _>>()?
+            }
             "--within" => a.within = Some(num(&v)?),
             "--reps" => a.reps = v.parse().map_err(|e| format!("--reps: {e}"))?,
             "--sampler" => a.sampler = Some(v),
@@ -84,7 +94,7 @@ fn args() -> Result<Args, String> {
     if a.methods.is_empty() {
         a.methods.push("none".into());
     }
-    if a.estimate.is_empty() || !a.truth.is_finite() {
+    if a.estimate.is_empty() || a.truth.is_empty() || a.truth.iter().any(|t| !t.is_finite()) {
         return Err("--estimate and --truth are required".into());
     }
     Ok(a)
@@ -125,7 +135,7 @@ fn one_run(
     method: &str,
     m: usize,
     seed: u64,
-) -> Result<(f64, f64), String> {
+) -> Result<Vec<(f64, f64)>, String> {
     let evidence = a.estimate == "evidence";
     let settings = if evidence {
         let mut s = vec![("control_variates".to_string(), method.to_string())];
@@ -147,17 +157,31 @@ fn one_run(
     .map_err(|e| model.render(&e).to_string())?;
     if evidence {
         let e = fit.as_evidence().ok_or("not an evidence fit")?;
-        return Ok((e.log_evidence, e.mcse));
+        return Ok(vec![(e.log_evidence, e.mcse)]);
     }
     let mc = fit.as_mcmc().ok_or("not a sampling fit")?;
-    let e = mc
-        .estimates
+    // One value per truth: the estimate itself, or its components
+    // `name[0]`, `name[1]`, ... when several truths are given.
+    let names: Vec<String> = if a.truth.len() == 1 {
+        vec![a.estimate.clone()]
+    } else {
+        (0..a.truth.len())
+            .map(|k| format!("{}[{k}]", a.estimate))
+            .collect()
+    };
+    names
         .iter()
-        .find(|e| e.name == a.estimate)
-        .ok_or(format!("no estimate `{}`", a.estimate))?;
-    Ok(e.cv
-        .as_ref()
-        .map_or((e.summary.mean, e.summary.mcse), |c| (c.cv, c.cv_se)))
+        .map(|n| {
+            let e = mc
+                .estimates
+                .iter()
+                .find(|e| &e.name == n)
+                .ok_or(format!("no estimate `{n}`"))?;
+            Ok(e.cv
+                .as_ref()
+                .map_or((e.summary.mean, e.summary.mcse), |c| (c.cv, c.cv_se)))
+        })
+        .collect()
 }
 
 fn main() -> Result<(), String> {
@@ -171,7 +195,11 @@ fn main() -> Result<(), String> {
         "{}: `{}` against {} over {} runs: mean absolute error (its standard error), coverage of the reported 95 % intervals{}",
         a.model,
         a.estimate,
-        a.truth,
+        a.truth
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
         a.reps,
         a.within
             .map_or(String::new(), |e| format!(", runs within {e}"))
@@ -196,18 +224,29 @@ fn main() -> Result<(), String> {
             let bound = model
                 .bind(&data, &Overrides::default())
                 .map_err(|e| model.render(&e).to_string())?;
-            let runs: Vec<Result<(f64, f64), String>> = (1..=a.reps)
+            let runs: Vec<Result<Vec<(f64, f64)>, String>> = (1..=a.reps)
                 .into_par_iter()
                 .map(|seed| one_run(&a, &model, &bound, method, m, seed))
                 .collect();
-            let runs: Vec<(f64, f64)> = runs.into_iter().collect::<Result<_, _>>()?;
+            let runs: Vec<Vec<(f64, f64)>> = runs.into_iter().collect::<Result<_, _>>()?;
             let n = runs.len() as f64;
-            let errs: Vec<f64> = runs.iter().map(|(v, _)| (v - a.truth).abs()).collect();
+            // Each run's error: the sum over components of |estimate − truth|.
+            let errs: Vec<f64> = runs
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .zip(&a.truth)
+                        .map(|((v, _), t)| (v - t).abs())
+                        .sum()
+                })
+                .collect();
+            let pairs = runs.iter().flatten().count() as f64;
             let covered = runs
                 .iter()
-                .filter(|(v, se)| (v - a.truth).abs() <= 1.96 * se)
+                .flat_map(|r| r.iter().zip(&a.truth))
+                .filter(|((v, se), t)| (v - *t).abs() <= 1.96 * se)
                 .count() as f64
-                / n;
+                / pairs;
             let mae = errs.iter().sum::<f64>() / n;
             let sd = (errs.iter().map(|e| (e - mae).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
             let within = a.within.map_or(String::new(), |w| {
@@ -225,13 +264,19 @@ fn main() -> Result<(), String> {
                     100.0 * covered
                 )
             );
-            let mean = runs.iter().map(|(v, _)| v).sum::<f64>() / n;
-            let sdv =
-                (runs.iter().map(|(v, _)| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-            spread.push((m, method.clone(), mean - a.truth, sdv));
+            // One component: the estimates; several: each run's summed error.
+            let shown: Vec<f64> = if a.truth.len() == 1 {
+                runs.iter().map(|r| r[0].0).collect()
+            } else {
+                errs.clone()
+            };
+            let target = if a.truth.len() == 1 { a.truth[0] } else { 0.0 };
+            let mean = shown.iter().sum::<f64>() / n;
+            let sdv = (shown.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            spread.push((m, method.clone(), mean - target, sdv));
             boxes.push(tempest::output::plot_box::BoxGroup {
                 label: format!("{method}, {m}"),
-                values: runs.iter().map(|(v, _)| *v).collect(),
+                values: shown,
             });
         }
         println!();
@@ -240,9 +285,13 @@ fn main() -> Result<(), String> {
         tempest::output::plot_box::box_plots(
             std::path::Path::new(p),
             &format!("{} over {} runs", a.estimate, a.reps),
-            &a.estimate,
+            if a.truth.len() == 1 {
+                a.estimate.as_str()
+            } else {
+                "summed absolute error"
+            },
             &boxes,
-            Some(a.truth),
+            Some(if a.truth.len() == 1 { a.truth[0] } else { 0.0 }),
         )
         .map_err(|e| e.to_string())?;
         println!("plot written to {p}");
