@@ -428,3 +428,30 @@ fn a_likelihood_without_parameters_is_an_error_where_used() {
         );
     }
 }
+
+#[test]
+fn an_ode_solution_too_large_for_memory_is_refused_before_solving() {
+    // 300,000 output times of a 300,000-element state: 720 GB of numbers.
+    let dir = out_dir("hostile_ode");
+    let n = 300_000;
+    let ts: Vec<String> = (0..n).map(|i| format!("{}", i as f64 * 1e-3)).collect();
+    let data = file(
+        &dir,
+        "big.json",
+        &format!("{{\"n\": {n}, \"m\": {n}, \"ts\": [{}]}}", ts.join(",")),
+    );
+    let model = file(
+        &dir,
+        "big.tempest",
+        "system big(t : real, x : vector[n], k : real) { -k * x }\n\
+         data { n : int  m : int  ts : vector[m]  x0 : vector[n] = ts }\n\
+         param { k : positive ~ lognormal(0, 1) }\n\
+         model { let x = ode(big, x0, 0, ts, k) }\n\
+         infer nuts { chains = 1  warmup = 5  draws = 5 }\n",
+    );
+    let err = assert_clean_failure(&run(&["run", &model, "--data", &data, "-q"]));
+    assert!(
+        err.contains("the ODE solution") && err.contains("memory"),
+        "{err}"
+    );
+}

@@ -88,6 +88,14 @@ pub fn solve_call<T: Scalar>(
     }
     let params = &vals[3..];
     let n = x0.len();
+    // The solution [T, S] and the solver's stages (nine vectors of S), in
+    // the scalar type (a dual carries its tangents), before any is made.
+    let mut request = crate::limits::Request::new("the ODE solution and the solver's stages")
+        .times("output times + 9 stages", ts.len() + 9)
+        .times("state elements", n);
+    request.bytes_per_entry = std::mem::size_of::<T>() as u128;
+    crate::limits::check_memory(&[request])
+        .map_err(|e| e.with_span(span).with_label("this solve"))?;
     if let Some(p) = &f.system_program
         && let Some((flat, offsets)) = p.bind(n, params)
     {
