@@ -205,11 +205,30 @@ fn axis_labels(g: &crate::ir::Graph, site: usize, obs: usize) -> (String, String
     let x = match g.sites.get(site) {
         Some(s) => crate::ir::print::expr_in(&s.input, g),
         None => crate::ir::ode::first_times(g)
-            .map(|t| crate::ir::print::expr_in(&t, g))
+            .map(|t| infix(&t, g))
             .unwrap_or_else(|| "input".into()),
     }
     .replace("data:", "");
     (x, g.data[g.observations[obs].data].name.clone())
+}
+
+/// A short expression of data and numbers as written (`year - 1900`), for
+/// an axis label; other expressions in the graph's prefix form.
+fn infix(e: &crate::ir::expr::TExpr, g: &crate::ir::Graph) -> String {
+    use crate::ir::expr::{Ref, TKind};
+    match &e.kind {
+        TKind::Ref(Ref::Data(i)) => g.data[*i].name.clone(),
+        TKind::Int(v) => v.to_string(),
+        TKind::Real(v) => v.to_string(),
+        TKind::Binary(op, a, b) => {
+            let side = |x: &crate::ir::expr::TExpr| match x.kind {
+                TKind::Binary(..) => format!("({})", infix(x, g)),
+                _ => infix(x, g),
+            };
+            format!("{} {} {}", side(a), op.symbol(), side(b))
+        }
+        _ => crate::ir::print::expr_in(e, g),
+    }
 }
 
 /// A variational fit's predictions as points of a fit plot: `None` unless
