@@ -9,7 +9,6 @@ use super::graph::Graph;
 use super::value::{Value, zero_like};
 use crate::error::{Error, ErrorKind};
 use crate::math::ode::{OdeSettings, solve};
-use crate::math::scalar::{Dual1, Dual4, Dual8};
 use crate::model::custom::Scalar;
 use crate::syntax::ast::Span;
 use ad_trait::forward_ad::adfn::adfn;
@@ -313,11 +312,3 @@ impl Call<'_> {
         Ok(g)
     }
 }
-
-// The dual types the chunks use are the model's scalar types.
-const _: fn() = || {
-    fn is_scalar<T: Scalar>() {}
-    is_scalar::<Dual1>();
-    is_scalar::<Dual4>();
-    is_scalar::<Dual8>();
-};
