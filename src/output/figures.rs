@@ -478,7 +478,12 @@ pub fn sampler_fit(d: &SamplerDraws, fit_path: &Path) -> Result<bool, Error> {
         .unwrap_or(0);
     // A sampled model has at most one latent GP site.
     let (xl, yl) = axis_labels(g, 0, obs);
-    let title = format!("{}: posterior predictive ({} draws)", d.engine, train.draws);
+    let kind = if d.engine == crate::infer::mcmc::prior::NAME {
+        "prior"
+    } else {
+        "posterior"
+    };
+    let title = format!("{}: {kind} predictive ({} draws)", d.engine, train.draws);
     fit_at_points(fit_path, &title, (&xl, &yl), &train_pts, test_pts.as_ref())?;
     Ok(true)
 }

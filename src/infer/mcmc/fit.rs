@@ -447,7 +447,7 @@ impl crate::infer::fit::Fit for McmcFit {
             r.field("chain_offset", self.chain_offset);
         }
         if let Some(p) = &self.predictions {
-            p.report_into(&mut r);
+            p.report_into(&mut r, self.engine);
         }
         r
     }

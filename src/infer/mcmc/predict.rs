@@ -512,11 +512,17 @@ fn metrics(
 impl SamplerPredictions {
     /// Add the predictions to a report: per observed variable a line with
     /// the metrics and a table of the first ten points; the whole
-    /// predictions under `predictions` in the JSON.
-    pub fn report_into(&self, r: &mut crate::output::report::Report) {
+    /// predictions under `predictions` in the JSON. `engine` names the
+    /// draws' source: `sample_prior`'s give the prior predictive.
+    pub fn report_into(&self, r: &mut crate::output::report::Report, engine: &str) {
+        let kind = if engine == super::prior::NAME {
+            "prior"
+        } else {
+            "posterior"
+        };
         for o in &self.outcomes {
             let mut head = format!(
-                "posterior predictive of `{}`: {} test point{} ({} draws)",
+                "{kind} predictive of `{}`: {} test point{} ({} draws)",
                 o.name,
                 o.points,
                 if o.points == 1 { "" } else { "s" },

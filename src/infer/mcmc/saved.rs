@@ -120,7 +120,7 @@ impl Fit for SavedDraws {
         ));
         r.field("saved_fit", self.file.clone());
         if let Some(p) = &self.predictions {
-            p.report_into(&mut r);
+            p.report_into(&mut r, self.engine);
         }
         r
     }
