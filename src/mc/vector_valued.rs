@@ -21,7 +21,7 @@
 use super::control_variates::{CvEstimate, Lengthscale, mean_var, poly_features, se_of};
 use super::stein::{BaseKernel, median_distance, stein_gram};
 use crate::error::{Error, ErrorKind};
-use crate::math::linalg::cholesky_jitter;
+use crate::math::linalg::{JitteredCholesky, cholesky_jitter};
 use nalgebra::{DMatrix, DVector};
 
 /// One task: samples from Π_t [m_t, d], their scores under Π_t [m_t, d],
@@ -164,6 +164,11 @@ impl Problem {
 
     /// (α, β) at B, with the Gram matrix G.
     fn solve(&self, b: &DMatrix<f64>) -> Result<Solution, Error> {
+        self.solve_factored(b).map(|(solution, _)| solution)
+    }
+
+    /// [`Problem::solve`] with the Cholesky factor of A = G + λ̄D it used.
+    fn solve_factored(&self, b: &DMatrix<f64>) -> Result<(Solution, JitteredCholesky), Error> {
         let g = self.gram(b);
         let mut a = g.clone();
         for i in 0..a.nrows() {
@@ -176,7 +181,7 @@ impl Problem {
         let ainv_y = chol.solve(&self.y);
         let beta = mchol.solve(&self.e.tr_mul(&ainv_y));
         let alpha = chol.solve(&(&self.y - &self.e * &beta));
-        Ok((alpha, beta, g))
+        Ok(((alpha, beta, g), chol))
     }
 }
 
@@ -425,13 +430,9 @@ fn learn_b(p: &Problem, iters: usize, lr: f64) -> Result<DMatrix<f64>, Error> {
         // α = A⁻¹ r̃. A coupling between tasks is learned when it explains
         // the values (the in-sample residual of an interpolant does not
         // see it).
-        let (alpha, _, g) = p.solve(&b)?;
-        let mut a = g;
-        for i in 0..a.nrows() {
-            a[(i, i)] += p.nugget[i];
-        }
-        let chol = cholesky_jitter(&a, 0.0, 1e-4, "the vector-valued Stein kernel matrix")?;
-        let ainv = chol.solve_upper_t(&chol.solve_lower(&DMatrix::identity(a.nrows(), a.ncols())));
+        let ((alpha, _, _), chol) = p.solve_factored(&b)?;
+        let m = alpha.len();
+        let ainv = chol.solve_upper_t(&chol.solve_lower(&DMatrix::identity(m, m)));
         let mut s = DMatrix::<f64>::zeros(t, t);
         for i in 0..p.k.nrows() {
             for c in 0..p.k.ncols() {
