@@ -215,6 +215,27 @@ fn truth(x: bool) -> f64 {
     if x { 1.0 } else { 0.0 }
 }
 
+/// A binary operation on two scalars of a program (arithmetic, or a
+/// comparison or logic giving 1 or 0), in any scalar type: the one
+/// definition kernel, likelihood and system programs share.
+pub(super) fn bin_value<T: Scalar>(op: BinOp, u: T, w: T) -> T {
+    match op {
+        BinOp::Add => u + w,
+        BinOp::Sub => u - w,
+        BinOp::Mul | BinOp::EwMul => u * w,
+        BinOp::Div | BinOp::EwDiv => u / w,
+        BinOp::Pow => crate::ir::ops::pow(u, w),
+        test => T::constant(truth(
+            test.holds(u.to_constant(), w.to_constant()) == Some(true),
+        )),
+    }
+}
+
+/// A logical not of a program's scalar (1 when it is 0).
+pub(super) fn not_value<T: Scalar>(a: T) -> T {
+    T::constant(truth(a.to_constant() == 0.0))
+}
+
 impl KernelProgram {
     /// Compile a kernel definition, or `None` when its body is outside what
     /// programs cover (see the module documentation).
@@ -294,7 +315,7 @@ impl KernelProgram {
                     T::constant(row.get(k).copied().unwrap_or(f64::NAN))
                 }
                 Inst::Neg(a) => -vals[a],
-                Inst::Not(a) => T::constant(truth(vals[a].to_constant() == 0.0)),
+                Inst::Not(a) => not_value(vals[a]),
                 Inst::PowI(a, k) => vals[a].powi(k),
                 Inst::Call(b, a) => call1(b, vals[a]),
                 Inst::Select(c, a, b) => {
@@ -304,18 +325,7 @@ impl KernelProgram {
                         vals[b]
                     }
                 }
-                Inst::Bin(op, a, b) => {
-                    let (u, w) = (vals[a], vals[b]);
-                    let (uv, wv) = (u.to_constant(), w.to_constant());
-                    match op {
-                        BinOp::Add => u + w,
-                        BinOp::Sub => u - w,
-                        BinOp::Mul | BinOp::EwMul => u * w,
-                        BinOp::Div | BinOp::EwDiv => u / w,
-                        BinOp::Pow => crate::ir::ops::pow(u, w),
-                        test => T::constant(truth(test.holds(uv, wv) == Some(true))),
-                    }
-                }
+                Inst::Bin(op, a, b) => bin_value(op, vals[a], vals[b]),
             };
             vals[i] = v;
         }

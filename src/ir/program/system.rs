@@ -143,10 +143,6 @@ impl Compiler<'_> {
     }
 }
 
-fn truth(x: bool) -> f64 {
-    if x { 1.0 } else { 0.0 }
-}
-
 impl SystemProgram {
     /// Compile a `system` definition, or `None` when its body is outside
     /// what programs cover (see the module documentation).
@@ -250,7 +246,7 @@ impl SystemProgram {
                 Inst::State(k) => x[k],
                 Inst::Param(j, k) => flat[offsets[j] + k],
                 Inst::Neg(a) => -vals[a],
-                Inst::Not(a) => T::constant(truth(vals[a].to_constant() == 0.0)),
+                Inst::Not(a) => super::not_value(vals[a]),
                 Inst::PowI(a, k) => vals[a].powi(k),
                 Inst::Call(b, a) => call1(b, vals[a]),
                 Inst::Select(c, a, b) => {
@@ -260,19 +256,7 @@ impl SystemProgram {
                         vals[b]
                     }
                 }
-                Inst::Bin(op, a, b) => {
-                    let (u, w) = (vals[a], vals[b]);
-                    match op {
-                        BinOp::Add => u + w,
-                        BinOp::Sub => u - w,
-                        BinOp::Mul | BinOp::EwMul => u * w,
-                        BinOp::Div | BinOp::EwDiv => u / w,
-                        BinOp::Pow => crate::ir::ops::pow(u, w),
-                        test => T::constant(truth(
-                            test.holds(u.to_constant(), w.to_constant()) == Some(true),
-                        )),
-                    }
-                }
+                Inst::Bin(op, a, b) => super::bin_value(op, vals[a], vals[b]),
             };
             vals[i] = v;
         }
