@@ -135,19 +135,12 @@ fn the_van_der_pol_posterior_matches_quadrature() {
     let truth = reference("vanderpol_evidence.json")["posterior_mean_theta"]
         .as_f64()
         .unwrap();
-    let dir = out_dir("ode_vanderpol");
-    let json = dir.join("run.json");
-    assert_ok(&tempest(&[
-        "run",
-        "examples/vanderpol.tempest",
-        "--data",
-        "examples/data/vanderpol.csv",
-        "--json",
-        json.to_str().unwrap(),
-        "-q",
-    ]));
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (_, j) = run_json(
+        std::path::Path::new("examples/vanderpol.tempest"),
+        std::path::Path::new("examples/data/vanderpol.csv"),
+        &["-q"],
+        &out_dir("ode_vanderpol").join("run.json"),
+    );
     let s = &j["summary"]["theta"];
     let (mean, sd) = (s["mean"].as_f64().unwrap(), s["sd"].as_f64().unwrap());
     assert!(
@@ -234,19 +227,12 @@ fn the_van_der_pol_evidence_with_vector_valued_control_variates_is_within_0_05()
     let exact = reference("vanderpol_evidence.json")["log_evidence"]
         .as_f64()
         .unwrap();
-    let dir = out_dir("ode_vdp_evidence");
-    let json = dir.join("run.json");
-    assert_ok(&tempest(&[
-        "run",
-        "examples/vanderpol_evidence.tempest",
-        "--data",
-        "examples/data/vanderpol.csv",
-        "--json",
-        json.to_str().unwrap(),
-        "-q",
-    ]));
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (_, j) = run_json(
+        std::path::Path::new("examples/vanderpol_evidence.tempest"),
+        std::path::Path::new("examples/data/vanderpol.csv"),
+        &["-q"],
+        &out_dir("ode_vdp_evidence").join("run.json"),
+    );
     let (le, se) = (
         j["log_evidence"].as_f64().unwrap(),
         j["mcse"].as_f64().unwrap(),

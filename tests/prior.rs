@@ -6,7 +6,8 @@
 mod common;
 use common::*;
 
-fn run_json(dir: &str, model: &str, extra: &[&str]) -> serde_json::Value {
+/// Run a model text without data and read its JSON.
+fn run_model(dir: &str, model: &str, extra: &[&str]) -> serde_json::Value {
     let d = out_dir(dir);
     let path = d.join("m.tempest");
     std::fs::write(&path, model).unwrap();
@@ -27,7 +28,7 @@ fn run_json(dir: &str, model: &str, extra: &[&str]) -> serde_json::Value {
 fn hierarchical_and_truncated_priors_are_drawn_ancestrally() {
     // tau ~ half-normal(1): E = √(2/π), E[tau²] = 1, so Var(w) = 1;
     // s ~ normal(1, 0.5) truncated to s > 0: E = 1 + 0.5 φ(2)/Φ(2).
-    let j = run_json(
+    let j = run_model(
         "prior_hier",
         r#"
 param {
@@ -134,7 +135,7 @@ fn borehole_mae(method: &str, draws: usize, reps: u64) -> f64 {
 fn the_borehole_expectation_matches_quadrature_and_control_variates_beat_plain_monte_carlo() {
     // Plain Monte Carlo with many draws: within 4 standard errors of the
     // Gauss-Hermite value.
-    let j = run_json(
+    let j = run_model(
         "prior_borehole",
         &std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
