@@ -584,7 +584,8 @@ pub fn halves(fit_idx: &[usize], chains: &[usize]) -> [Vec<usize>; 2] {
         acc += c;
     }
     let mut f: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
-    if acc == fit_idx.last().map_or(0, |&l| l + 1).max(acc) && !chains.is_empty() {
+    // Chain lengths that cover every fitted index place each in its chain.
+    if !chains.is_empty() && fit_idx.last().is_none_or(|&l| l < acc) {
         for (p, &i) in fit_idx.iter().enumerate() {
             let c = starts.partition_point(|&s| s <= i) - 1;
             let second = 2 * (i - starts[c]) >= chains[c];
@@ -630,4 +631,20 @@ fn best_lengthscale(
     }
     best.map(|(_, k)| k)
         .ok_or_else(|| cv_err("no lengthscale gave a positive definite Stein kernel matrix"))
+}
+
+#[cfg(test)]
+mod fold_tests {
+    use super::halves;
+
+    #[test]
+    fn folds_are_the_halves_of_each_chain_or_alternate_draws() {
+        let idx: Vec<usize> = (0..8).collect();
+        assert_eq!(halves(&idx, &[4, 4]), [vec![0, 1, 4, 5], vec![2, 3, 6, 7]]);
+        // Thinned fit sets keep each index's chain.
+        assert_eq!(halves(&[0, 2, 4, 6], &[4, 4]), [vec![0, 2], vec![1, 3]]);
+        // No chain lengths, or lengths that do not cover the indices.
+        assert_eq!(halves(&idx, &[]), [vec![0, 2, 4, 6], vec![1, 3, 5, 7]]);
+        assert_eq!(halves(&idx, &[3]), [vec![0, 2, 4, 6], vec![1, 3, 5, 7]]);
+    }
 }
