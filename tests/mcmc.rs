@@ -46,20 +46,41 @@ fn no_data(text: &str) -> Bound {
 
 #[test]
 fn logistic_regression_matches_stan_reference() {
-    logistic_against_stan(&[("warmup", "1000")]);
+    let f = logistic_against_stan(&[("warmup", "1000")]);
+    assert_eq!(f.warmup_iterations, vec![1000; 4]);
 }
 
 /// The gradient-based metric adaptation reaches Stan's posterior after a
 /// warm-up of 300.
 #[test]
 fn gradient_adaptation_matches_stan_reference_after_a_short_warmup() {
-    logistic_against_stan(&[("warmup", "300"), ("adaptation", "gradient")]);
+    let _ = logistic_against_stan(&[("warmup", "300"), ("adaptation", "gradient")]);
+}
+
+/// Early-stopping warm-up ends every chain's warm-up once its metric has
+/// settled — well before the 1000 allowed on this posterior — and the draws
+/// still match Stan's reference; the fit reports each chain's length.
+#[test]
+fn early_stopping_warmup_ends_early_and_matches_stan_reference() {
+    let f = logistic_against_stan(&[
+        ("warmup", "1000"),
+        ("adaptation", "gradient"),
+        ("early_stop", "true"),
+    ]);
+    assert_eq!(f.warmup_iterations.len(), 4);
+    for w in &f.warmup_iterations {
+        assert!((290..1000).contains(w), "warm-up of {w} iterations");
+    }
+    assert!(f.warmup_gradients > 0);
+    let j = f.report().json();
+    assert_eq!(j["warmup_iterations"].as_array().unwrap().len(), 4);
+    assert_eq!(j["warmup"], 1000);
 }
 
 /// NUTS on the logistic regression with `extra` settings (4 × 1000 draws,
 /// seed 1): every mean within 0.1 sd and every sd within 10 % of Stan's
 /// reference posterior, R-hat < 1.01, min bulk ESS > 1000, no divergences.
-fn logistic_against_stan(extra: &[(&str, &str)]) {
+fn logistic_against_stan(extra: &[(&str, &str)]) -> Box<McmcFit> {
     let m = model(LOGISTIC);
     let b = bind(&m, &csv("breast_cancer_prepared.csv", None));
     let mut settings = vec![("chains", "4"), ("draws", "1000"), ("seed", "1")];
@@ -108,6 +129,7 @@ fn logistic_against_stan(extra: &[(&str, &str)]) {
     assert!(ess_min > 1000.0, "min bulk ESS {ess_min}");
     assert_eq!(f.divergences, 0);
     assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+    f
 }
 
 /// A Gaussian whose scales span eight orders of magnitude: gradient-based
@@ -641,9 +663,10 @@ model { y ~ bernoulli_logit(alpha + X * beta) }
 }
 
 /// A regression whose ten coefficients share one factor (pairwise
-/// correlation about 0.9 in the posterior): with a dense metric NUTS
-/// needs far fewer gradients per effective draw than with a diagonal one,
-/// and both match the closed-form posterior N((XᵀX + I)⁻¹Xᵀy, (XᵀX + I)⁻¹).
+/// correlation about 0.9 in the posterior): with a dense metric, and with
+/// the low-rank correction of the gradient-based one, NUTS needs far fewer
+/// gradients per effective draw than with a diagonal one, and all three
+/// match the closed-form posterior N((XᵀX + I)⁻¹Xᵀy, (XᵀX + I)⁻¹).
 #[test]
 fn dense_adaptation_samples_a_correlated_posterior_efficiently() {
     use rand::SeedableRng;
@@ -703,10 +726,15 @@ model { y ~ normal(X * beta, 1) }
         assert!(rhat < 1.01, "{adaptation}: R-hat {rhat}");
         ess / f.gradients as f64
     };
-    let (diag, dense) = (run("stan"), run("dense"));
+    let (diag, dense, low_rank) = (run("stan"), run("dense"), run("low_rank"));
     assert!(
         dense > 3.0 * diag,
         "min ESS per gradient: dense {dense:.4} against diagonal {diag:.4}"
+    );
+    // One shared factor is one direction: the low-rank correction finds it.
+    assert!(
+        low_rank > 3.0 * diag,
+        "min ESS per gradient: low rank {low_rank:.4} against diagonal {diag:.4}"
     );
 }
 

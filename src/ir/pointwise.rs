@@ -13,6 +13,8 @@
 //! derivatives in f64 (`closed_form`), the rest are differentiated by one
 //! forward-mode pass per element with one tangent per varying coordinate.
 
+mod vec;
+
 use super::eval::call_likelihood;
 use super::graph::{DistCall, DistRef, Graph};
 use super::value::{Value, zero_like};
@@ -171,6 +173,12 @@ impl<'g> Pointwise<'g> {
             }
             return Ok(total);
         };
+        // Whole vectors at once where that path covers the call (its
+        // adjoints cost a few multiplications beside the transcendentals).
+        let none = vec![false; args.len()];
+        if let Some(g) = vec::sum_vjp(d, y, args, &none, false, 1.0) {
+            return Ok(g.value);
+        }
         let mut a = [0.0; 2];
         let mut total = 0.0;
         for i in 0..y.len().unwrap_or(1) {
@@ -214,6 +222,12 @@ impl<'g> Pointwise<'g> {
             DistRef::Builtin(d) if !seeds.is_empty() && has_closed_form(d, outcome) => Some(d),
             _ => None,
         };
+        // The commonest of them over whole vectors at once.
+        if let Some(d) = fast
+            && let Some(g) = vec::sum_vjp(d, y, args, varies, outcome, t)
+        {
+            return Ok(g);
+        }
         // A model-file likelihood with a compiled program: one f64 forward
         // and reverse pass per outcome over the slots that depend on what
         // varies (its parameters are the outcome, then the arguments).

@@ -17,6 +17,16 @@
 //! and replaces it every 20 iterations over the first 30 % of warm-up,
 //! every 80 after; over the last 20 % the metric is fixed and only the
 //! step size adapts.
+//!
+//! With early stopping ([`GradAdapt::stopping`]) the phases are counted in
+//! iterations instead: switches every 20 over the first 150, every 50
+//! after; the metric has settled when two consecutive independent windows
+//! of 50 give estimates whose root-mean-square log ratio is within 1.5
+//! times what sampling noise alone gives for independent draws,
+//! √(2/(n − 1)) (the variance of ln s² from n normal draws is about
+//! 2/(n − 1) and the metric is ½ ln(s²ₓ/s²_g)). Warm-up then ends after a
+//! final step-size phase of 50 iterations; `warmup` is the longest it may
+//! run.
 
 /// Dual averaging of log ε.
 #[derive(Clone, Debug)]
@@ -186,7 +196,20 @@ pub struct GradAdapt {
     early_end: usize,
     /// The first iteration of the final phase (metric fixed).
     pub final_start: usize,
+    /// With early stopping: the metric of the previous slow window.
+    settled_from: Option<Vec<f64>>,
+    /// Whether warm-up may end once the metric has settled.
+    early: bool,
+    /// The warm-up iterations allowed.
+    warmup: usize,
 }
+
+/// Early stopping: the early phase's length, the slow windows' and the
+/// final step-size phase's.
+const STOP_EARLY_PHASE: usize = 150;
+const STOP_WINDOW: usize = 50;
+/// The final phase after an early stop.
+pub const STOP_FINAL: usize = 50;
 
 impl GradAdapt {
     /// For `dim` coordinates and `warmup` iterations.
@@ -198,6 +221,33 @@ impl GradAdapt {
             since_switch: 0,
             early_end: (0.3 * warmup as f64) as usize,
             final_start: warmup - (0.2 * warmup as f64) as usize,
+            settled_from: None,
+            early: false,
+            warmup,
+        }
+    }
+
+    /// Like [`GradAdapt::new`], ending warm-up early once the metric has
+    /// settled (see the module documentation); without settling the phases
+    /// are those of a `warmup`-long run. Runs too short for two slow
+    /// windows and the final phase never stop early.
+    pub fn stopping(dim: usize, warmup: usize) -> Self {
+        let mut a = Self::new(dim, warmup);
+        if warmup >= STOP_EARLY_PHASE + 2 * STOP_WINDOW + STOP_FINAL {
+            a.early = true;
+            a.early_end = STOP_EARLY_PHASE;
+            a.final_start = warmup - STOP_FINAL;
+        }
+        a
+    }
+
+    /// The iteration after the last warm-up iteration: `warmup`, or earlier
+    /// once the metric has settled.
+    pub fn warmup_end(&self) -> usize {
+        if self.early {
+            (self.final_start + STOP_FINAL).min(self.warmup)
+        } else {
+            self.warmup
         }
     }
 
@@ -226,32 +276,64 @@ impl GradAdapt {
             vg.add(g);
         }
         self.since_switch += 1;
-        let every = if w < self.early_end { 20 } else { 80 };
+        let slow = if self.early { STOP_WINDOW } else { 80 };
+        let every = if w < self.early_end { 20 } else { slow };
+        let mut switched = false;
         if self.since_switch >= every && self.bg.0.count() >= 3 {
             self.fg = std::mem::replace(
                 &mut self.bg,
                 (Variance::new(x.len()), Variance::new(x.len())),
             );
             self.since_switch = 0;
+            switched = true;
         }
         if self.fg.0.count() < 3 {
             return None;
         }
-        let (vx, vg) = (self.fg.0.raw(), self.fg.1.raw());
-        Some(
-            vx.iter()
-                .zip(&vg)
-                .map(|(a, b)| {
-                    let r = (a / b).sqrt();
-                    if r.is_finite() {
-                        r.clamp(GRAD_METRIC_RANGE.0, GRAD_METRIC_RANGE.1)
-                    } else {
-                        1.0
-                    }
-                })
-                .collect(),
-        )
+        let metric = self.metric();
+        if self.early && switched && w >= self.early_end {
+            // A slow window just ended: compare it with the one before.
+            if let Some(prev) = &self.settled_from
+                && settled(prev, &metric, self.fg.0.count())
+            {
+                self.final_start = w + 1;
+            }
+            self.settled_from = Some(metric.clone());
+        }
+        Some(metric)
     }
+
+    /// The metric of the foreground window.
+    fn metric(&self) -> Vec<f64> {
+        let (vx, vg) = (self.fg.0.raw(), self.fg.1.raw());
+        vx.iter()
+            .zip(&vg)
+            .map(|(a, b)| {
+                let r = (a / b).sqrt();
+                if r.is_finite() {
+                    r.clamp(GRAD_METRIC_RANGE.0, GRAD_METRIC_RANGE.1)
+                } else {
+                    1.0
+                }
+            })
+            .collect()
+    }
+}
+
+/// Whether two metrics from independent windows of `n` draws agree to
+/// within sampling noise: the root-mean-square of ln(bᵢ/aᵢ) at most 1.5
+/// times √(2/(n − 1)).
+fn settled(a: &[f64], b: &[f64], n: usize) -> bool {
+    if a.is_empty() || n < 3 {
+        return false;
+    }
+    let ms = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (y / x).ln().powi(2))
+        .sum::<f64>()
+        / a.len() as f64;
+    ms.is_finite() && ms.sqrt() <= 1.5 * (2.0 / (n as f64 - 1.0)).sqrt()
 }
 
 /// Stan's warm-up schedule for `warmup` iterations.
@@ -326,20 +408,12 @@ mod tests {
     fn gradient_metric_recovers_a_gaussians_scales() {
         // x ~ N(0, diag(s²)) has score −x/s²: √(Var x / Var g) = s².
         use rand::SeedableRng;
-        use rand_distr::{Distribution, StandardNormal};
         let s = [0.1, 1.0, 30.0];
         let mut rng = rand::rngs::StdRng::seed_from_u64(4);
         let mut a = GradAdapt::new(3, 1000);
         let mut last = None;
         for w in 0..700 {
-            let x: Vec<f64> = s
-                .iter()
-                .map(|si| {
-                    let z: f64 = StandardNormal.sample(&mut rng);
-                    si * z
-                })
-                .collect();
-            let g: Vec<f64> = x.iter().zip(&s).map(|(xi, si)| -xi / (si * si)).collect();
+            let (x, g) = gauss_draw(&mut rng, &s);
             if let Some(m) = a.update(w, &x, &g) {
                 last = Some(m);
             }
@@ -351,6 +425,62 @@ mod tests {
         // The final 20 % keeps the metric.
         assert!(a.update(900, &[0.0; 3], &[1.0; 3]).is_none());
         assert_eq!(GradAdapt::initial(&[-4.0, 0.0]), vec![0.25, 1.0]);
+    }
+
+    /// A draw x of N(0, diag(s²)) and its score −x/s².
+    fn gauss_draw(rng: &mut rand::rngs::StdRng, s: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        use rand_distr::{Distribution, StandardNormal};
+        let x: Vec<f64> = s
+            .iter()
+            .map(|si| {
+                let z: f64 = StandardNormal.sample(rng);
+                si * z
+            })
+            .collect();
+        let g = x.iter().zip(s).map(|(xi, si)| -xi / (si * si)).collect();
+        (x, g)
+    }
+
+    /// Feeds `a` draws of N(0, diag(s(w)²)) with their scores until warm-up
+    /// ends or `limit` iterations pass; returns the iterations used.
+    fn run_until_settled(a: &mut GradAdapt, s: impl Fn(usize) -> Vec<f64>, limit: usize) -> usize {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        let mut w = 0;
+        while w < a.warmup_end().min(limit) {
+            let (x, g) = gauss_draw(&mut rng, &s(w));
+            a.update(w, &x, &g);
+            w += 1;
+        }
+        w
+    }
+
+    #[test]
+    fn early_stopping_ends_warmup_once_the_metric_settles() {
+        // Fixed scales: the first two slow windows agree, so warm-up ends
+        // at the earliest, 290 iterations.
+        let fixed = |_: usize| vec![0.1, 1.0, 30.0, 2.0];
+        let mut a = GradAdapt::stopping(4, 1000);
+        assert_eq!(run_until_settled(&mut a, fixed, 1000), 290);
+        // Scales still drifting (doubling every 100 iterations until 700):
+        // consecutive windows disagree, so warm-up runs on until the drift
+        // stops.
+        let drifting = |w: usize| {
+            let f = 2f64.powf(w.min(700) as f64 / 100.0);
+            vec![0.1 * f, 1.0, 30.0 / f, 2.0]
+        };
+        let mut a = GradAdapt::stopping(4, 1000);
+        let n = run_until_settled(&mut a, drifting, 1000);
+        assert!(
+            n > 700,
+            "stopped after {n} iterations while the scales drifted"
+        );
+        // Without early stopping, and for runs too short for it, warm-up
+        // runs its whole length.
+        let mut a = GradAdapt::new(4, 1000);
+        assert_eq!(run_until_settled(&mut a, fixed, 2000), 1000);
+        let mut a = GradAdapt::stopping(4, 299);
+        assert_eq!(run_until_settled(&mut a, fixed, 2000), 299);
     }
 
     #[test]

@@ -56,6 +56,10 @@ pub struct ChainConfig {
     pub step_size: Option<f64>,
     /// How warm-up adapts the metric.
     pub adaptation: Adaptation,
+    /// With [`Adaptation::Gradient`]: end warm-up once the metric has
+    /// settled ([`GradAdapt::stopping`]); `warmup` is then the longest it
+    /// may run.
+    pub early_stop: bool,
 }
 
 /// How warm-up adapts the diagonal inverse metric.
@@ -70,6 +74,10 @@ pub enum Adaptation {
     /// ([`super::adapt::Covariance`]); the chain moves in y with x = L y,
     /// L Lᵀ the estimate, under a unit metric.
     Dense,
+    /// The gradient-based diagonal with a low-rank correction fitted from
+    /// the draws and their scores ([`super::low_rank`]), in windows like
+    /// [`Adaptation::Gradient`]'s; the chain moves in y with x = L y.
+    LowRank,
 }
 
 /// The target seen through x = L y: log π(L y) and Lᵀ ∇ log π(L y).
@@ -97,7 +105,24 @@ impl<T: Target + ?Sized> Target for Linear<'_, T> {
 struct DenseMetric {
     /// Shared, so an iteration takes it without copying d² numbers.
     l: Arc<DMatrix<f64>>,
+    /// L⁻ᵀ when L is not lower triangular (a low-rank metric's L = S B).
+    l_inv_t: Option<Arc<DMatrix<f64>>>,
     cov: Covariance,
+    /// With [`Adaptation::LowRank`]: the window of draws and scores.
+    low_rank: Option<LowRankWindow>,
+}
+
+/// The draws and scores (in x) a low-rank metric is fitted from: the
+/// previous window and the current one.
+struct LowRankWindow {
+    xs: Vec<Vec<f64>>,
+    gs: Vec<Vec<f64>>,
+    /// Draws added since the last fit.
+    since: usize,
+    /// Fits every 20 draws before this iteration, every 80 after.
+    early_end: usize,
+    /// No fits from this iteration on.
+    final_start: usize,
 }
 
 /// One kept draw: the unconstrained position, its log density and gradient
@@ -136,7 +161,20 @@ pub struct Chain {
     pub iter: usize,
     /// Divergences during sampling.
     pub divergences: usize,
+    /// The iteration after the last warm-up iteration (`cfg.warmup`, or
+    /// earlier when warm-up stops early).
+    pub warmup_end: usize,
+    /// Gradient evaluations of the warm-up transitions.
+    pub warmup_gradients: usize,
 }
+
+/// Random initial points tried per chain (uniform in (−2, 2) on the
+/// unconstrained scale, as Stan's); the chain starts at the one with the
+/// highest log density, which keeps a chain from starting in a far, flat or
+/// stiff region it may never leave (a Lotka–Volterra chain stuck at
+/// log density −13,000 with a step size of 10⁻³⁰⁰, where the best of eight
+/// starts at the posterior).
+const INIT_CANDIDATES: usize = 8;
 
 /// The random seed of chain `id` from the run's seed (SplitMix64 mixing).
 pub fn chain_seed(seed: u64, id: usize) -> u64 {
@@ -147,8 +185,9 @@ pub fn chain_seed(seed: u64, id: usize) -> u64 {
 }
 
 impl Chain {
-    /// Initialise at a random point with each coordinate uniform in (−2, 2)
-    /// on the unconstrained scale (as Stan), retrying where the density fails.
+    /// Initialise at the best of [`INIT_CANDIDATES`] random points with
+    /// each coordinate uniform in (−2, 2) on the unconstrained scale (as
+    /// Stan's one), retrying where the density fails.
     pub fn new<T: Target + ?Sized>(
         target: &T,
         id: usize,
@@ -179,15 +218,23 @@ impl Chain {
         {
             state = Some(s);
         }
+        // Without a warm start: the best of the first INIT_CANDIDATES
+        // random points with a finite density (of at most 100 tries); a
+        // warm start that failed takes the first.
+        let warm = state.is_some();
+        let wanted = if init.is_some() { 1 } else { INIT_CANDIDATES };
+        let mut found = 0;
         for _ in 0..100 {
-            if state.is_some() {
+            if warm || found == wanted {
                 break;
             }
             let q: Vec<f64> = (0..dim).map(|_| rng.random::<f64>() * 4.0 - 2.0).collect();
             match State::at(target, q) {
                 Ok(s) if s.lp.is_finite() && s.grad.iter().all(|g| g.is_finite()) => {
-                    state = Some(s);
-                    break;
+                    found += 1;
+                    if state.as_ref().is_none_or(|b: &State| s.lp > b.lp) {
+                        state = Some(s);
+                    }
                 }
                 Ok(_) => {}
                 Err(e) => last_err = Some(e),
@@ -206,8 +253,13 @@ impl Chain {
             }
             return Err(e);
         };
-        let grad_adapt = (cfg.adaptation == Adaptation::Gradient && cfg.warmup > 0)
-            .then(|| GradAdapt::new(dim, cfg.warmup));
+        let grad_adapt = (cfg.adaptation == Adaptation::Gradient && cfg.warmup > 0).then(|| {
+            if cfg.early_stop {
+                GradAdapt::stopping(dim, cfg.warmup)
+            } else {
+                GradAdapt::new(dim, cfg.warmup)
+            }
+        });
         let inv_metric = match &grad_adapt {
             Some(_) => GradAdapt::initial(&state.grad),
             None => vec![1.0; dim],
@@ -221,14 +273,26 @@ impl Chain {
             da: DualAveraging::new(1.0, cfg.target_accept),
             var: Variance::new(dim),
             grad_adapt,
-            dense: (cfg.adaptation == Adaptation::Dense).then(|| DenseMetric {
-                l: Arc::new(DMatrix::identity(dim, dim)),
-                cov: Covariance::new(dim),
+            dense: matches!(cfg.adaptation, Adaptation::Dense | Adaptation::LowRank).then(|| {
+                DenseMetric {
+                    l: Arc::new(DMatrix::identity(dim, dim)),
+                    l_inv_t: None,
+                    cov: Covariance::new(dim),
+                    low_rank: (cfg.adaptation == Adaptation::LowRank).then(|| LowRankWindow {
+                        xs: Vec::new(),
+                        gs: Vec::new(),
+                        since: 0,
+                        early_end: (0.3 * cfg.warmup as f64) as usize,
+                        final_start: cfg.warmup - (0.2 * cfg.warmup as f64) as usize,
+                    }),
+                }
             }),
             schedule: Schedule::new(cfg.warmup),
             cfg,
             iter: 0,
             divergences: 0,
+            warmup_end: cfg.warmup,
+            warmup_gradients: 0,
         };
         // A dense metric starts from the diagonal 1/|∂ log π(x₀)| (as the
         // gradient-based one), until the first window's covariance.
@@ -306,7 +370,10 @@ impl Chain {
             l: &l,
         };
         let draw = self.step_in(&seen);
-        if w < self.cfg.warmup && self.schedule.metric && w >= self.schedule.start {
+        let low_rank = self.dense.as_ref().is_some_and(|d| d.low_rank.is_some());
+        if w < self.warmup_end && low_rank {
+            self.low_rank_window(&seen, w);
+        } else if w < self.warmup_end && self.schedule.metric && w >= self.schedule.start {
             self.dense_window(&seen, w);
         }
         let draw = draw?;
@@ -314,11 +381,73 @@ impl Chain {
         let q = (&*l * DVector::from_column_slice(&draw.q))
             .as_slice()
             .to_vec();
-        let score = l
-            .tr_solve_lower_triangular(&DVector::from_column_slice(&draw.score))
-            .map(|s| s.as_slice().to_vec())
-            .unwrap_or(draw.score);
+        let score = self.score_in_x(&l, draw.score.clone());
         Some(Draw { q, score, ..draw })
+    }
+
+    /// A score ∇_y in y mapped to ∇ₓ = L⁻ᵀ ∇_y, for the transform L the
+    /// chain was using.
+    fn score_in_x(&self, l: &DMatrix<f64>, gy: Vec<f64>) -> Vec<f64> {
+        let v = DVector::from_column_slice(&gy);
+        match self.dense.as_ref().and_then(|d| d.l_inv_t.as_ref()) {
+            Some(t) => (&**t * v).as_slice().to_vec(),
+            None => l
+                .tr_solve_lower_triangular(&v)
+                .map(|s| s.as_slice().to_vec())
+                .unwrap_or(gy),
+        }
+    }
+
+    /// A low-rank metric's window step at warm-up iteration `w`: keep x
+    /// and ∇ₓ; every 20 iterations over the first 30 % of warm-up and every
+    /// 80 until the last 20 %, fit the metric to the previous and current
+    /// windows ([`super::low_rank::fit`]) and move the chain to
+    /// y′ = L′⁻¹ x. `target` is the target seen through the old L.
+    fn low_rank_window<T: Target + ?Sized>(&mut self, target: &Linear<'_, T>, w: usize) {
+        let x = self.position();
+        let gx = self.score_in_x(target.l, self.state.grad.clone());
+        let Some(win) = self.dense.as_mut().and_then(|d| d.low_rank.as_mut()) else {
+            return;
+        };
+        if w >= win.final_start {
+            return;
+        }
+        win.xs.push(x.clone());
+        win.gs.push(gx);
+        win.since += 1;
+        let every = if w < win.early_end { 20 } else { 80 };
+        if win.since < every {
+            return;
+        }
+        let fitted = super::low_rank::fit(&win.xs, &win.gs);
+        // Keep the current window for the next fit.
+        let drop = win.xs.len() - win.since;
+        win.xs.drain(..drop);
+        win.gs.drain(..drop);
+        win.since = 0;
+        let Some(m) = fitted else { return };
+        let y = m.l_inv_t.tr_mul(&DVector::from_vec(x));
+        let moved = State::at(
+            &Linear {
+                inner: target.inner,
+                l: &m.l,
+            },
+            y.as_slice().to_vec(),
+        );
+        if let Ok(s) = moved
+            && s.lp.is_finite()
+            && let Some(d) = &mut self.dense
+        {
+            self.state = s;
+            d.l = Arc::new(m.l);
+            d.l_inv_t = Some(Arc::new(m.l_inv_t));
+            let l = Arc::clone(&d.l);
+            self.find_step_size(&Linear {
+                inner: target.inner,
+                l: &l,
+            });
+            self.da.restart(self.eps);
+        }
     }
 
     /// Stan's heuristic: double or halve ε until the acceptance of one
@@ -397,12 +526,12 @@ impl Chain {
 
     /// Whether every iteration is done.
     pub fn done(&self) -> bool {
-        self.iter >= self.cfg.warmup + self.cfg.draws
+        self.iter >= self.warmup_end + self.cfg.draws
     }
 
     /// Whether the chain is still warming up.
     pub fn warming_up(&self) -> bool {
-        self.iter < self.cfg.warmup
+        self.iter < self.warmup_end
     }
 
     /// One iteration on `target` as the chain sees it.
@@ -446,12 +575,14 @@ impl Chain {
         self.state = next;
         let w = self.iter;
         self.iter += 1;
-        if w < self.cfg.warmup {
+        if w < self.warmup_end {
+            self.warmup_gradients += stats.n_leapfrog;
             self.eps = self.da.update(stats.accept_stat);
             if let Some(ga) = &mut self.grad_adapt {
                 if let Some(m) = ga.update(w, &self.state.q, &self.state.grad) {
                     self.inv_metric = m;
                 }
+                self.warmup_end = ga.warmup_end();
                 // The final phase tunes the step size to the final metric.
                 if w + 1 == ga.final_start {
                     self.find_step_size(target);
@@ -469,7 +600,7 @@ impl Chain {
                     self.da.restart(self.eps);
                 }
             }
-            if w + 1 == self.cfg.warmup {
+            if w + 1 == self.warmup_end {
                 self.eps = self.da.final_step();
             }
             return None;
@@ -516,6 +647,7 @@ mod tests {
             target_accept: 0.8,
             step_size: None,
             adaptation: Adaptation::Stan,
+            early_stop: false,
         };
         let mut c = Chain::new(&target, 0, 42, cfg).unwrap();
         let mut draws = Vec::new();
@@ -578,6 +710,7 @@ mod tests {
             target_accept: 0.8,
             step_size: None,
             adaptation: Adaptation::Stan,
+            early_stop: false,
         };
         let run = || {
             let mut c = Chain::new(&target, 3, 7, cfg).unwrap();
@@ -627,6 +760,7 @@ mod tests {
                 target_accept: 0.8,
                 step_size: None,
                 adaptation: Adaptation::Stan,
+                early_stop: false,
             };
             let mut c = Chain::new(&Failing, 0, 5, cfg).unwrap();
             let mut kept = Vec::new();

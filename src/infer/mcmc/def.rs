@@ -61,9 +61,15 @@ const MCMC: &[SettingSpec] = &[
     ),
     s(
         "adaptation",
-        SettingKind::Choice(&["stan", "gradient", "dense"]),
+        SettingKind::Choice(&["stan", "gradient", "dense", "low_rank"]),
         Some("stan"),
-        "how warm-up adapts the metric: a diagonal one from Stan's windowed variance of the draws, or from the draws and their gradients at every iteration (as nutpie), or a dense one from the draws' covariance in Stan's windows",
+        "how warm-up adapts the metric: a diagonal one from Stan's windowed variance of the draws, or from the draws and their gradients at every iteration (as nutpie), or a dense one from the draws' covariance in Stan's windows, or the gradient-based diagonal with a low-rank correction fitted from the draws and their gradients (as nutpie's)",
+    ),
+    s(
+        "early_stop",
+        SettingKind::Bool,
+        Some("false"),
+        "with `adaptation = gradient`: end warm-up once the metric has settled (two windows of 50 iterations agreeing within sampling noise, then 50 iterations tuning the step size); `warmup` is then the longest warm-up",
     ),
     s(
         "chain_offset",
@@ -114,8 +120,10 @@ impl SamplerSettings {
                 adaptation: match cfg.choice("adaptation")? {
                     "gradient" => Adaptation::Gradient,
                     "dense" => Adaptation::Dense,
+                    "low_rank" => Adaptation::LowRank,
                     _ => Adaptation::Stan,
                 },
+                early_stop: cfg.flag("early_stop")?,
             },
             chains: cfg.count("chains")?,
             seed: cfg.seed()?,

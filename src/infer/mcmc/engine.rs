@@ -15,7 +15,7 @@ use crate::infer::sink::{ChainRun, DrawSink, DrawSinks};
 use crate::output::stan_csv::{SamplerStats, StanCsvHeader};
 use rayon::prelude::*;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 impl Target for Density {
     fn dim(&self) -> usize {
@@ -119,7 +119,10 @@ impl McmcEngine {
                     2 * density.dim + columns + 8,
                 ),
         ];
-        if chain_cfg.adaptation == super::chain::Adaptation::Dense {
+        if matches!(
+            chain_cfg.adaptation,
+            super::chain::Adaptation::Dense | super::chain::Adaptation::LowRank
+        ) {
             requests.push(
                 crate::limits::Request::new(
                     "the dense metric (its factor, the draws' covariance and its estimate)",
@@ -227,7 +230,10 @@ impl Engine for McmcEngine {
         // ones. The chains are independent, so the draws do not depend on
         // the slicing.
         let keep = self.keep_values;
-        type Slice = (Vec<Draw>, Vec<Vec<f64>>, bool);
+        let t0 = self.started;
+        // A chain's draws and values of the slice, and when (seconds since
+        // the start) it ended its warm-up in the slice.
+        type Slice = (Vec<Draw>, Vec<Vec<f64>>, Option<f64>);
         let results: Vec<Result<Slice, Error>> = self
             .chains
             .par_iter_mut()
@@ -236,13 +242,13 @@ impl Engine for McmcEngine {
                 let started = Instant::now();
                 let mut draws = Vec::new();
                 let mut values = Vec::new();
-                let mut adapted = false;
+                let mut adapted = None;
                 while !chain.done() {
                     let was_warming = chain.warming_up();
                     let draw = chain.step(density);
                     let adapted_now = was_warming && !chain.warming_up();
-                    adapted |= adapted_now;
                     if adapted_now {
+                        adapted = Some(t0.elapsed().as_secs_f64());
                         for w in writer.iter_mut() {
                             w.adapted(chain.eps, &chain.metric_diagonal())?;
                         }
@@ -281,14 +287,18 @@ impl Engine for McmcEngine {
         for (c, r) in results.into_iter().enumerate() {
             let (draws, values, adapted) = r?;
             self.values[c].extend(values);
-            if adapted && self.sampling_started.is_none() {
-                self.sampling_started = Some(Instant::now());
-                self.warmup_seconds = self.started.elapsed().as_secs_f64();
+            // Warm-up lasts until the last chain has ended its own.
+            if let Some(at) = adapted {
+                self.warmup_seconds = self.warmup_seconds.max(at);
             }
             for d in draws {
                 self.gradients += d.stats.n_leapfrog;
                 self.draws[c].push(d);
             }
+        }
+        if self.sampling_started.is_none() && self.chains.iter().all(|c| !c.warming_up()) {
+            self.sampling_started =
+                Some(self.started + Duration::from_secs_f64(self.warmup_seconds));
         }
         if self.chains.iter().all(|c| c.done()) {
             return Ok(Status::Done("all draws taken".into()));
@@ -373,6 +383,13 @@ impl Engine for McmcEngine {
             reason,
         )?
         .predicting(this.seed, this.predictive_draws)
+        .warmed_up(
+            this.chains
+                .iter()
+                .map(|c| c.warmup_end.min(c.iter))
+                .collect(),
+            this.chains.iter().map(|c| c.warmup_gradients).sum(),
+        )
         .offset_chains(this.chain_offset);
         Ok(Box::new(fit))
     }

@@ -75,6 +75,11 @@ pub struct McmcFit {
     pub predictive_draws: usize,
     /// The first chain's id minus one (`chain_offset`).
     pub chain_offset: usize,
+    /// Each chain's warm-up iterations (shorter than `warmup` when warm-up
+    /// stopped early) \[chains\].
+    pub warmup_iterations: Vec<usize>,
+    /// Gradient evaluations of the warm-up transitions, all chains.
+    pub warmup_gradients: usize,
     cfg: ChainConfig,
 }
 
@@ -174,6 +179,8 @@ impl McmcFit {
             seed: 0,
             predictive_draws: 1000,
             chain_offset: 0,
+            warmup_iterations: Vec::new(),
+            warmup_gradients: 0,
             cfg,
         };
         fit.warnings = fit.warn();
@@ -208,6 +215,28 @@ impl McmcFit {
         self.seed = seed;
         self.predictive_draws = draws;
         self
+    }
+
+    /// Record each chain's warm-up length and the warm-up's gradient
+    /// evaluations.
+    pub fn warmed_up(mut self, iterations: Vec<usize>, gradients: usize) -> McmcFit {
+        self.warmup_iterations = iterations;
+        self.warmup_gradients = gradients;
+        self
+    }
+
+    /// The warm-up as the report states it: `1000`, or `312–398` when
+    /// chains stopped early at different iterations.
+    fn warmup_text(&self) -> String {
+        let (lo, hi) = (
+            self.warmup_iterations.iter().min().copied(),
+            self.warmup_iterations.iter().max().copied(),
+        );
+        match (lo, hi) {
+            (Some(a), Some(b)) if a != b => format!("{a}–{b}"),
+            (Some(a), _) => a.to_string(),
+            _ => self.cfg.warmup.to_string(),
+        }
     }
 
     /// Number the chains from `offset + 1` (in warnings and the JSON).
@@ -296,7 +325,7 @@ impl crate::infer::fit::Fit for McmcFit {
                 self.engine,
                 if chains == 1 { "" } else { "s" },
                 self.kept(),
-                self.cfg.warmup,
+                self.warmup_text(),
                 self.sampling_seconds,
                 self.gradients
             )
@@ -438,6 +467,8 @@ impl crate::infer::fit::Fit for McmcFit {
             .field("draws_requested", self.cfg.draws)
             .field("stop_reason", self.reason.clone())
             .field("warmup", self.cfg.warmup)
+            .field("warmup_iterations", json!(self.warmup_iterations))
+            .field("warmup_gradient_evaluations", self.warmup_gradients)
             .field("step_size", json!(self.step_sizes))
             .field("ebfmi", json!(self.ebfmi))
             .field("gradient_evaluations", self.gradients)

@@ -10,6 +10,7 @@ pub mod diagnostics;
 pub mod engine;
 pub mod fit;
 pub mod hamiltonian;
+pub mod low_rank;
 pub mod merge;
 pub mod predict;
 pub mod prior;

@@ -391,6 +391,7 @@ impl Engine for PriorEngine {
             target_accept: 0.0,
             step_size: None,
             adaptation: Adaptation::Stan,
+            early_stop: false,
         };
         let fit = McmcFit::new(
             NAME,
