@@ -21,6 +21,21 @@ model { y ~ bernoulli_logit(alpha + X * beta) }
 infer nuts { chains = 4  warmup = 1000  draws = 1000 }
 "#;
 
+/// The breast-cancer features x0..x29 [569, 30] and outcomes y [569].
+fn logistic_columns(path: &std::path::Path) -> (nalgebra::DMatrix<f64>, Vec<f64>) {
+    let text = std::fs::read_to_string(path).expect("data");
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().expect("header").split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).expect("column");
+    let xs: Vec<usize> = (0..30).map(|k| col(&format!("x{k}"))).collect();
+    let yc = col("y");
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|v| v.parse().expect("number")).collect())
+        .collect();
+    let xm = nalgebra::DMatrix::from_fn(rows.len(), 30, |i, j| rows[i][xs[j]]);
+    (xm, rows.iter().map(|r| r[yc]).collect())
+}
+
 fn bench(c: &mut Criterion) {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/breast_cancer_prepared.csv");
@@ -36,6 +51,42 @@ fn bench(c: &mut Criterion) {
     let mut grad = vec![0.0; d.dim];
     g.bench_function("log_density_and_gradient", |bench| {
         bench.iter(|| black_box(d.log_density_grad(black_box(&x), &mut grad).expect("lp")))
+    });
+    // The floor of one gradient: the two matrix–vector products X·β and
+    // Xᵀ·r and the 569 exponentials and logarithms of the element terms,
+    // vectorised, with nothing else.
+    let (xm, y) = logistic_columns(&path);
+    let beta = nalgebra::DVector::from_fn(30, |i, _| x[i + 1]);
+    let mut e = vec![0.0; y.len()];
+    let mut l = vec![0.0; y.len()];
+    g.bench_function("gradient_floor", |bench| {
+        bench.iter(|| {
+            let eta = &xm * &beta;
+            for (ei, h) in e.iter_mut().zip(eta.iter()) {
+                *ei = -(x[0] + h).abs();
+            }
+            tempest::math::vector::exp_in_place(&mut e);
+            for (li, ei) in l.iter_mut().zip(&e) {
+                *li = 1.0 + ei;
+            }
+            tempest::math::vector::ln_in_place(&mut l);
+            let mut lp = 0.0;
+            let r = nalgebra::DVector::from_fn(y.len(), |i, _| {
+                let f = x[0] + eta[i];
+                lp -= if y[i] == 1.0 {
+                    (-f).max(0.0)
+                } else {
+                    f.max(0.0)
+                } + l[i];
+                let sig = if f >= 0.0 {
+                    1.0 / (1.0 + e[i])
+                } else {
+                    e[i] / (1.0 + e[i])
+                };
+                y[i] - sig
+            });
+            black_box((lp, r.sum(), xm.tr_mul(&r)))
+        })
     });
     g.sample_size(10);
     g.bench_function("nuts_4x1000", |bench| {
