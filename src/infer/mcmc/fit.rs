@@ -710,35 +710,25 @@ fn estimate_draws(density: &Density, draws: &[Vec<Draw>]) -> Result<EstimateDraw
     Ok(out)
 }
 
-/// Summarise each component of each estimate; also returns each
-/// component's draws in chain order (for control variates).
 /// The coordinates of x (unconstrained params) an integrand depends on,
-/// directly or through lets, in order; `None` when it depends on a latent
-/// GP or on every coordinate.
+/// directly or through lets ([`crate::ir::graph::Graph::dependencies`]),
+/// in order; `None` when it depends on a latent GP or on every coordinate.
 pub fn coordinates_of(density: &Density, e: &crate::ir::expr::TExpr) -> Option<Vec<usize>> {
-    use crate::ir::expr::{Ref, TKind};
+    use crate::ir::expr::Ref;
     let g = &density.bound.graph;
-    let mut params = vec![false; g.params.len()];
-    let mut seen = vec![false; g.lets.len()];
-    let mut latent = false;
-    let mut lets: Vec<usize> = Vec::new();
-    let mut visit = |x: &crate::ir::expr::TExpr, lets: &mut Vec<usize>| {
-        x.walk(&mut |n| match &n.kind {
-            TKind::Ref(Ref::Param(i)) => params[*i] = true,
-            TKind::Ref(Ref::Let(j)) if !seen[*j] => {
-                seen[*j] = true;
-                lets.push(*j);
-            }
-            TKind::GpApply { .. } => latent = true,
-            _ => {}
-        })
-    };
-    visit(e, &mut lets);
-    while let Some(j) = lets.pop() {
-        visit(&g.lets[j].value, &mut lets);
-    }
+    let deps = g.dependencies(e);
+    let latent = e.uses_latent()
+        || deps
+            .iter()
+            .any(|r| matches!(r, Ref::Let(j) if g.lets[*j].value.uses_latent()));
     if latent {
         return None;
+    }
+    let mut params = vec![false; g.params.len()];
+    for r in &deps {
+        if let Ref::Param(i) = r {
+            params[*i] = true;
+        }
     }
     let cols: Vec<usize> = density
         .slots
@@ -811,6 +801,9 @@ fn task_coordinates(density: &Density, engine: &str, owners: &[usize]) -> Vec<Op
 /// and the estimate (index into the graph's estimates) it belongs to.
 type Components = (Vec<Estimate>, Vec<Vec<f64>>, Vec<usize>);
 
+/// Summarise each component of each estimate; also returns each
+/// component's draws in chain order (for control variates) and the
+/// estimate it belongs to.
 fn estimates(density: &Density, values: &EstimateDraws) -> Components {
     let g = &density.bound.graph;
     let mut out = Vec::new();
