@@ -738,19 +738,24 @@ model { y ~ normal(X * beta, 1) }
     );
 }
 
-/// A dense metric over 200,000 params would need three 200,000² matrices
-/// per chain: refused before anything is allocated, with the sizes named.
+/// A dense (or low-rank) metric over 200,000 params would need three (four)
+/// 200,000² matrices per chain: refused before anything is allocated, with the sizes named.
 #[test]
 fn a_dense_metric_too_large_for_memory_is_refused() {
     let b = no_data("param { x : vector[200000] ~ normal(0, 1) }");
-    let options = tempest::RunOptions {
-        engine: Some("nuts".into()),
-        settings: vec![("adaptation".into(), "dense".into())],
-        ..Default::default()
-    };
-    let err = match tempest::run(&b, options) {
-        Ok(_) => panic!("a dense metric of 200,000 params ran"),
-        Err(e) => e.to_string(),
-    };
-    assert!(err.contains("the dense metric"), "{err}");
+    for (adaptation, what) in [
+        ("dense", "the dense metric"),
+        ("low_rank", "the low-rank metric"),
+    ] {
+        let options = tempest::RunOptions {
+            engine: Some("nuts".into()),
+            settings: vec![("adaptation".into(), adaptation.into())],
+            ..Default::default()
+        };
+        let err = match tempest::run(&b, options) {
+            Ok(_) => panic!("a {adaptation} metric of 200,000 params ran"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains(what), "{err}");
+    }
 }

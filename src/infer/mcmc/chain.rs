@@ -100,16 +100,22 @@ impl<T: Target + ?Sized> Target for Linear<'_, T> {
     }
 }
 
-/// A dense metric's state: the factor L of the current estimate and the
-/// window's running covariance of x.
+/// A dense or low-rank metric's state: the transform L of the current
+/// estimate (x = L y) and what the window collects for the next one.
 struct DenseMetric {
     /// Shared, so an iteration takes it without copying d² numbers.
     l: Arc<DMatrix<f64>>,
     /// L⁻ᵀ when L is not lower triangular (a low-rank metric's L = S B).
     l_inv_t: Option<Arc<DMatrix<f64>>>,
-    cov: Covariance,
-    /// With [`Adaptation::LowRank`]: the window of draws and scores.
-    low_rank: Option<LowRankWindow>,
+    window: MetricWindow,
+}
+
+/// What a metric's warm-up window collects.
+enum MetricWindow {
+    /// [`Adaptation::Dense`]: the running covariance of x.
+    Dense(Covariance),
+    /// [`Adaptation::LowRank`]: the draws and scores.
+    LowRank(LowRankWindow),
 }
 
 /// The draws and scores (in x) a low-rank metric is fitted from: the
@@ -277,14 +283,17 @@ impl Chain {
                 DenseMetric {
                     l: Arc::new(DMatrix::identity(dim, dim)),
                     l_inv_t: None,
-                    cov: Covariance::new(dim),
-                    low_rank: (cfg.adaptation == Adaptation::LowRank).then(|| LowRankWindow {
-                        xs: Vec::new(),
-                        gs: Vec::new(),
-                        since: 0,
-                        early_end: (0.3 * cfg.warmup as f64) as usize,
-                        final_start: cfg.warmup - (0.2 * cfg.warmup as f64) as usize,
-                    }),
+                    window: if cfg.adaptation == Adaptation::LowRank {
+                        MetricWindow::LowRank(LowRankWindow {
+                            xs: Vec::new(),
+                            gs: Vec::new(),
+                            since: 0,
+                            early_end: (0.3 * cfg.warmup as f64) as usize,
+                            final_start: cfg.warmup - (0.2 * cfg.warmup as f64) as usize,
+                        })
+                    } else {
+                        MetricWindow::Dense(Covariance::new(dim))
+                    },
                 }
             }),
             schedule: Schedule::new(cfg.warmup),
@@ -370,7 +379,10 @@ impl Chain {
             l: &l,
         };
         let draw = self.step_in(&seen);
-        let low_rank = self.dense.as_ref().is_some_and(|d| d.low_rank.is_some());
+        let low_rank = self
+            .dense
+            .as_ref()
+            .is_some_and(|d| matches!(d.window, MetricWindow::LowRank(_)));
         if w < self.warmup_end && low_rank {
             self.low_rank_window(&seen, w);
         } else if w < self.warmup_end && self.schedule.metric && w >= self.schedule.start {
@@ -406,7 +418,11 @@ impl Chain {
     fn low_rank_window<T: Target + ?Sized>(&mut self, target: &Linear<'_, T>, w: usize) {
         let x = self.position();
         let gx = self.score_in_x(target.l, self.state.grad.clone());
-        let Some(win) = self.dense.as_mut().and_then(|d| d.low_rank.as_mut()) else {
+        let Some(DenseMetric {
+            window: MetricWindow::LowRank(win),
+            ..
+        }) = &mut self.dense
+        else {
             return;
         };
         if w >= win.final_start {
@@ -490,12 +506,15 @@ impl Chain {
     fn dense_window<T: Target + ?Sized>(&mut self, target: &Linear<'_, T>, w: usize) {
         let x = self.position();
         let Some(d) = &mut self.dense else { return };
-        d.cov.add(&x);
+        let MetricWindow::Dense(cov) = &mut d.window else {
+            return;
+        };
+        cov.add(&x);
         if !self.schedule.ends.contains(&w) {
             return;
         }
-        let est = d.cov.estimate();
-        d.cov = Covariance::new(x.len());
+        let est = cov.estimate();
+        *cov = Covariance::new(x.len());
         let Some(chol) = est.cholesky() else {
             return;
         };

@@ -119,25 +119,32 @@ impl McmcEngine {
                     2 * density.dim + columns + 8,
                 ),
         ];
-        if matches!(
-            chain_cfg.adaptation,
-            super::chain::Adaptation::Dense | super::chain::Adaptation::LowRank
-        ) {
+        use super::chain::Adaptation;
+        let metric = match chain_cfg.adaptation {
+            Adaptation::Dense => Some((
+                "the dense metric (its factor, the draws' covariance and its estimate)",
+                3u64,
+            )),
+            Adaptation::LowRank => Some((
+                "the low-rank metric (its transform L and L⁻ᵀ, old and new while one replaces the other)",
+                4u64,
+            )),
+            _ => None,
+        };
+        if let Some((what, matrices)) = metric {
             requests.push(
-                crate::limits::Request::new(
-                    "the dense metric (its factor, the draws' covariance and its estimate)",
-                )
-                .times("chains", n)
-                .times("matrices", 3u64)
-                .times("params", density.dim)
-                .times("params", density.dim),
+                crate::limits::Request::new(what)
+                    .times("chains", n)
+                    .times("matrices", matrices)
+                    .times("params", density.dim)
+                    .times("params", density.dim),
             );
         }
         crate::limits::check_memory(&requests)
         .map_err(|e| {
             s.written
                 .at(e, "draws")
-                .with_note("lower `draws` or `chains`, or sample fewer quantities (with `adaptation = dense`, a diagonal metric needs no d × d matrices)")
+                .with_note("lower `draws` or `chains`, or sample fewer quantities (with `adaptation = dense` or `low_rank`, a diagonal metric needs no d × d matrices)")
         })?;
         let density = Arc::new(density);
         let chains: Vec<Chain> = (0..n)

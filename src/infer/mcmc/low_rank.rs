@@ -23,7 +23,7 @@
 //! L⁻ᵀ = S⁻¹ B⁻¹, B⁻¹ = I + U(Λ^−½ − I)Uᵀ. Outside the r directions the
 //! metric is the gradient-based diagonal.
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DMatrix;
 
 /// Eigenvalues within [1/CUTOFF, CUTOFF] are left to the diagonal.
 const CUTOFF: f64 = 2.0;
@@ -98,15 +98,19 @@ pub fn fit(xs: &[Vec<f64>], gs: &[Vec<f64>]) -> Option<LowRankMetric> {
         .collect();
     let u = &q * eig.eigenvectors.select_columns(&keep); // [d, r]
     let lam: Vec<f64> = keep.iter().map(|&j| eig.eigenvalues[j]).collect();
-    // B = I + U diag(f(λ) − 1) Uᵀ for f = √ and 1/√.
-    let b_of = |f: &dyn Fn(f64) -> f64| {
+    // S^{±1} (I + U diag(f(λ) − 1) Uᵀ) for f = √ and 1/√, each formed in
+    // one d × d buffer.
+    let transform = |f: &dyn Fn(f64) -> f64, row: &dyn Fn(f64) -> f64| {
         let scaled = DMatrix::from_fn(d, keep.len(), |i, j| u[(i, j)] * (f(lam[j]) - 1.0));
-        DMatrix::<f64>::identity(d, d) + scaled * u.transpose()
+        let mut m = scaled * u.transpose();
+        for i in 0..d {
+            m[(i, i)] += 1.0;
+            m.row_mut(i).scale_mut(row(s[i]));
+        }
+        m
     };
-    let (b, b_inv) = (b_of(&|l| l.sqrt()), b_of(&|l| 1.0 / l.sqrt()));
-    let sd = DVector::from_vec(s);
-    let l = DMatrix::from_fn(d, d, |i, j| sd[i] * b[(i, j)]);
-    let l_inv_t = DMatrix::from_fn(d, d, |i, j| b_inv[(i, j)] / sd[i]);
+    let l = transform(&|l| l.sqrt(), &|si| si);
+    let l_inv_t = transform(&|l| 1.0 / l.sqrt(), &|si| 1.0 / si);
     (l.iter().chain(l_inv_t.iter()).all(|v| v.is_finite())).then_some(LowRankMetric {
         l,
         l_inv_t,
@@ -138,6 +142,7 @@ fn geometric_solve(a: &DMatrix<f64>, b: &DMatrix<f64>) -> Option<DMatrix<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nalgebra::DVector;
     use rand::SeedableRng;
     use rand_distr::{Distribution, StandardNormal};
 
