@@ -10,12 +10,14 @@ use crate::ir::value::Value;
 use crate::math::vector::{exp_in_place, ln_in_place};
 use crate::model::dist::Dist;
 use nalgebra::DVector;
+use std::borrow::Cow;
 
-/// The outcomes as numbers, when they are a vector or an integer array.
-fn outcomes(y: &Value<f64>) -> Option<Vec<f64>> {
+/// The outcomes as numbers, when they are a vector (borrowed) or an
+/// integer array.
+fn outcomes(y: &Value<f64>) -> Option<Cow<'_, [f64]>> {
     match y {
-        Value::Vector(v) => Some(v.as_slice().to_vec()),
-        Value::IntArray(v) => Some(v.iter().map(|&k| k as f64).collect()),
+        Value::Vector(v) => Some(Cow::Borrowed(v.as_slice())),
+        Value::IntArray(v) => Some(Cow::Owned(v.iter().map(|&k| k as f64).collect())),
         _ => None,
     }
 }
