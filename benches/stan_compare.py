@@ -163,22 +163,21 @@ def lv_data():
             "y": [[float(r["hare"]), float(r["lynx"])] for r in rows[1:]]}
 
 
-# name -> (Stan code, data, tempest model, tempest data, extra tempest args,
-#          {Stan name: tempest name})
+# name -> (Stan code, its data, tempest model, tempest data file; None: the
+#          Stan data written as JSON)
 POSTERIORS = {
     "logistic": (LOGISTIC, logistic_data, "examples/logistic.tempest",
-                 "examples/data/breast_cancer_prepared.csv", [], {}),
+                 "examples/data/breast_cancer_prepared.csv"),
     "eight_schools": (EIGHT_NONCENTRED, eight_data, "examples/eight_schools.tempest",
-                      "examples/eight_schools.json", [], {}),
+                      "examples/eight_schools.json"),
     "eight_schools_centred": (EIGHT_CENTRED, eight_data,
                               "examples/eight_schools_centred.tempest",
-                              "examples/eight_schools.json", [], {}),
-    "mcycle": (MCYCLE, mcycle_data, "examples/mcycle_nuts.tempest", "examples/data/mcycle.csv",
-               [], {}),
+                              "examples/eight_schools.json"),
+    "mcycle": (MCYCLE, mcycle_data, "examples/mcycle_nuts.tempest", "examples/data/mcycle.csv"),
     "correlated": (CORRELATED, correlated_data, "benches/models/correlated_regression.tempest",
-                   None, [], {}),
+                   None),
     "lotka_volterra": (LOTKA_VOLTERRA, lv_data, "examples/lotka_volterra.tempest",
-                       "examples/data/hare_lynx_1900_1920.csv", [], {}),
+                       "examples/data/hare_lynx_1900_1920.csv"),
 }
 
 
@@ -226,19 +225,12 @@ def stan_run(name, code, data, warmup, draws, seed):
     }
 
 
-def tempest_run(name, spec, seed, sets, tmp):
-    _, _, model, data, extra, _ = spec
-    if data is None:
-        data = os.path.join(tmp, f"{name}.json")
-        if not os.path.exists(data):
-            with open(data, "w") as f:
-                f.write(json.dumps(spec[1]()))
+def tempest_run(name, model, data, seed, sets, tmp):
     out = os.path.join(tmp, f"{name}_tempest.json")
     prefix = os.path.join(tmp, f"{name}_draws")
-    cmd = [path("target/release/tempest"), "run", path(model), "--data", path(data) if not
-           os.path.isabs(data) else data, "-q", "--seed", str(seed), "--json", out,
-           "--csv", prefix,
-           "--set", "chains=4", "--set", "warmup=1000", "--set", "draws=1000"] + extra
+    cmd = [path("target/release/tempest"), "run", path(model), "--data", data, "-q",
+           "--seed", str(seed), "--json", out, "--csv", prefix,
+           "--set", "chains=4", "--set", "warmup=1000", "--set", "draws=1000"]
     for s in sets:
         target, _, setting = s.rpartition(":")
         if target in ("", name):
@@ -295,16 +287,18 @@ def main():
     tmp = tempfile.mkdtemp()
     results = {}
     for name in a.only.split(","):
-        spec = POSTERIORS[name]
-        data = spec[1]()
-        if name == "correlated":
-            with open(os.path.join(tmp, "correlated.json"), "w") as f:
+        code, data_of, model, data_file = POSTERIORS[name]
+        data = data_of()
+        if data_file is None:
+            data_file = os.path.join(tmp, f"{name}.json")
+            with open(data_file, "w") as f:
                 f.write(json.dumps(data))
-            spec = spec[:3] + (os.path.join(tmp, "correlated.json"),) + spec[4:]
+        else:
+            data_file = path(data_file)
         rows = []
         for rep in range(a.reps):
-            st = stan_run(name, spec[0], data, 1000, 1000, rep + 1)
-            te = tempest_run(name, spec, rep + 1, a.tempest_set, tmp)
+            st = stan_run(name, code, data, 1000, 1000, rep + 1)
+            te = tempest_run(name, model, data_file, rep + 1, a.tempest_set, tmp)
             common = [k for k in st["mean"] if k in te["mean"]]
             gap = max(abs(st["mean"][k] - te["mean"][k]) / st["sd"][k] for k in common)
             rows.append({"stan": st, "tempest": te, "mean_gap_sd": gap, "compared": len(common)})
