@@ -241,7 +241,7 @@ fn reverse_matches_duals(
         let kd = Env::new(b, &hd, &[], &[])
             .kernel(&b.graph.gps[0].kernel)
             .unwrap();
-        let via = half_trace_w_dk_via(&kd, Some(pbar), xi, w).unwrap();
+        let via = half_trace_w_dk_via(&kd, Some(pbar), xi, || w).unwrap();
         let dual = half_trace_w_dk_n(&kd, xi, w).unwrap();
         for c in 0..8 {
             assert!(
@@ -267,6 +267,9 @@ fn reverse_pass_over_kernel_parameters_matches_duals() {
     exprs.extend([
         "polynomial(alpha, c + 20)",
         "s^2 * (rbf(ells) * matern12(ell) + matern52(ell) * periodic(ell, p)) + c * linear(v)",
+        // Scalings inside products and of scalings: the plan carries their
+        // factors instead of passing over the entries.
+        "(s^2 * rbf(ell)) * (c * matern32(ell)) + 3 * (c * (2 * periodic(ell, p)))",
     ]);
     let mut checked = 0;
     for kexpr in exprs {
@@ -284,7 +287,7 @@ fn reverse_pass_over_kernel_parameters_matches_duals() {
         reverse_matches_duals(kexpr, &b, &theta, &pbar, &xi, &w, 1e-10);
         checked += 1;
     }
-    assert!(checked >= 18, "{checked}");
+    assert!(checked >= 19, "{checked}");
 }
 
 /// The block evaluator (several blocks per column: 300 rows) gives the

@@ -86,12 +86,13 @@ pub use crate::model::block::leaf_adjoints;
 /// ½ Σᵢₖ Wᵢₖ ∂K/∂θ for the directions seeded in a dual kernel: from the
 /// leaf adjoints `pbar` of [`leaf_adjoints`] (computed once, at the same
 /// point) by the chain rule through the leaves' tangents, or else entry
-/// by entry in the duals ([`half_trace_w_dk_n`]).
-pub fn half_trace_w_dk_via<const N: usize>(
+/// by entry in the duals ([`half_trace_w_dk_n`]), with W \[N, N\] from `w`
+/// (only called on that path).
+pub fn half_trace_w_dk_via<'w, const N: usize>(
     kernel: &KernelValue<adfn<N>>,
     pbar: Option<&[f64]>,
     x: &Inputs,
-    w: &DMatrix<f64>,
+    w: impl FnOnce() -> &'w DMatrix<f64>,
 ) -> Result<[f64; N], Error>
 where
     adfn<N>: Scalar,
@@ -108,5 +109,5 @@ where
         }
         return Ok(g);
     }
-    half_trace_w_dk_n(kernel, x, w)
+    half_trace_w_dk_n(kernel, x, w())
 }

@@ -28,6 +28,38 @@ pub fn sum_by(n: usize, f: impl Fn(usize) -> f64) -> f64 {
     ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
 }
 
+/// Σₑ f(aₑ, bₑ, cₑ) over parallel slices (b and c at least as long as
+/// a), with the partial sums of [`sum_by`] (entry e into sum e mod 8, the
+/// same bits for the same terms) but over fixed chunks of eight, so the
+/// loop has no bounds checks and a branch-free `f` vectorises.
+#[inline(always)]
+pub fn sum_zip3(a: &[f64], b: &[f64], c: &[f64], f: impl Fn(f64, f64, f64) -> f64) -> f64 {
+    let n = a.len();
+    let (b, c) = (&b[..n], &c[..n]);
+    let mut acc = [0.0f64; 8];
+    let (mut ac, mut bc, mut cc) = (a.chunks_exact(8), b.chunks_exact(8), c.chunks_exact(8));
+    for ((x, y), z) in (&mut ac).zip(&mut bc).zip(&mut cc) {
+        for k in 0..8 {
+            acc[k] += f(x[k], y[k], z[k]);
+        }
+    }
+    let rest = ac
+        .remainder()
+        .iter()
+        .zip(bc.remainder())
+        .zip(cc.remainder());
+    for (k, ((x, y), z)) in rest.enumerate() {
+        acc[k] += f(*x, *y, *z);
+    }
+    ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+}
+
+/// Σₑ aₑ bₑ with the partial sums of [`sum_by`] (see [`sum_zip3`]).
+#[inline(always)]
+pub fn dot_by(a: &[f64], b: &[f64]) -> f64 {
+    sum_zip3(a, b, b, |x, y, _| x * y)
+}
+
 /// Defines `pub fn $name`, which runs `$portable` compiled with AVX-512F
 /// or AVX2 and FMA (`$avx512`, `$avx2`) where the processor has them, as
 /// found at run time, and as it is elsewhere. `$portable` must be

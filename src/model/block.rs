@@ -22,7 +22,8 @@
 
 use super::kernel::{Inputs, KernelKind, KernelValue};
 use crate::ir::program::{BlockRows, KernelProgram, Prepared};
-use crate::math::vector::{exp_in_place, sin_cos_in_place, sum_by};
+use crate::math::adjoint::LowerColumns;
+use crate::math::vector::{dot_by, exp_in_place, sin_cos_in_place, sum_zip3};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use std::f64::consts::PI;
@@ -91,6 +92,16 @@ pub struct Plan<'k> {
     /// X and Y restricted to a compiled kernel's `dims`.
     gathered: Vec<(Inputs, Inputs)>,
     prog_slots: usize,
+    /// Each node's value is `vfac[i]` times row `vrow[i]` of the values: a
+    /// scaling is no pass of its own, its factor is carried to the node
+    /// that reads it.
+    vrow: Vec<usize>,
+    vfac: Vec<f64>,
+    /// Each node's adjoint is `afac[i]` times row `arow[i]` of the
+    /// adjoints: a sum's and a scaling's operands share their parent's
+    /// row (no copies), and a leaf's sums are scaled once per block.
+    arow: Vec<usize>,
+    afac: Vec<f64>,
 }
 
 /// Scratch for one block (one per worker).
@@ -102,6 +113,8 @@ pub struct Work {
     d2: Vec<f64>,
     pv: Vec<f64>,
     pa: Vec<f64>,
+    /// One compiled kernel's parameter sums over a block.
+    g: Vec<f64>,
 }
 
 /// The rows of one block: X rows `start..start + m` against Y's row `j`;
@@ -159,9 +172,69 @@ impl<'k> Plan<'k> {
             leaves: 0,
             gathered: Vec::new(),
             prog_slots: 0,
+            vrow: Vec::new(),
+            vfac: Vec::new(),
+            arow: Vec::new(),
+            afac: Vec::new(),
         };
         plan.add(kernel, x, y)?;
+        plan.route();
         Some(plan)
+    }
+
+    /// Where each node's values and adjoints live ([`Plan::vrow`],
+    /// [`Plan::arow`]): values bottom-up (children come first), adjoints
+    /// top-down from the root.
+    fn route(&mut self) {
+        let n = self.nodes.len();
+        self.vrow = (0..n).collect();
+        self.vfac = vec![1.0; n];
+        for (i, node) in self.nodes.iter().enumerate() {
+            match node {
+                Node::Scale { c, k, .. } => {
+                    self.vrow[i] = self.vrow[*k];
+                    self.vfac[i] = c * self.vfac[*k];
+                }
+                Node::Product(p, q) => self.vfac[i] = self.vfac[*p] * self.vfac[*q],
+                _ => {}
+            }
+        }
+        self.arow = (0..n).collect();
+        self.afac = vec![1.0; n];
+        for (i, node) in self.nodes.iter().enumerate().rev() {
+            let (row, fac) = (self.arow[i], self.afac[i]);
+            match node {
+                Node::Sum(p, q) => {
+                    for s in [*p, *q] {
+                        self.arow[s] = row;
+                        self.afac[s] = fac;
+                    }
+                }
+                Node::Scale { c, k, .. } => {
+                    self.arow[*k] = row;
+                    self.afac[*k] = fac * c;
+                }
+                Node::Product(p, q) => {
+                    self.afac[*p] = fac * self.vfac[*q];
+                    self.afac[*q] = fac * self.vfac[*p];
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The root's values over a block of m rows, written to `out` [m].
+    fn root_values(&self, w: &Work, out: &mut [f64]) {
+        let root = self.nodes.len() - 1;
+        let (r, f) = (self.vrow[root] * BLOCK, self.vfac[root]);
+        let v = &w.vals[r..r + out.len()];
+        if f == 1.0 {
+            out.copy_from_slice(v);
+        } else {
+            for (o, x) in out.iter_mut().zip(v) {
+                *o = f * x;
+            }
+        }
     }
 
     /// The number of leaves.
@@ -297,6 +370,7 @@ impl<'k> Plan<'k> {
             d2: vec![0.0; self.dists.len() * BLOCK],
             pv,
             pa: vec![0.0; self.prog_slots],
+            g: vec![0.0; self.leaves],
         }
     }
 
@@ -327,7 +401,7 @@ impl<'k> Plan<'k> {
             let out = &mut rest[..m];
             let aux = &mut w.aux[i * BLOCK..i * BLOCK + m];
             let aux2 = &mut w.aux2[i * BLOCK..i * BLOCK + m];
-            let val = |s: usize| &done[s * BLOCK..s * BLOCK + m];
+            let val = |s: usize| &done[self.vrow[s] * BLOCK..self.vrow[s] * BLOCK + m];
             match node {
                 Node::Stationary {
                     kind,
@@ -336,9 +410,19 @@ impl<'k> Plan<'k> {
                     dist,
                     ..
                 } => {
+                    if let ([l], KernelKind::Rbf) = (ell, kind) {
+                        // e^(−r²/2) with r² = d² · ℓ⁻² (a multiplication: a
+                        // division per entry was a third of the pass); the
+                        // reverse pass forms r² again from d².
+                        let d2 = &w.d2[dist * BLOCK..dist * BLOCK + m];
+                        let half = -0.5 * (1.0 / (l * l));
+                        for (o, d) in out.iter_mut().zip(d2) {
+                            *o = d * half;
+                        }
+                        exp_in_place(out);
+                        continue;
+                    }
                     if let [l] = ell {
-                        // r² = d² · ℓ⁻² (a multiplication: a division per
-                        // entry was a third of the pass).
                         let d2 = &w.d2[dist * BLOCK..dist * BLOCK + m];
                         let inv = 1.0 / (l * l);
                         for (a, d) in aux.iter_mut().zip(d2) {
@@ -361,12 +445,15 @@ impl<'k> Plan<'k> {
                 } => {
                     // Coordinate by coordinate over the block: the angles,
                     // then their sines and cosines over the block, vectorised.
+                    // The first coordinate writes the sums, later ones add.
                     let c = -2.0 / (ell * ell);
-                    aux.fill(0.0);
-                    aux2.fill(0.0);
                     let n_dims = dims.map_or(yr.len(), |d| d.len());
                     let (mut d, mut sn, mut cs) = ([0.0; BLOCK], [0.0; BLOCK], [0.0; BLOCK]);
                     let (xs, dim, w_ang) = (b.x.rows_flat(b.start, m), yr.len(), PI / period);
+                    if n_dims == 0 {
+                        aux.fill(0.0);
+                        aux2.fill(0.0);
+                    }
                     for k in 0..n_dims {
                         let j = dims.map_or(k, |d| d[k]);
                         for e in 0..m {
@@ -374,10 +461,16 @@ impl<'k> Plan<'k> {
                             sn[e] = d[e] * w_ang;
                         }
                         sin_cos_in_place(&mut sn[..m], &mut cs[..m]);
-                        for e in 0..m {
-                            aux[e] += sn[e] * sn[e];
+                        let angle = |e: usize| d[e] * 2.0 * sn[e] * cs[e];
+                        if k == 0 {
+                            (0..m).for_each(|e| aux[e] = sn[e] * sn[e]);
                             if grad {
-                                aux2[e] += d[e] * 2.0 * sn[e] * cs[e];
+                                (0..m).for_each(|e| aux2[e] = angle(e));
+                            }
+                        } else {
+                            (0..m).for_each(|e| aux[e] += sn[e] * sn[e]);
+                            if grad {
+                                (0..m).for_each(|e| aux2[e] += angle(e));
                             }
                         }
                     }
@@ -428,20 +521,20 @@ impl<'k> Plan<'k> {
                 }
                 Node::Constant => out.fill(1.0),
                 Node::Sum(p, q) => {
+                    // Each side times the scaling it carries.
+                    let (fp, fq) = (self.vfac[*p], self.vfac[*q]);
                     for ((o, a), b) in out.iter_mut().zip(val(*p)).zip(val(*q)) {
-                        *o = a + b;
+                        *o = fp * a + fq * b;
                     }
                 }
                 Node::Product(p, q) => {
+                    // The sides' scalings are carried on (`vfac`).
                     for ((o, a), b) in out.iter_mut().zip(val(*p)).zip(val(*q)) {
                         *o = a * b;
                     }
                 }
-                Node::Scale { c, k, .. } => {
-                    for (o, a) in out.iter_mut().zip(val(*k)) {
-                        *o = c * a;
-                    }
-                }
+                // Carried to the node that reads it (`vfac`).
+                Node::Scale { .. } => {}
                 Node::Compiled {
                     program,
                     prep,
@@ -475,40 +568,46 @@ impl<'k> Plan<'k> {
         let m = b.m;
         let yr = b.y.row(b.j);
         // Every node but the root has exactly one parent (the plan is a
-        // tree), which runs first and writes the node's adjoints.
+        // tree), which runs first: a product writes its operands' rows
+        // (their own, below its index), a sum or scaling hands its row on
+        // (`arow`), so a node's row is ready when it runs.
         for (i, node) in self.nodes.iter().enumerate().rev() {
             let (lo, hi) = w.adj.split_at_mut(i * BLOCK);
-            let ai = &hi[..m];
+            let ar = (self.arow[i] - i) * BLOCK;
+            let (ai, f) = (&hi[ar..ar + m], self.afac[i]);
             let vals = &w.vals;
-            let val = |s: usize| &vals[s * BLOCK..s * BLOCK + m];
+            let val = |s: usize| &vals[self.vrow[s] * BLOCK..self.vrow[s] * BLOCK + m];
             let (v, aux, aux2) = (val(i), &w.aux[i * BLOCK..], &w.aux2[i * BLOCK..]);
             match node {
                 Node::Stationary {
                     kind,
                     ell,
                     dims,
+                    dist,
                     leaf,
-                    ..
                 } => {
                     if let [l] = ell {
                         // ∂k/∂ℓ = dk/dr² · (−2r²/ℓ), with the kind fixed
-                        // outside the loop so that `slope` folds into it.
+                        // outside the loop so that `slope` folds into it;
+                        // the rbf forms r² again from d² (its forward pass
+                        // keeps none).
                         let c = -2.0 / l;
-                        let term = |k: KernelKind, e: usize| {
-                            let r2 = aux[e];
-                            if r2 != 0.0 && r2.is_finite() {
-                                ai[e] * slope(k, r2, v[e]) * (c * r2)
-                            } else {
-                                0.0
-                            }
+                        let inv = 1.0 / (l * l);
+                        let d2 = &w.d2[dist * BLOCK..dist * BLOCK + m];
+                        // Branch-free: the term is formed for every entry
+                        // and kept where r² is a positive finite number.
+                        let term = |k: KernelKind, a: f64, v: f64, r2: f64| {
+                            let t = a * slope(k, r2, v) * (c * r2);
+                            if (r2 != 0.0) & r2.is_finite() { t } else { 0.0 }
                         };
                         use KernelKind::{Matern12, Matern32, Matern52, Rbf};
-                        pbar[*leaf] += match *kind {
-                            Rbf => sum_by(m, |e| term(Rbf, e)),
-                            Matern12 => sum_by(m, |e| term(Matern12, e)),
-                            Matern32 => sum_by(m, |e| term(Matern32, e)),
-                            Matern52 => sum_by(m, |e| term(Matern52, e)),
-                            k => sum_by(m, |e| term(k, e)),
+                        let aux = &aux[..m];
+                        pbar[*leaf] += f * match *kind {
+                            Rbf => sum_zip3(ai, v, d2, |a, v, d| term(Rbf, a, v, d * inv)),
+                            Matern12 => sum_zip3(ai, v, aux, |a, v, r| term(Matern12, a, v, r)),
+                            Matern32 => sum_zip3(ai, v, aux, |a, v, r| term(Matern32, a, v, r)),
+                            Matern52 => sum_zip3(ai, v, aux, |a, v, r| term(Matern52, a, v, r)),
+                            k => sum_zip3(ai, v, aux, |a, v, r| term(k, a, v, r)),
                         };
                     } else {
                         for e in 0..m {
@@ -516,7 +615,7 @@ impl<'k> Plan<'k> {
                             if !r2.is_finite() || ai[e] == 0.0 {
                                 continue;
                             }
-                            let sl = ai[e] * slope(*kind, r2, v[e]);
+                            let sl = f * ai[e] * slope(*kind, r2, v[e]);
                             for_diffs(b.x.row(b.start + e), yr, *dims, |k, u| {
                                 let (d2, l) = (u * u, ell[k]);
                                 if d2 != 0.0 {
@@ -529,8 +628,8 @@ impl<'k> Plan<'k> {
                 Node::Periodic {
                     ell, period, leaf, ..
                 } => {
-                    let dl = sum_by(m, |e| ai[e] * v[e] * aux[e]);
-                    let dp = sum_by(m, |e| ai[e] * v[e] * aux2[e]);
+                    let dl = f * sum_zip3(ai, v, aux, |a, v, x| a * v * x);
+                    let dp = f * sum_zip3(ai, v, aux2, |a, v, x| a * v * x);
                     pbar[*leaf] += 4.0 * dl / (ell * ell * ell);
                     pbar[leaf + 1] += 2.0 / (ell * ell) * PI / (period * period) * dp;
                 }
@@ -538,11 +637,12 @@ impl<'k> Plan<'k> {
                     for e in 0..m {
                         let xr = b.x.row(b.start + e);
                         let prods = coords(xr, *dims).zip(coords(yr, *dims));
+                        let a = f * ai[e];
                         if vs.len() == 1 {
-                            pbar[*leaf] += ai[e] * prods.map(|(u, w)| u * w).sum::<f64>();
+                            pbar[*leaf] += a * prods.map(|(u, w)| u * w).sum::<f64>();
                         } else {
                             for (k, (u, w)) in prods.enumerate() {
-                                pbar[leaf + k] += ai[e] * u * w;
+                                pbar[leaf + k] += a * u * w;
                             }
                         }
                     }
@@ -553,34 +653,28 @@ impl<'k> Plan<'k> {
                         if ai[e] == 0.0 {
                             continue;
                         }
-                        let base = aux[e];
+                        let (base, a) = (aux[e], f * ai[e]);
                         if !integral {
-                            pbar[*leaf] += ai[e] * v[e] * base.ln();
+                            pbar[*leaf] += a * v[e] * base.ln();
                         }
                         pbar[leaf + 1] +=
-                            ai[e] * super::kernels::dot_product::polynomial_slope(*degree, base);
+                            a * super::kernels::dot_product::polynomial_slope(*degree, base);
                     }
                 }
-                Node::Cosine { .. } | Node::White | Node::Constant => {}
-                Node::Sum(p, q) => {
-                    for s in [p, q] {
-                        lo[s * BLOCK..s * BLOCK + m].copy_from_slice(ai);
-                    }
-                }
+                // Their operands share their row (`arow`).
+                Node::Cosine { .. } | Node::White | Node::Constant | Node::Sum(..) => {}
                 Node::Product(p, q) => {
                     for (s, t) in [(p, q), (q, p)] {
                         let vt = val(*t);
-                        for ((a, x), v) in lo[s * BLOCK..s * BLOCK + m].iter_mut().zip(ai).zip(vt) {
+                        let own = &mut lo[s * BLOCK..s * BLOCK + m];
+                        for ((a, x), v) in own.iter_mut().zip(ai).zip(vt) {
                             *a = x * v;
                         }
                     }
                 }
-                Node::Scale { c, k, leaf } => {
-                    let vk = &vals[k * BLOCK..k * BLOCK + m];
-                    pbar[*leaf] += sum_by(m, |e| ai[e] * vk[e]);
-                    for (a, x) in lo[k * BLOCK..k * BLOCK + m].iter_mut().zip(ai) {
-                        *a = c * x;
-                    }
+                Node::Scale { k, leaf, .. } => {
+                    let vk = val(*k);
+                    pbar[*leaf] += f * self.vfac[*k] * dot_by(ai, vk);
                 }
                 Node::Compiled {
                     program,
@@ -591,14 +685,19 @@ impl<'k> Plan<'k> {
                 } => {
                     let n = program.block_slots();
                     let np = program.n_params();
+                    let g = &mut w.g[..np];
+                    g.fill(0.0);
                     program.block_backward(
                         prep,
                         m,
                         ai,
                         &w.pv[*slots..*slots + n],
                         &mut w.pa[*slots..*slots + n],
-                        &mut pbar[*leaf..leaf + np],
+                        g,
                     );
+                    for (p, gk) in pbar[*leaf..leaf + np].iter_mut().zip(g.iter()) {
+                        *p += f * gk;
+                    }
                 }
             }
         }
@@ -646,7 +745,6 @@ impl<'k> Plan<'k> {
         if n == 0 {
             return;
         }
-        let root = (self.nodes.len() - 1) * BLOCK;
         out[..n * n]
             .par_chunks_mut(n)
             .enumerate()
@@ -656,7 +754,7 @@ impl<'k> Plan<'k> {
                 |w, (j, col)| {
                     for b in Self::blocks(x, x, j, true) {
                         self.forward(b, false, w);
-                        col[b.start..b.start + b.m].copy_from_slice(&w.vals[root..root + b.m]);
+                        self.root_values(w, &mut col[b.start..b.start + b.m]);
                     }
                 },
             );
@@ -673,8 +771,9 @@ impl<'k> Plan<'k> {
                     let mut col = Vec::with_capacity(x.len());
                     for b in Self::blocks(x, y, j, false) {
                         self.forward(b, false, w);
-                        let root = (self.nodes.len() - 1) * BLOCK;
-                        col.extend_from_slice(&w.vals[root..root + b.m]);
+                        let at = col.len();
+                        col.resize(at + b.m, 0.0);
+                        self.root_values(w, &mut col[at..]);
                     }
                     col
                 },
@@ -684,9 +783,10 @@ impl<'k> Plan<'k> {
     }
 
     /// p̄ⱼ = ½ Σᵢₖ Wᵢₖ ∂K(X, X)ᵢₖ/∂pⱼ for every leaf, for a symmetric W
-    /// [N, N] of which only the lower triangle is read (the plan must be
-    /// built with Y = X).
-    pub fn adjoints(&self, x: &Inputs, wt: &DMatrix<f64>) -> Vec<f64> {
+    /// [N, N] of which only the lower triangle is read, a column stretch
+    /// at a time as each block needs it (the plan must be built with
+    /// Y = X).
+    pub fn adjoints<W: LowerColumns + ?Sized>(&self, x: &Inputs, wt: &W) -> Vec<f64> {
         let n = x.len();
         let l = self.leaves;
         let partial: Vec<Vec<f64>> = (0..n)
@@ -699,8 +799,7 @@ impl<'k> Plan<'k> {
                     for b in Self::blocks(x, x, j, true) {
                         self.forward(b, true, w);
                         let root = (self.nodes.len() - 1) * BLOCK;
-                        let col = &wt.as_slice()[j * n + b.start..j * n + b.start + b.m];
-                        w.adj[root..root + b.m].copy_from_slice(col);
+                        wt.lower_column(j, b.start, &mut w.adj[root..root + b.m]);
                         if let Some(d) = b.diag {
                             w.adj[root + d] *= 0.5;
                         }
@@ -772,10 +871,10 @@ fn slope(kind: KernelKind, r2: f64, k: f64) -> f64 {
 /// model-file or Rust parts). Only the lower triangle (diagonal
 /// included) of the symmetric W is read. The result does not depend on
 /// the number of threads.
-pub fn leaf_adjoints(
+pub fn leaf_adjoints<W: LowerColumns + ?Sized>(
     kernel: &KernelValue<f64>,
     x: &Inputs,
-    w: &DMatrix<f64>,
+    w: &W,
 ) -> Result<Option<Vec<f64>>, crate::error::Error> {
     kernel.validate(x.dim())?;
     Ok(Plan::new(kernel, x, x).map(|p| p.adjoints(x, w)))

@@ -18,7 +18,7 @@
 use super::model::{ExactModel, Pieces};
 use crate::error::Error;
 use crate::infer::gradients::{half_trace_w_dk_via, leaf_adjoints, seed_chunk};
-use crate::math::adjoint::lml_weight;
+use crate::math::adjoint::LmlWeight;
 use crate::math::linalg::{
     JitteredCholesky, cholesky_generic, cholesky_jitter, cholesky_jitter_with, solve_lower_generic,
 };
@@ -89,11 +89,12 @@ impl ExactModel {
     }
 
     /// W = ααᵀ − A⁻¹ [N, N], the weight of ∂A in the gradient (twice the
-    /// adjoint Ā of the log marginal likelihood, [`lml_weight`]); `None`
+    /// adjoint Ā of the log marginal likelihood, [`LmlWeight`]: the lower
+    /// triangle of A⁻¹ and α, entries formed where they are read); `None`
     /// when t = 0.
-    pub fn weight(state: &LmlState) -> Option<DMatrix<f64>> {
+    pub fn weight(state: &LmlState) -> Option<LmlWeight> {
         let chol = state.chol.as_ref()?;
-        Some(lml_weight(chol, &state.alpha))
+        Some(LmlWeight::new(chol, &state.alpha))
     }
 
     /// The derivative of the log marginal likelihood in the (up to eight)
@@ -102,7 +103,7 @@ impl ExactModel {
     pub fn grad_chunk(
         &self,
         state: &LmlState,
-        w: &DMatrix<f64>,
+        w: &LmlWeight,
         p: &Pieces<Dual8>,
     ) -> Result<[f64; CHUNK], Error> {
         self.grad_chunk_n(state, w, p, None)
@@ -114,7 +115,7 @@ impl ExactModel {
     pub fn grad_chunk_n<const N: usize>(
         &self,
         state: &LmlState,
-        w: &DMatrix<f64>,
+        w: &LmlWeight,
         p: &Pieces<adfn<N>>,
         pbar: Option<&[f64]>,
     ) -> Result<[f64; N], Error>
@@ -122,11 +123,12 @@ impl ExactModel {
         adfn<N>: Scalar,
     {
         let alpha = &state.alpha;
-        let mut g = half_trace_w_dk_via(&p.kernel, pbar, &self.inputs, w)?;
+        let mut g = half_trace_w_dk_via(&p.kernel, pbar, &self.inputs, || w.full())?;
         for (i, s) in p.tempered_noise().iter().enumerate() {
             let tg = s.tangent();
+            let wii = w.diag(i);
             for c in 0..N {
-                g[c] += 0.5 * w[(i, i)] * tg[c];
+                g[c] += 0.5 * wii * tg[c];
             }
         }
         for (i, l) in p.loc.iter().enumerate() {
@@ -164,7 +166,7 @@ impl ExactModel {
             let m = CHUNK.min(theta.len() - start);
             grad[start..start + m].copy_from_slice(&g[..m]);
         }
-        crate::math::pool::give(w.data.into());
+        drop(w);
         Ok((state, grad))
     }
 

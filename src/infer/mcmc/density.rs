@@ -682,7 +682,7 @@ impl Density {
                 &kernel,
                 pbar.as_deref(),
                 &lt.inputs,
-                w,
+                || w,
             )?;
             for (c, &coord) in chunk.iter().enumerate() {
                 grad[coord] += g[c] * dtheta[coord];
@@ -729,7 +729,7 @@ impl Density {
         m: &Marginal,
         params: &[Value<f64>],
         state: &crate::infer::exact::objective::LmlState,
-        w: &DMatrix<f64>,
+        w: &crate::math::adjoint::LmlWeight,
         pbar: Option<&[f64]>,
         dtheta: &[f64],
         grad: &mut [f64],

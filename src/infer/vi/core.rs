@@ -129,7 +129,8 @@ impl Core {
         for start in (0..p).step_by(CHUNK) {
             let td = seed_chunk(&self.theta, start);
             let pd = self.model.pieces::<Dual8>(&td, &self.model.bound)?;
-            let mut g = half_trace_w_dk_via(&pd.kernel, pbar.as_deref(), &self.model.inputs, &w)?;
+            let mut g =
+                half_trace_w_dk_via(&pd.kernel, pbar.as_deref(), &self.model.inputs, || &w)?;
             let lik = expected_total(&self.model, &pd.lik, &self.rule, &m, &v)?;
             let (tm, tl) = (pd.mean.tangent(), lik.tangent());
             for c in 0..CHUNK {

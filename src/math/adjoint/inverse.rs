@@ -29,10 +29,101 @@ const INVERSE_BLOCK: usize = 64;
 /// one thread with the same operations whatever the number of threads,
 /// so the result is the same bit for bit for any thread count.
 pub fn lml_weight(chol: &JitteredCholesky, alpha: &DVector<f64>) -> DMatrix<f64> {
-    let inv = inverse_lower(chol);
-    let w = symmetric_from_lower(&inv, chol.dim(), |i, j, v| alpha[i] * alpha[j] - v);
-    pool::give(inv);
-    w
+    LmlWeight::new(chol, alpha).into_full()
+}
+
+/// A symmetric weight [N, N] read one stretch of a lower-triangle column
+/// at a time: what the kernel's reverse pass needs of W
+/// ([`crate::model::block::leaf_adjoints`]).
+pub trait LowerColumns: Sync {
+    /// The side N.
+    fn dim(&self) -> usize;
+    /// Rows `start..start + out.len()` (all ≥ j) of column j.
+    fn lower_column(&self, j: usize, start: usize, out: &mut [f64]);
+}
+
+impl LowerColumns for DMatrix<f64> {
+    fn dim(&self) -> usize {
+        self.nrows()
+    }
+
+    fn lower_column(&self, j: usize, start: usize, out: &mut [f64]) {
+        let n = self.nrows();
+        out.copy_from_slice(&self.as_slice()[j * n + start..j * n + start + out.len()]);
+    }
+}
+
+/// W = ααᵀ − (A + jitter·I)⁻¹ [N, N] held as the lower triangle of the
+/// inverse (a pooled buffer) and α: its entries are formed where they
+/// are read, so the gradient neither mirrors W into a full matrix nor
+/// passes over it once more. [`LmlWeight::full`] forms the full matrix
+/// (once) for the paths that need it; the entries are the same bits as
+/// [`lml_weight`]'s.
+pub struct LmlWeight {
+    /// The lower triangle of the inverse by columns [N, N] (above the
+    /// diagonal unspecified).
+    inv: Vec<f64>,
+    /// α [N].
+    alpha: Vec<f64>,
+    full: std::sync::OnceLock<DMatrix<f64>>,
+}
+
+impl LmlWeight {
+    /// The weight for the factor of A and α = A⁻¹r [N].
+    pub fn new(chol: &JitteredCholesky, alpha: &DVector<f64>) -> LmlWeight {
+        LmlWeight {
+            inv: inverse_lower(chol),
+            alpha: alpha.as_slice().to_vec(),
+            full: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Wᵢⱼ for i ≥ j.
+    #[inline]
+    fn lower(&self, i: usize, j: usize) -> f64 {
+        self.alpha[i] * self.alpha[j] - self.inv[j * self.alpha.len() + i]
+    }
+
+    /// Wᵢᵢ.
+    pub fn diag(&self, i: usize) -> f64 {
+        self.lower(i, i)
+    }
+
+    /// W as a full symmetric matrix [N, N], formed on first use.
+    pub fn full(&self) -> &DMatrix<f64> {
+        self.full.get_or_init(|| {
+            let a = &self.alpha;
+            symmetric_from_lower(&self.inv, a.len(), |i, j, v| a[i] * a[j] - v)
+        })
+    }
+
+    /// W as a full symmetric matrix [N, N], the inverse's buffer handed
+    /// back to the pool.
+    pub fn into_full(mut self) -> DMatrix<f64> {
+        self.full();
+        self.full.take().unwrap_or_else(|| DMatrix::zeros(0, 0))
+    }
+}
+
+impl LowerColumns for LmlWeight {
+    fn dim(&self) -> usize {
+        self.alpha.len()
+    }
+
+    fn lower_column(&self, j: usize, start: usize, out: &mut [f64]) {
+        let n = self.alpha.len();
+        let (a, aj) = (&self.alpha[start..start + out.len()], self.alpha[j]);
+        let inv = &self.inv[j * n + start..j * n + start + out.len()];
+        for ((o, ai), v) in out.iter_mut().zip(a).zip(inv) {
+            *o = ai * aj - v;
+        }
+    }
+}
+
+impl Drop for LmlWeight {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(&mut self.inv));
+    }
 }
 
 /// (A + jitter·I)⁻¹ [N, N] from the factor of A, as [`lml_weight`] forms
