@@ -46,6 +46,10 @@ pub struct Prepared {
     reached: Vec<bool>,
     /// Where each operand of each instruction sends its adjoint.
     to: Vec<[To; 3]>,
+    /// The adjoint row each varying slot reads in the reverse pass: its
+    /// own, or (when its one adjoint comes from a sum with partial 1) its
+    /// consumer's, or [`SEED`] for the output's.
+    arow: Vec<usize>,
     /// The scratch row of each power instruction's ln(base) (usize::MAX
     /// for other instructions).
     aux: Vec<usize>,
@@ -62,7 +66,13 @@ enum To {
     Sum,
     /// No adjoint (a condition, or an instruction that is not reached).
     Skip,
+    /// The operand's only adjoint, with partial 1: it reads the
+    /// instruction's own row instead of a copy ([`Prepared::arow`]).
+    Alias,
 }
+
+/// The row of the seed (the entries' adjoints) in [`Prepared::arow`].
+const SEED: usize = usize::MAX;
 
 /// The operand slots that receive adjoints, in the order the reverse
 /// pass delivers them.
@@ -99,6 +109,8 @@ impl KernelProgram {
         let mut reached = vec![false; n];
         reached[self.out] = true;
         let mut to = vec![[To::Skip; 3]; n];
+        // How many adjoints each varying slot receives.
+        let mut count = vec![0usize; n];
         for i in (0..n).rev() {
             if !varying[i] || !reached[i] {
                 continue;
@@ -110,11 +122,34 @@ impl KernelProgram {
                 } else if !varying[*slot] {
                     To::Sum
                 } else if reached[*slot] {
+                    count[*slot] += 1;
                     To::Add
                 } else {
+                    count[*slot] += 1;
                     reached[*slot] = true;
                     To::Assign
                 };
+            }
+        }
+        // A slot whose one adjoint is its consumer's own (an operand of a
+        // sum, or the left of a difference) reads the consumer's row.
+        let mut arow: Vec<usize> = (0..n).collect();
+        arow[self.out] = SEED;
+        for i in (0..n).rev() {
+            if !varying[i] || !reached[i] {
+                continue;
+            }
+            let (ops, k) = adjoint_operands(&self.insts[i]);
+            for (side, slot) in ops[..k].iter().enumerate() {
+                let unit = match self.insts[i] {
+                    Inst::Bin(BinOp::Add, ..) => true,
+                    Inst::Bin(BinOp::Sub, ..) => side == 0,
+                    _ => false,
+                };
+                if unit && to[i][side] == To::Assign && count[*slot] == 1 {
+                    to[i][side] = To::Alias;
+                    arow[*slot] = arow[i];
+                }
             }
         }
         let mut aux = vec![usize::MAX; n];
@@ -130,6 +165,7 @@ impl KernelProgram {
             uni,
             reached,
             to,
+            arow,
             aux,
         }
     }
@@ -235,10 +271,13 @@ impl KernelProgram {
     ///
     /// Each reached slot's adjoints are written by the first instruction
     /// that passes one back and added to by the later ones (the routing
-    /// is fixed in [`Prepared`]), so nothing is cleared; a uniform slot's
-    /// adjoint is one scalar, the sum over the block, kept in the first
-    /// entry of its row and pushed back through the uniform instructions
-    /// once.
+    /// is fixed in [`Prepared`]), so nothing is cleared; a slot whose only
+    /// adjoint passes through a sum unchanged reads its consumer's row,
+    /// and the output reads `seed` itself; a uniform slot's adjoint is one
+    /// scalar, the sum over the block, kept in the first entry of its row
+    /// and pushed back through the uniform instructions once. The loops
+    /// are branch-free over the block (a power's slow cases are put right
+    /// afterwards), so they vectorise.
     pub fn block_backward(
         &self,
         prep: &Prepared,
@@ -254,9 +293,8 @@ impl KernelProgram {
                 adj[i * BLOCK] = 0.0;
             }
         }
-        if prep.varying[self.out] {
-            adj[self.out * BLOCK..self.out * BLOCK + m].copy_from_slice(&seed[..m]);
-        } else {
+        let seed = &seed[..m];
+        if !prep.varying[self.out] {
             adj[self.out * BLOCK] = crate::math::vector::sum_by(m, |e| seed[e]);
         }
         let val = |s: usize| &vals[s * BLOCK..s * BLOCK + m];
@@ -265,79 +303,87 @@ impl KernelProgram {
                 continue;
             }
             let (lo, hi) = adj.split_at_mut(i * BLOCK);
-            let ai = &hi[..m];
+            let ai = match prep.arow[i] {
+                SEED => seed,
+                r => &hi[(r - i) * BLOCK..(r - i) * BLOCK + m],
+            };
             let [ta, tb, _] = prep.to[i];
+            let vi = val(i);
             match self.insts[i] {
-                Inst::Neg(a) => push(lo, ta, a, ai, |_| -1.0),
-                Inst::PowI(a, k) => {
-                    let va = val(a);
-                    push(lo, ta, a, ai, |e| {
-                        if k == 0 {
-                            0.0
-                        } else {
-                            k as f64 * va[e].powi(k - 1)
-                        }
-                    });
-                }
-                Inst::Call(b, a) => {
-                    let (va, vi) = (val(a), val(i));
-                    push(lo, ta, a, ai, |e| call_partial(b, va[e], vi[e]));
-                }
+                Inst::Neg(a) => push(lo, ta, a, ai, vi, vi, |_, _| -1.0),
+                Inst::PowI(a, k) => push(lo, ta, a, ai, val(a), vi, |x, _| {
+                    if k == 0 {
+                        0.0
+                    } else {
+                        k as f64 * x.powi(k - 1)
+                    }
+                }),
+                Inst::Call(b, a) => match b {
+                    Builtin::Exp => push(lo, ta, a, ai, val(a), vi, |_, v| v),
+                    Builtin::Log => push(lo, ta, a, ai, val(a), vi, |x, _| 1.0 / x),
+                    Builtin::Sqrt => push(lo, ta, a, ai, val(a), vi, |_, v| 0.5 / v),
+                    _ => push(lo, ta, a, ai, val(a), vi, |x, v| call_partial(b, x, v)),
+                },
                 Inst::Select(c, a, b) => {
                     let vc = val(c);
-                    push(lo, ta, a, ai, |e| if vc[e] != 0.0 { 1.0 } else { 0.0 });
-                    push(lo, tb, b, ai, |e| if vc[e] != 0.0 { 0.0 } else { 1.0 });
+                    push(lo, ta, a, ai, vc, vc, |c, _| truth(c != 0.0));
+                    push(lo, tb, b, ai, vc, vc, |c, _| truth(c == 0.0));
                 }
                 Inst::Bin(op, a, b) => {
-                    let (va, vb, vi) = (val(a), val(b), val(i));
+                    let (va, vb) = (val(a), val(b));
                     // The common operations with their partials written out;
                     // the rest through the scalar rules.
                     match op {
                         BinOp::Add => {
-                            push(lo, ta, a, ai, |_| 1.0);
-                            push(lo, tb, b, ai, |_| 1.0);
+                            push(lo, ta, a, ai, vi, vi, |_, _| 1.0);
+                            push(lo, tb, b, ai, vi, vi, |_, _| 1.0);
                         }
                         BinOp::Sub => {
-                            push(lo, ta, a, ai, |_| 1.0);
-                            push(lo, tb, b, ai, |_| -1.0);
+                            push(lo, ta, a, ai, vi, vi, |_, _| 1.0);
+                            push(lo, tb, b, ai, vi, vi, |_, _| -1.0);
                         }
                         BinOp::Mul | BinOp::EwMul => {
-                            push(lo, ta, a, ai, |e| vb[e]);
-                            push(lo, tb, b, ai, |e| va[e]);
+                            push(lo, ta, a, ai, vb, vb, |y, _| y);
+                            push(lo, tb, b, ai, va, va, |x, _| x);
                         }
                         BinOp::Div | BinOp::EwDiv => match reciprocal(prep.uni[b]) {
                             Some(r) if !prep.varying[b] => {
-                                push(lo, ta, a, ai, |_| r);
-                                push(lo, tb, b, ai, |e| -vi[e] * r);
+                                push(lo, ta, a, ai, vi, vi, |_, _| r);
+                                push(lo, tb, b, ai, vi, vi, |v, _| -v * r);
                             }
                             _ => {
-                                push(lo, ta, a, ai, |e| 1.0 / vb[e]);
-                                push(lo, tb, b, ai, |e| -vi[e] / vb[e]);
+                                push(lo, ta, a, ai, vb, vb, |y, _| 1.0 / y);
+                                push(lo, tb, b, ai, vi, vb, |v, y| -v / y);
                             }
                         },
                         BinOp::Pow => {
                             // ∂/∂a = b·v/a, ∂/∂b = v·ln a, with ln a kept by
-                            // the forward pass.
+                            // the forward pass, where a > 0 and b ≠ 0; the
+                            // other entries through the scalar rule after.
                             let ln_a = &vals[prep.aux[i] * BLOCK..prep.aux[i] * BLOCK + m];
                             let fast = |e: usize| va[e] > 0.0 && vb[e] != 0.0;
-                            push(lo, ta, a, ai, |e| {
-                                if fast(e) {
-                                    vb[e] * vi[e] / va[e]
-                                } else {
-                                    bin_partials(op, va[e], vb[e], vi[e]).0
+                            let (mut da, mut db) = ([0.0; BLOCK], [0.0; BLOCK]);
+                            let mut slow = false;
+                            for e in 0..m {
+                                let ok = fast(e);
+                                slow |= !ok;
+                                let (pa, pb) = (vb[e] * vi[e] / va[e], vi[e] * ln_a[e]);
+                                da[e] = if ok { pa } else { 0.0 };
+                                db[e] = if ok { pb } else { 0.0 };
+                            }
+                            push(lo, ta, a, ai, &da[..m], &da[..m], |d, _| d);
+                            push(lo, tb, b, ai, &db[..m], &db[..m], |d, _| d);
+                            if slow {
+                                for e in (0..m).filter(|&e| !fast(e)) {
+                                    let (da, db) = bin_partials(op, va[e], vb[e], vi[e]);
+                                    fix(lo, ta, a, e, ai[e], da);
+                                    fix(lo, tb, b, e, ai[e], db);
                                 }
-                            });
-                            push(lo, tb, b, ai, |e| {
-                                if fast(e) {
-                                    vi[e] * ln_a[e]
-                                } else {
-                                    bin_partials(op, va[e], vb[e], vi[e]).1
-                                }
-                            });
+                            }
                         }
                         _ => {
-                            push(lo, ta, a, ai, |e| bin_partials(op, va[e], vb[e], vi[e]).0);
-                            push(lo, tb, b, ai, |e| bin_partials(op, va[e], vb[e], vi[e]).1);
+                            push(lo, ta, a, ai, va, vb, |x, y| bin_partials(op, x, y, 0.0).0);
+                            push(lo, tb, b, ai, va, vb, |x, y| bin_partials(op, x, y, 0.0).1);
                         }
                     }
                 }
@@ -392,32 +438,54 @@ fn reciprocal(b: f64) -> Option<f64> {
     (b.is_normal() && r.is_normal()).then_some(r)
 }
 
-/// Delivers aᵢ[e] · ∂(e) to the operand in slot `s` as `to` says, over the
-/// entries with a non-zero adjoint (a partial that is not finite where
-/// the adjoint is zero, as in the branch an `if` did not take, never
-/// reaches a derivative).
+/// Delivers aᵢ[e] · ∂(xₑ, yₑ) to the operand in slot `s` as `to` says,
+/// over the entries with a non-zero adjoint (a partial that is not
+/// finite where the adjoint is zero, as in the branch an `if` did not
+/// take, never reaches a derivative). `x` and `y` are the block's
+/// values the partial needs (\[m\] or longer); the loop is branch-free.
 #[inline(always)]
-fn push(adj: &mut [f64], to: To, s: usize, ai: &[f64], d: impl Fn(usize) -> f64) {
+fn push(
+    adj: &mut [f64],
+    to: To,
+    s: usize,
+    ai: &[f64],
+    x: &[f64],
+    y: &[f64],
+    d: impl Fn(f64, f64) -> f64,
+) {
     let m = ai.len();
-    let term = |e: usize| {
-        let w = ai[e];
-        if w != 0.0 { w * d(e) } else { 0.0 }
+    let term = |w: f64, x: f64, y: f64| {
+        let t = w * d(x, y);
+        if w != 0.0 { t } else { 0.0 }
     };
     match to {
         To::Assign => {
             let dst = &mut adj[s * BLOCK..s * BLOCK + m];
-            for (e, o) in dst.iter_mut().enumerate() {
-                *o = term(e);
+            for (((o, w), x), y) in dst.iter_mut().zip(ai).zip(&x[..m]).zip(&y[..m]) {
+                *o = term(*w, *x, *y);
             }
         }
         To::Add => {
             let dst = &mut adj[s * BLOCK..s * BLOCK + m];
-            for (e, o) in dst.iter_mut().enumerate() {
-                *o += term(e);
+            for (((o, w), x), y) in dst.iter_mut().zip(ai).zip(&x[..m]).zip(&y[..m]) {
+                *o += term(*w, *x, *y);
             }
         }
-        To::Sum => adj[s * BLOCK] += crate::math::vector::sum_by(m, term),
-        To::Skip => {}
+        To::Sum => adj[s * BLOCK] += crate::math::vector::sum_zip3(ai, x, y, term),
+        To::Skip | To::Alias => {}
+    }
+}
+
+/// Adds entry e's term w · d to what [`push`] delivered to slot `s` with
+/// a zero partial there (a power's slow cases).
+fn fix(adj: &mut [f64], to: To, s: usize, e: usize, w: f64, d: f64) {
+    if w == 0.0 {
+        return;
+    }
+    match to {
+        To::Assign | To::Add => adj[s * BLOCK + e] += w * d,
+        To::Sum => adj[s * BLOCK] += w * d,
+        To::Skip | To::Alias => {}
     }
 }
 
