@@ -28,6 +28,18 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 use std::f64::consts::PI;
 
+/// The number of the next plan made ([`Plan::id`]).
+static NEXT_PLAN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's scratch and the plan it was made for: a pass over a
+    /// Gram matrix runs its columns on each thread with one scratch
+    /// instead of allocating and zeroing one for every piece of work the
+    /// pool splits off (about fifty per gradient).
+    static SCRATCH: std::cell::RefCell<Option<(u64, Work)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// Rows per block.
 pub const BLOCK: usize = 256;
 
@@ -92,6 +104,9 @@ pub struct Plan<'k> {
     /// X and Y restricted to a compiled kernel's `dims`.
     gathered: Vec<(Inputs, Inputs)>,
     prog_slots: usize,
+    /// This plan's number, unique in the process: a thread's scratch
+    /// ([`Plan::with_work`]) is kept for the plan it was made for.
+    id: u64,
     /// Each node's value is `vfac[i]` times row `vrow[i]` of the values: a
     /// scaling is no pass of its own, its factor is carried to the node
     /// that reads it.
@@ -172,6 +187,7 @@ impl<'k> Plan<'k> {
             leaves: 0,
             gathered: Vec::new(),
             prog_slots: 0,
+            id: NEXT_PLAN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             vrow: Vec::new(),
             vfac: Vec::new(),
             arow: Vec::new(),
@@ -345,6 +361,26 @@ impl<'k> Plan<'k> {
             }
             KernelValue::Rust { .. } | KernelValue::Lang { .. } => None,
         }
+    }
+
+    /// Runs `f` with this thread's scratch for this plan, made on the
+    /// thread's first use of the plan (a fresh one if the thread's is in
+    /// use further up the stack). Every value read from the scratch is
+    /// written first in the same block, so results do not depend on which
+    /// scratch ran a column.
+    fn with_work<R>(&self, f: impl FnOnce(&mut Work) -> R) -> R {
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut slot) => {
+                if !matches!(&*slot, Some((id, _)) if *id == self.id) {
+                    *slot = Some((self.id, self.work()));
+                }
+                match slot.as_mut() {
+                    Some((_, w)) => f(w),
+                    None => f(&mut self.work()),
+                }
+            }
+            Err(_) => f(&mut self.work()),
+        })
     }
 
     /// Scratch for one worker.
@@ -749,15 +785,14 @@ impl<'k> Plan<'k> {
             .par_chunks_mut(n)
             .enumerate()
             .with_min_len(8)
-            .for_each_init(
-                || self.work(),
-                |w, (j, col)| {
+            .for_each(|(j, col)| {
+                self.with_work(|w| {
                     for b in Self::blocks(x, x, j, true) {
                         self.forward(b, false, w);
                         self.root_values(w, &mut col[b.start..b.start + b.m]);
                     }
-                },
-            );
+                })
+            });
     }
 
     /// K(X, Y) [N, M] (no point of X is the same as a point of Y).
@@ -765,9 +800,8 @@ impl<'k> Plan<'k> {
         let cols: Vec<Vec<f64>> = (0..y.len())
             .into_par_iter()
             .with_min_len(8)
-            .map_init(
-                || self.work(),
-                |w, j| {
+            .map(|j| {
+                self.with_work(|w| {
                     let mut col = Vec::with_capacity(x.len());
                     for b in Self::blocks(x, y, j, false) {
                         self.forward(b, false, w);
@@ -776,8 +810,8 @@ impl<'k> Plan<'k> {
                         self.root_values(w, &mut col[at..]);
                     }
                     col
-                },
-            )
+                })
+            })
             .collect();
         DMatrix::from_fn(x.len(), y.len(), |i, j| cols[j][i])
     }
@@ -792,9 +826,8 @@ impl<'k> Plan<'k> {
         let partial: Vec<Vec<f64>> = (0..n)
             .into_par_iter()
             .with_min_len(8)
-            .map_init(
-                || self.work(),
-                |w, j| {
+            .map(|j| {
+                self.with_work(|w| {
                     let mut acc = vec![0.0; l];
                     for b in Self::blocks(x, x, j, true) {
                         self.forward(b, true, w);
@@ -806,8 +839,8 @@ impl<'k> Plan<'k> {
                         self.backward(b, w, &mut acc);
                     }
                     acc
-                },
-            )
+                })
+            })
             .collect();
         let mut out = vec![0.0; l];
         for p in &partial {
