@@ -130,6 +130,9 @@ pub struct Work {
     pa: Vec<f64>,
     /// One compiled kernel's parameter sums over a block.
     g: Vec<f64>,
+    /// A periodic kernel's differences, sines and cosines over a block
+    /// (3 × [`BLOCK`]).
+    trig: Vec<f64>,
 }
 
 /// The rows of one block: X rows `start..start + m` against Y's row `j`;
@@ -407,6 +410,7 @@ impl<'k> Plan<'k> {
             pv,
             pa: vec![0.0; self.prog_slots],
             g: vec![0.0; self.leaves],
+            trig: vec![0.0; 3 * BLOCK],
         }
     }
 
@@ -484,7 +488,8 @@ impl<'k> Plan<'k> {
                     // The first coordinate writes the sums, later ones add.
                     let c = -2.0 / (ell * ell);
                     let n_dims = dims.map_or(yr.len(), |d| d.len());
-                    let (mut d, mut sn, mut cs) = ([0.0; BLOCK], [0.0; BLOCK], [0.0; BLOCK]);
+                    let (d, rest) = w.trig.split_at_mut(BLOCK);
+                    let (sn, cs) = rest.split_at_mut(BLOCK);
                     let (xs, dim, w_ang) = (b.x.rows_flat(b.start, m), yr.len(), PI / period);
                     if n_dims == 0 {
                         aux.fill(0.0);

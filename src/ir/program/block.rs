@@ -171,14 +171,24 @@ impl KernelProgram {
     }
 
     /// The number of value slots a block needs: one row of [`BLOCK`]
-    /// entries per instruction, and one more per power (its ln(base)).
+    /// entries per instruction, one more per power (its ln(base)), and
+    /// two spare rows for the reverse pass when there is a power.
     pub fn block_slots(&self) -> usize {
-        let pows = self
-            .insts
+        (self.insts.len() + self.pows() + self.spare_rows()) * BLOCK
+    }
+
+    /// The number of power instructions.
+    fn pows(&self) -> usize {
+        self.insts
             .iter()
             .filter(|i| matches!(i, Inst::Bin(BinOp::Pow, ..)))
-            .count();
-        (self.insts.len() + pows) * BLOCK
+            .count()
+    }
+
+    /// Rows at the end of the slots for a power's partials in the reverse
+    /// pass (two when there is a power).
+    fn spare_rows(&self) -> usize {
+        if self.pows() > 0 { 2 } else { 0 }
     }
 
     /// Write the uniform instructions' values into their rows of `vals`
@@ -288,6 +298,7 @@ impl KernelProgram {
         g: &mut [f64],
     ) {
         let n = self.insts.len();
+        let (adj, spare) = adj.split_at_mut(adj.len() - self.spare_rows() * BLOCK);
         for i in 0..n {
             if !prep.varying[i] {
                 adj[i * BLOCK] = 0.0;
@@ -362,7 +373,7 @@ impl KernelProgram {
                             // other entries through the scalar rule after.
                             let ln_a = &vals[prep.aux[i] * BLOCK..prep.aux[i] * BLOCK + m];
                             let fast = |e: usize| va[e] > 0.0 && vb[e] != 0.0;
-                            let (mut da, mut db) = ([0.0; BLOCK], [0.0; BLOCK]);
+                            let (da, db) = spare.split_at_mut(BLOCK);
                             let mut slow = false;
                             for e in 0..m {
                                 let ok = fast(e);
