@@ -62,9 +62,10 @@ pub fn matmul(a: &DMatrix<f64>, ta: bool, b: &DMatrix<f64>, tb: bool) -> DMatrix
 }
 
 impl JitteredCholesky {
-    /// The lower-triangular factor L, [N, N].
+    /// The lower-triangular factor L, [N, N] (zero above the diagonal).
     pub fn l(&self) -> DMatrix<f64> {
-        DMatrix::from_column_slice(self.n, self.n, &self.l)
+        let n = self.n;
+        DMatrix::from_fn(n, n, |i, j| if i >= j { self.l[j * n + i] } else { 0.0 })
     }
     /// The number of rows N.
     pub fn dim(&self) -> usize {
@@ -115,7 +116,10 @@ impl JitteredCholesky {
     pub fn inverse(&self) -> DMatrix<f64> {
         crate::math::adjoint::inverse(self)
     }
-    /// The factor L as a faer view [N, N] (zero above the diagonal).
+    /// The factor L as a faer view [N, N]: its lower triangle (diagonal
+    /// included); what is above the diagonal is unspecified, so only
+    /// routines that read the lower triangle take it (triangular solves
+    /// and products as lower triangular).
     pub fn factor(&self) -> MatRef<'_, f64> {
         MatRef::from_column_major_slice(&self.l, self.n, self.n)
     }
@@ -168,23 +172,6 @@ pub fn cholesky_jitter_with(
     let mut build =
         |l: &mut Vec<f64>| build(l).inspect_err(|_| crate::math::pool::give(std::mem::take(l)));
     build(&mut l)?;
-    // The first column (in order) with a non-finite entry, columns in
-    // parallel.
-    let bad = (0..n).into_par_iter().with_min_len(32).find_map_first(|j| {
-        l[j * n + j..(j + 1) * n]
-            .iter()
-            .position(|x| !x.is_finite())
-            .map(|k| (j, k))
-    });
-    if let Some((j, k)) = bad {
-        let v = l[j * n + j + k];
-        crate::math::pool::give(l);
-        return Err(Error::new(
-            ErrorKind::Numerical,
-            format!("{what} has a non-finite entry {v} at ({}, {j})", j + k),
-        )
-        .with_note("check the kernel's hyperparameters and the inputs"));
-    }
     let mean_diag = if n == 0 {
         1.0
     } else {
@@ -200,15 +187,36 @@ pub fn cholesky_jitter_with(
         }
         rel *= 10.0;
     }
+    // A factorisation that succeeds with a finite diagonal had only
+    // finite entries to factor (a non-finite entry of the lower triangle
+    // makes a later pivot NaN or −∞, or a diagonal entry of L infinite),
+    // so the matrix is scanned only after the first failure.
+    let mut scanned = false;
     for (t, jitter) in tries.into_iter().enumerate() {
         if t > 0 {
             build(&mut l)?;
         }
+        if t > 0 && !scanned {
+            scanned = true;
+            if let Err(e) = non_finite_entry(&l, n, what) {
+                crate::math::pool::give(l);
+                return Err(e);
+            }
+        }
         for i in 0..n {
             l[i * n + i] += jitter;
         }
-        if factor_lower_in_place(faer::MatMut::from_column_major_slice_mut(&mut l, n, n)).is_ok() {
+        if factor_lower_in_place(faer::MatMut::from_column_major_slice_mut(&mut l, n, n)).is_ok()
+            && (0..n).all(|i| l[i * n + i].is_finite())
+        {
             return Ok(JitteredCholesky { l, n, jitter });
+        }
+    }
+    if !scanned {
+        build(&mut l)?;
+        if let Err(e) = non_finite_entry(&l, n, what) {
+            crate::math::pool::give(l);
+            return Err(e);
         }
     }
     crate::math::pool::give(l);
@@ -217,6 +225,29 @@ pub fn cholesky_jitter_with(
         format!("{what} ({n} × {n}) is not positive definite, even with jitter {:.1e} added to its diagonal", max_rel * mean_diag),
     )
     .with_note("the kernel may be degenerate at these hyperparameters (e.g. a huge lengthscale) or the inputs may repeat; add a `white()` term or noise"))
+}
+
+/// An error naming the first column (in order) of the lower triangle of
+/// A [N, N] (by columns) with a non-finite entry, if there is one;
+/// columns are scanned in parallel.
+fn non_finite_entry(l: &[f64], n: usize, what: &str) -> Result<(), Error> {
+    let bad = (0..n).into_par_iter().with_min_len(32).find_map_first(|j| {
+        l[j * n + j..(j + 1) * n]
+            .iter()
+            .position(|x| !x.is_finite())
+            .map(|k| (j, k))
+    });
+    match bad {
+        Some((j, k)) => {
+            let v = l[j * n + j + k];
+            Err(Error::new(
+                ErrorKind::Numerical,
+                format!("{what} has a non-finite entry {v} at ({}, {j})", j + k),
+            )
+            .with_note("check the kernel's hyperparameters and the inputs"))
+        }
+        None => Ok(()),
+    }
 }
 
 /// Columns per parallel block of [`symmetric_from_lower`].

@@ -117,6 +117,10 @@ pub struct Plan<'k> {
     /// row (no copies), and a leaf's sums are scaled once per block.
     arow: Vec<usize>,
     afac: Vec<f64>,
+    /// Whether a node's values are read in the reverse pass (by itself
+    /// or its parent): a sum under a sum or at the root is not, and the
+    /// forward pass before the reverse pass skips it.
+    read: Vec<bool>,
 }
 
 /// Scratch for one block (one per worker).
@@ -195,6 +199,7 @@ impl<'k> Plan<'k> {
             vfac: Vec::new(),
             arow: Vec::new(),
             afac: Vec::new(),
+            read: Vec::new(),
         };
         plan.add(kernel, x, y)?;
         plan.route();
@@ -215,6 +220,21 @@ impl<'k> Plan<'k> {
                     self.vfac[i] = c * self.vfac[*k];
                 }
                 Node::Product(p, q) => self.vfac[i] = self.vfac[*p] * self.vfac[*q],
+                _ => {}
+            }
+        }
+        self.read = self
+            .nodes
+            .iter()
+            .map(|node| !matches!(node, Node::Sum(..)))
+            .collect();
+        for node in &self.nodes {
+            match node {
+                Node::Product(p, q) => {
+                    self.read[*p] = true;
+                    self.read[*q] = true;
+                }
+                Node::Scale { k, .. } => self.read[*k] = true,
                 _ => {}
             }
         }
@@ -437,6 +457,9 @@ impl<'k> Plan<'k> {
             }
         }
         for (i, node) in self.nodes.iter().enumerate() {
+            if grad && !self.read[i] {
+                continue;
+            }
             let (done, rest) = w.vals.split_at_mut(i * BLOCK);
             let out = &mut rest[..m];
             let aux = &mut w.aux[i * BLOCK..i * BLOCK + m];
