@@ -201,7 +201,11 @@ mod tests {
                 let lt = factor_with(&a, t).unwrap();
                 for j in 0..n {
                     for i in j..n {
-                        assert_eq!(lt[(i, j)].to_bits(), l[(i, j)].to_bits(), "n = {n}, {t} threads");
+                        assert_eq!(
+                            lt[(i, j)].to_bits(),
+                            l[(i, j)].to_bits(),
+                            "n = {n}, {t} threads"
+                        );
                     }
                 }
             }

@@ -170,6 +170,7 @@ fn for_diffs(x: &[f64], y: &[f64], dims: Option<&[usize]>, mut f: impl FnMut(usi
 }
 
 /// The selected coordinates of a row.
+#[inline(always)]
 fn coords<'a>(r: &'a [f64], dims: Option<&'a [usize]>) -> impl Iterator<Item = f64> + 'a {
     let n = dims.map_or(r.len(), |d| d.len());
     (0..n).map(move |k| r[dims.map_or(k, |d| d[k])])
@@ -263,6 +264,7 @@ impl<'k> Plan<'k> {
     }
 
     /// The root's values over a block of m rows, written to `out` [m].
+    #[inline(always)]
     fn root_values(&self, w: &Work, out: &mut [f64]) {
         let root = self.nodes.len() - 1;
         let (r, f) = (self.vrow[root] * BLOCK, self.vfac[root]);
@@ -436,6 +438,7 @@ impl<'k> Plan<'k> {
 
     /// Every node's values over the block (into `w.vals`); with `grad`,
     /// also what the reverse pass needs (into `w.aux`, `w.aux2`).
+    #[inline(always)]
     fn forward(&self, b: Block, grad: bool, w: &mut Work) {
         let m = b.m;
         let yr = b.y.row(b.j);
@@ -628,6 +631,7 @@ impl<'k> Plan<'k> {
     /// The reverse pass over a block after [`Plan::forward`] with `grad`:
     /// the root's adjoints are in `w.adj` (its row), and Σₑ adjₑ ∂kₑ/∂p is
     /// added to `pbar[leaf]` for every leaf.
+    #[inline(always)]
     fn backward(&self, b: Block, w: &mut Work, pbar: &mut [f64]) {
         let m = b.m;
         let yr = b.y.row(b.j);
@@ -659,10 +663,16 @@ impl<'k> Plan<'k> {
                         let inv = 1.0 / (l * l);
                         let d2 = &w.d2[dist * BLOCK..dist * BLOCK + m];
                         // Branch-free: the term is formed for every entry
-                        // and kept where r² is a positive finite number.
+                        // and kept where r² (never negative) is a positive
+                        // finite number; two comparisons, which vectorise
+                        // (`is_finite` tests bits lane by lane).
                         let term = |k: KernelKind, a: f64, v: f64, r2: f64| {
                             let t = a * slope(k, r2, v) * (c * r2);
-                            if (r2 != 0.0) & r2.is_finite() { t } else { 0.0 }
+                            if (r2 > 0.0) & (r2 < f64::INFINITY) {
+                                t
+                            } else {
+                                0.0
+                            }
                         };
                         use KernelKind::{Matern12, Matern32, Matern52, Rbf};
                         let aux = &aux[..m];
@@ -813,14 +823,7 @@ impl<'k> Plan<'k> {
             .par_chunks_mut(n)
             .enumerate()
             .with_min_len(8)
-            .for_each(|(j, col)| {
-                self.with_work(|w| {
-                    for b in Self::blocks(x, x, j, true) {
-                        self.forward(b, false, w);
-                        self.root_values(w, &mut col[b.start..b.start + b.m]);
-                    }
-                })
-            });
+            .for_each(|(j, col)| self.with_work(|w| self.gram_column(x, j, col, w)));
     }
 
     /// K(X, Y) [N, M] (no point of X is the same as a point of Y).
@@ -855,19 +858,9 @@ impl<'k> Plan<'k> {
             .into_par_iter()
             .with_min_len(8)
             .map(|j| {
-                self.with_work(|w| {
-                    let mut acc = vec![0.0; l];
-                    for b in Self::blocks(x, x, j, true) {
-                        self.forward(b, true, w);
-                        let root = (self.nodes.len() - 1) * BLOCK;
-                        wt.lower_column(j, b.start, &mut w.adj[root..root + b.m]);
-                        if let Some(d) = b.diag {
-                            w.adj[root + d] *= 0.5;
-                        }
-                        self.backward(b, w, &mut acc);
-                    }
-                    acc
-                })
+                let mut acc = vec![0.0; l];
+                self.with_work(|w| self.adjoint_column(x, wt, j, w, &mut acc));
+                acc
             })
             .collect();
         let mut out = vec![0.0; l];
@@ -880,7 +873,121 @@ impl<'k> Plan<'k> {
     }
 }
 
+/// The instruction sets the column passes are compiled for, found once
+/// at run time.
+#[derive(Clone, Copy, PartialEq)]
+enum Isa {
+    Baseline,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
+/// The widest [`Isa`] this processor runs.
+fn isa() -> Isa {
+    static ISA: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
+    *ISA.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Isa::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Baseline
+    })
+}
+
+/// Defines `$name`, which runs `$body` (an `#[inline(always)]` method, so
+/// each version is compiled for its target with everything it inlines:
+/// the plan's and compiled programs' block passes) compiled for AVX-512F
+/// or AVX2 where [`isa`] found them, as it is elsewhere. The block loops
+/// are element-wise arithmetic over arrays, so wider registers run them
+/// in fewer instructions; no operation is fused or reordered (Rust does
+/// not contract a·b + c), so every version gives the same bits.
+macro_rules! column_pass {
+    ($(#[$m:meta])* fn $name:ident<$($g:ident: $b:path),*>($($arg:ident: $ty:ty),*) => $body:ident, $avx2:ident, $avx512:ident, widest $wide:expr) => {
+        $(#[$m])*
+        fn $name<$($g: $b + ?Sized),*>(&self, $($arg: $ty),*) {
+            match isa() {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `isa` found AVX-512F on this processor.
+                Isa::Avx512 if $wide => unsafe { self.$avx512($($arg),*) },
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `isa` found AVX-512F, which includes AVX2.
+                Isa::Avx512 => unsafe { self.$avx2($($arg),*) },
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `isa` found AVX2 on this processor.
+                Isa::Avx2 => unsafe { self.$avx2($($arg),*) },
+                Isa::Baseline => self.$body($($arg),*),
+            }
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f")]
+        fn $avx512<$($g: $b + ?Sized),*>(&self, $($arg: $ty),*) {
+            self.$body($($arg),*)
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2")]
+        fn $avx2<$($g: $b + ?Sized),*>(&self, $($arg: $ty),*) {
+            self.$body($($arg),*)
+        }
+    };
+}
+
+impl Plan<'_> {
+    // Which width each pass takes where the processor has AVX-512 was
+    // measured on the CO2 model (benches/README.md): the Gram pass runs
+    // faster with 512-bit registers, the reverse pass (more loads and
+    // stores per operation) with 256-bit ones.
+    column_pass! {
+        /// Rows j.. of column j of the Gram matrix into `col[j..]`.
+        fn gram_column<>(x: &Inputs, j: usize, col: &mut [f64], w: &mut Work)
+            => gram_column_body, gram_column_avx2, gram_column_avx512, widest true
+    }
+
+    column_pass! {
+        /// Column j's share of [`Plan::adjoints`], added to `acc` \[leaves\].
+        fn adjoint_column<W: LowerColumns>(x: &Inputs, wt: &W, j: usize, w: &mut Work, acc: &mut [f64])
+            => adjoint_column_body, adjoint_column_avx2, adjoint_column_avx512, widest false
+    }
+
+    #[inline(always)]
+    fn gram_column_body(&self, x: &Inputs, j: usize, col: &mut [f64], w: &mut Work) {
+        for b in Self::blocks(x, x, j, true) {
+            self.forward(b, false, w);
+            self.root_values(w, &mut col[b.start..b.start + b.m]);
+        }
+    }
+
+    #[inline(always)]
+    fn adjoint_column_body<W: LowerColumns + ?Sized>(
+        &self,
+        x: &Inputs,
+        wt: &W,
+        j: usize,
+        w: &mut Work,
+        acc: &mut [f64],
+    ) {
+        for b in Self::blocks(x, x, j, true) {
+            self.forward(b, true, w);
+            let root = (self.nodes.len() - 1) * BLOCK;
+            wt.lower_column(j, b.start, &mut w.adj[root..root + b.m]);
+            if let Some(d) = b.diag {
+                w.adj[root + d] *= 0.5;
+            }
+            self.backward(b, w, acc);
+        }
+    }
+}
+
 /// A stationary kernel's values from r² (0 when r² overflowed).
+#[inline(always)]
 fn stationary_values(kind: KernelKind, r2: &[f64], out: &mut [f64]) {
     use super::kernels::stationary as st;
     match kind {
@@ -978,6 +1085,78 @@ impl KernelValue<f64> {
         match Plan::new(self, x, y) {
             Some(p) => Ok(p.cross(x, y)),
             None => self.cross(x, y),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::hypers::HyperLayout;
+    use crate::ir::eval::Env;
+    use crate::{Data, DataValue, Model, Overrides, Registry};
+
+    /// The baseline, AVX2 and AVX-512 versions of the column passes give
+    /// the same bits (those the processor runs), for built-in kernels,
+    /// scalings, sums, products and a compiled model-file kernel.
+    #[test]
+    fn every_compiled_version_of_the_column_passes_gives_the_same_bits() {
+        let text = r#"
+kernel rq(ell : positive, alpha : positive)(x, x2) {
+  (1 + sqdist(x, x2) / (2 * alpha * ell^2)) ^ (-alpha)
+}
+data { n : int  X : matrix[n, 2] }
+hyper { a : positive = 1.3  l : positive = 0.7  al : positive = 1.5 }
+model { f ~ gp(0, a^2 * rbf(l) + periodic(l, 2.0) * matern32(l) + a * rq(l, al)) }
+"#;
+        let n = 300;
+        let x = DMatrix::from_fn(n, 2, |i, k| ((i * 7 + k * 3) as f64 * 0.37).sin() * 2.0);
+        let m = Model::from_str("k.tempest", text, &Registry::default()).unwrap();
+        let data = Data::values().with("X", DataValue::Matrix(x.clone()));
+        let b = m.bind(&data, &Overrides::default()).unwrap();
+        let layout = HyperLayout::new(&b, true);
+        let hyp = layout.values::<f64>(&b, &layout.initial(&b).unwrap());
+        let k = Env::new(&b, &hyp, &[], &[])
+            .kernel(&b.graph.gps[0].kernel)
+            .unwrap();
+        let xi = Inputs::from_matrix(&x);
+        let plan = Plan::new(&k, &xi, &xi).expect("a plan");
+        let wt = DMatrix::from_fn(n, n, |i, j| ((i + j) as f64 * 0.11).cos());
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for j in [0, 1, 77, n - 1] {
+            let (mut col, mut acc) = (vec![0.0; n], vec![0.0; plan.leaves()]);
+            plan.gram_column_body(&xi, j, &mut col, &mut plan.work());
+            plan.adjoint_column_body(&xi, &wt, j, &mut plan.work(), &mut acc);
+            // (The last column is the diagonal alone, where only the
+            // scalings' derivatives are not 0.)
+            let nonzero = acc.iter().filter(|v| **v != 0.0).count();
+            assert!(acc.iter().all(|v| v.is_finite()) && (nonzero == acc.len() || j == n - 1));
+            #[cfg(target_arch = "x86_64")]
+            for (wide, detected) in [
+                (false, std::arch::is_x86_feature_detected!("avx2")),
+                (true, std::arch::is_x86_feature_detected!("avx512f")),
+            ] {
+                if !detected {
+                    continue;
+                }
+                let (mut c2, mut a2) = (vec![0.0; n], vec![0.0; plan.leaves()]);
+                // SAFETY: the processor has the instructions (tested above).
+                unsafe {
+                    if wide {
+                        plan.gram_column_avx512(&xi, j, &mut c2, &mut plan.work());
+                        plan.adjoint_column_avx512(&xi, &wt, j, &mut plan.work(), &mut a2);
+                    } else {
+                        plan.gram_column_avx2(&xi, j, &mut c2, &mut plan.work());
+                        plan.adjoint_column_avx2(&xi, &wt, j, &mut plan.work(), &mut a2);
+                    }
+                }
+                assert_eq!(bits(&col), bits(&c2), "Gram column {j}, 512 bits: {wide}");
+                assert_eq!(
+                    bits(&acc),
+                    bits(&a2),
+                    "adjoints of column {j}, 512 bits: {wide}"
+                );
+            }
         }
     }
 }

@@ -205,6 +205,7 @@ impl KernelProgram {
     /// k for every entry of the block, written to `out` \[m\]; `vals`
     /// \[block_slots\], prepared by [`KernelProgram::block_init`], keeps every
     /// instruction's values for [`KernelProgram::block_backward`].
+    #[inline(always)]
     pub fn block_forward(
         &self,
         prep: &Prepared,
@@ -288,6 +289,7 @@ impl KernelProgram {
     /// and pushed back through the uniform instructions once. The loops
     /// are branch-free over the block (a power's slow cases are put right
     /// afterwards), so they vectorise.
+    #[inline(always)]
     pub fn block_backward(
         &self,
         prep: &Prepared,
@@ -444,6 +446,7 @@ impl KernelProgram {
 
 /// 1/b where multiplying by it is as good as dividing by b (b finite,
 /// normal and its reciprocal normal); `None` otherwise.
+#[inline(always)]
 fn reciprocal(b: f64) -> Option<f64> {
     let r = 1.0 / b;
     (b.is_normal() && r.is_normal()).then_some(r)
@@ -506,6 +509,7 @@ fn unreachable_uniform(dst: &mut [f64]) {
 }
 
 /// An element-wise built-in over a block.
+#[inline(always)]
 fn call_block(b: Builtin, a: &[f64], dst: &mut [f64]) {
     match b {
         Builtin::Exp => {
@@ -536,6 +540,7 @@ fn call_block(b: Builtin, a: &[f64], dst: &mut [f64]) {
 }
 
 /// A binary operation over a block, with the scalar program's rules.
+#[inline(always)]
 fn bin_block(op: BinOp, a: &[f64], b: &[f64], dst: &mut [f64]) {
     let m = dst.len();
     let (a, b) = (&a[..m], &b[..m]);
@@ -561,6 +566,7 @@ const POW_EXP_LIMIT: f64 = 32.0;
 /// [`crate::math::vector::exp_in_place`]);
 /// otherwise the scalar program's rule ([`crate::ir::ops::pow`]), so signs,
 /// zeros, subnormals and infinities follow it exactly.
+#[inline(always)]
 fn pow_block(a: &[f64], b: &[f64], ln_u: &mut [f64], dst: &mut [f64]) {
     let m = dst.len();
     ln_u[..m].copy_from_slice(&a[..m]);
@@ -569,7 +575,8 @@ fn pow_block(a: &[f64], b: &[f64], ln_u: &mut [f64], dst: &mut [f64]) {
     for e in 0..m {
         let (u, w) = (a[e], b[e]);
         let t = w * ln_u[e];
-        let fast = u > 0.0 && u.is_finite() && t.abs() <= POW_EXP_LIMIT;
+        // Comparisons only (NaN fails them), so the loop vectorises.
+        let fast = (u > 0.0) & (u < f64::INFINITY) & (t.abs() <= POW_EXP_LIMIT);
         dst[e] = if fast { t } else { 0.0 };
         slow |= !fast;
     }
@@ -577,7 +584,7 @@ fn pow_block(a: &[f64], b: &[f64], ln_u: &mut [f64], dst: &mut [f64]) {
     if slow {
         for e in 0..m {
             let (u, w) = (a[e], b[e]);
-            if !(u > 0.0 && u.is_finite() && (w * ln_u[e]).abs() <= POW_EXP_LIMIT) {
+            if !((u > 0.0) & (u < f64::INFINITY) & ((w * ln_u[e]).abs() <= POW_EXP_LIMIT)) {
                 dst[e] = crate::ir::ops::pow(u, w);
             }
         }

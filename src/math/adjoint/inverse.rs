@@ -47,6 +47,7 @@ impl LowerColumns for DMatrix<f64> {
         self.nrows()
     }
 
+    #[inline]
     fn lower_column(&self, j: usize, start: usize, out: &mut [f64]) {
         let n = self.nrows();
         out.copy_from_slice(&self.as_slice()[j * n + start..j * n + start + out.len()]);
@@ -110,6 +111,7 @@ impl LowerColumns for LmlWeight {
         self.alpha.len()
     }
 
+    #[inline]
     fn lower_column(&self, j: usize, start: usize, out: &mut [f64]) {
         let n = self.alpha.len();
         let (a, aj) = (&self.alpha[start..start + out.len()], self.alpha[j]);
