@@ -341,6 +341,42 @@ pub fn solve_lower_generic<T: Real>(l: &DMatrix<T>, b: &DVector<T>) -> DVector<T
 mod tests {
     use super::*;
 
+    /// A non-finite entry anywhere in the lower triangle is reported with
+    /// its place, whether jitter may be tried or not, and a factorisation
+    /// never succeeds with one (the scan runs only after a failed try).
+    #[test]
+    fn a_non_finite_entry_is_named_after_the_failed_try() {
+        let n = 300;
+        for (i, j, v) in [
+            (7, 3, f64::NAN),
+            (250, 249, f64::INFINITY),
+            (100, 100, f64::INFINITY),
+            (299, 299, f64::NAN),
+            (5, 0, f64::NEG_INFINITY),
+        ] {
+            for max_rel in [1e-2, 0.0] {
+                let build = |a: &mut [f64]| {
+                    for c in 0..n {
+                        for r in c..n {
+                            let d = (r as f64 - c as f64) / 9.0;
+                            a[c * n + r] = (-0.5 * d * d).exp() + if r == c { 0.1 } else { 0.0 };
+                        }
+                    }
+                    a[j * n + i] = v;
+                    Ok(())
+                };
+                let Err(e) = cholesky_jitter_with(n, build, 0.0, max_rel, "K") else {
+                    panic!("({i}, {j}) = {v}: factored");
+                };
+                assert!(
+                    e.to_string()
+                        .contains(&format!("non-finite entry {v} at ({i}, {j})")),
+                    "{e}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn jitter_rescues_a_singular_matrix() {
         let a = DMatrix::from_element(3, 3, 1.0);
