@@ -1045,6 +1045,13 @@ pub fn leaf_adjoints<W: LowerColumns + ?Sized>(
     w: &W,
 ) -> Result<Option<Vec<f64>>, crate::error::Error> {
     kernel.validate(x.dim())?;
+    if w.dim() != x.len() {
+        return Err(crate::error::Error::internal(format!(
+            "a weight of side {} for a Gram matrix of side {}",
+            w.dim(),
+            x.len()
+        )));
+    }
     Ok(Plan::new(kernel, x, x).map(|p| p.adjoints(x, w)))
 }
 
