@@ -22,42 +22,81 @@ pub fn sum_by(n: usize, f: impl Fn(usize) -> f64) -> f64 {
         }
         e += 8;
     }
-    for (k, a) in acc.iter_mut().enumerate().take(n - full) {
-        *a += f(full + k);
+    if full < n {
+        let mut t = [0.0f64; 8];
+        for (k, v) in t.iter_mut().enumerate().take(n - full) {
+            *v = f(full + k);
+        }
+        add_lanes(&mut acc, &t);
     }
-    ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+    fold_lanes(&acc)
+}
+
+/// Adds a chunk of eight terms to the eight partial sums: the last,
+/// short chunk of a sum is padded with zeros and added whole, so that
+/// every addition to the partial sums is the same eight-lane one and
+/// the loops vectorise (adding 0 leaves a sum as it was, but for turning
+/// −0 into +0).
+#[inline(always)]
+fn add_lanes(acc: &mut [f64; 8], t: &[f64; 8]) {
+    for k in 0..8 {
+        acc[k] += t[k];
+    }
+}
+
+/// The eight partial sums added in the fixed order
+/// ((s₀ + s₄) + (s₂ + s₆)) + ((s₁ + s₅) + (s₃ + s₇)).
+#[inline(always)]
+fn fold_lanes(acc: &[f64; 8]) -> f64 {
+    let mut h = [0.0f64; 4];
+    for k in 0..4 {
+        h[k] = acc[k] + acc[k + 4];
+    }
+    (h[0] + h[2]) + (h[1] + h[3])
 }
 
 /// Σₑ f(aₑ, bₑ, cₑ) over parallel slices (b and c at least as long as
 /// a), with the partial sums of [`sum_by`] (entry e into sum e mod 8, the
 /// same bits for the same terms) but over fixed chunks of eight, so the
-/// loop has no bounds checks and a branch-free `f` vectorises.
+/// loop has no bounds checks and a branch-free `f` vectorises. A guard in
+/// `f` against infinity should compare with [`opaque_inf`].
 #[inline(always)]
 pub fn sum_zip3(a: &[f64], b: &[f64], c: &[f64], f: impl Fn(f64, f64, f64) -> f64) -> f64 {
     let n = a.len();
     let (b, c) = (&b[..n], &c[..n]);
     let mut acc = [0.0f64; 8];
-    let (mut ac, mut bc, mut cc) = (a.chunks_exact(8), b.chunks_exact(8), c.chunks_exact(8));
-    for ((x, y), z) in (&mut ac).zip(&mut bc).zip(&mut cc) {
+    let (ac, ar) = a.as_chunks::<8>();
+    let (bc, br) = b.as_chunks::<8>();
+    let (cc, cr) = c.as_chunks::<8>();
+    for ((x, y), z) in ac.iter().zip(bc).zip(cc) {
         for k in 0..8 {
             acc[k] += f(x[k], y[k], z[k]);
         }
     }
-    let rest = ac
-        .remainder()
-        .iter()
-        .zip(bc.remainder())
-        .zip(cc.remainder());
-    for (k, ((x, y), z)) in rest.enumerate() {
-        acc[k] += f(*x, *y, *z);
+    if !ar.is_empty() {
+        let mut t = [0.0f64; 8];
+        for (v, ((x, y), z)) in t.iter_mut().zip(ar.iter().zip(br).zip(cr)) {
+            *v = f(*x, *y, *z);
+        }
+        add_lanes(&mut acc, &t);
     }
-    ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+    fold_lanes(&acc)
 }
 
 /// Σₑ aₑ bₑ with the partial sums of [`sum_by`] (see [`sum_zip3`]).
 #[inline(always)]
 pub fn dot_by(a: &[f64], b: &[f64]) -> f64 {
     sum_zip3(a, b, b, |x, y, _| x * y)
+}
+
+/// +∞ as a value the optimiser cannot see: take it once before a loop
+/// and guard with `(x > 0.0) & (x < inf)`. Against the constant, such a
+/// guard is rewritten as a test of x's bits, lane by lane in integer
+/// registers, and the loop around it no longer vectorises; against this
+/// it stays two vector comparisons (NaN fails both, as before).
+#[inline(always)]
+pub fn opaque_inf() -> f64 {
+    std::hint::black_box(f64::INFINITY)
 }
 
 /// Defines `pub fn $name`, which runs `$portable` compiled with AVX-512F

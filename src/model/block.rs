@@ -23,7 +23,7 @@
 use super::kernel::{Inputs, KernelKind, KernelValue};
 use crate::ir::program::{BlockRows, KernelProgram, Prepared};
 use crate::math::adjoint::LowerColumns;
-use crate::math::vector::{dot_by, exp_in_place, sin_cos_in_place, sum_zip3};
+use crate::math::vector::{dot_by, exp_in_place, opaque_inf, sin_cos_in_place, sum_zip3};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use std::f64::consts::PI;
@@ -523,9 +523,18 @@ impl<'k> Plan<'k> {
                     }
                     for k in 0..n_dims {
                         let j = dims.map_or(k, |d| d[k]);
-                        for e in 0..m {
-                            d[e] = xs[e * dim + j] - yr[j];
-                            sn[e] = d[e] * w_ang;
+                        let (d, sn, yj) = (&mut d[..m], &mut sn[..m], yr[j]);
+                        if dim == 1 {
+                            // One input column: a contiguous run of X.
+                            for ((d, s), x) in d.iter_mut().zip(sn.iter_mut()).zip(&xs[..m]) {
+                                *d = x - yj;
+                                *s = *d * w_ang;
+                            }
+                        } else {
+                            for e in 0..m {
+                                d[e] = xs[e * dim + j] - yj;
+                                sn[e] = d[e] * w_ang;
+                            }
                         }
                         sin_cos_in_place(&mut sn[..m], &mut cs[..m]);
                         let angle = |e: usize| d[e] * 2.0 * sn[e] * cs[e];
@@ -665,14 +674,12 @@ impl<'k> Plan<'k> {
                         // Branch-free: the term is formed for every entry
                         // and kept where r² (never negative) is a positive
                         // finite number; two comparisons, which vectorise
-                        // (`is_finite` tests bits lane by lane).
+                        // (`is_finite` tests bits lane by lane, and so does
+                        // a comparison with the constant ∞: `opaque_inf`).
+                        let inf = opaque_inf();
                         let term = |k: KernelKind, a: f64, v: f64, r2: f64| {
                             let t = a * slope(k, r2, v) * (c * r2);
-                            if (r2 > 0.0) & (r2 < f64::INFINITY) {
-                                t
-                            } else {
-                                0.0
-                            }
+                            if (r2 > 0.0) & (r2 < inf) { t } else { 0.0 }
                         };
                         use KernelKind::{Matern12, Matern32, Matern52, Rbf};
                         let aux = &aux[..m];

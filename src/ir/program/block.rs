@@ -374,15 +374,24 @@ impl KernelProgram {
                             // the forward pass, where a > 0 and b ≠ 0; the
                             // other entries through the scalar rule after.
                             let ln_a = &vals[prep.aux[i] * BLOCK..prep.aux[i] * BLOCK + m];
-                            let fast = |e: usize| va[e] > 0.0 && vb[e] != 0.0;
+                            // Comparisons without short-circuit; the partials
+                            // are formed for every entry and the slow ones
+                            // zeroed after, so the loops are branch-free and
+                            // vectorise.
+                            let fast = |e: usize| (va[e] > 0.0) & (vb[e] != 0.0);
                             let (da, db) = spare.split_at_mut(BLOCK);
-                            let mut slow = false;
+                            let (da, db) = (&mut da[..m], &mut db[..m]);
+                            let (va, vb, vi, ln_a) = (&va[..m], &vb[..m], &vi[..m], &ln_a[..m]);
                             for e in 0..m {
-                                let ok = fast(e);
-                                slow |= !ok;
-                                let (pa, pb) = (vb[e] * vi[e] / va[e], vi[e] * ln_a[e]);
-                                da[e] = if ok { pa } else { 0.0 };
-                                db[e] = if ok { pb } else { 0.0 };
+                                da[e] = vb[e] * vi[e] / va[e];
+                                db[e] = vi[e] * ln_a[e];
+                            }
+                            let slow = (0..m).fold(0usize, |n, e| n + usize::from(!fast(e))) > 0;
+                            if slow {
+                                for e in (0..m).filter(|&e| !fast(e)) {
+                                    da[e] = 0.0;
+                                    db[e] = 0.0;
+                                }
                             }
                             push(lo, ta, a, ai, &da[..m], &da[..m], |d, _| d);
                             push(lo, tb, b, ai, &db[..m], &db[..m], |d, _| d);
@@ -572,11 +581,12 @@ fn pow_block(a: &[f64], b: &[f64], ln_u: &mut [f64], dst: &mut [f64]) {
     ln_u[..m].copy_from_slice(&a[..m]);
     crate::math::vector::ln_in_place(&mut ln_u[..m]);
     let mut slow = false;
+    let inf = crate::math::vector::opaque_inf();
     for e in 0..m {
         let (u, w) = (a[e], b[e]);
         let t = w * ln_u[e];
         // Comparisons only (NaN fails them), so the loop vectorises.
-        let fast = (u > 0.0) & (u < f64::INFINITY) & (t.abs() <= POW_EXP_LIMIT);
+        let fast = (u > 0.0) & (u < inf) & (t.abs() <= POW_EXP_LIMIT);
         dst[e] = if fast { t } else { 0.0 };
         slow |= !fast;
     }
