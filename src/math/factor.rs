@@ -123,6 +123,19 @@ fn split_rows(a: MatMut<'_, f64>, size: usize) -> Vec<MatMut<'_, f64>> {
     out
 }
 
+/// `a` cut into blocks of `size` rows, each with its first row's index.
+pub(crate) fn split_rows_at(a: MatMut<'_, f64>, size: usize) -> Vec<(usize, MatMut<'_, f64>)> {
+    let mut i0 = 0;
+    split_rows(a, size)
+        .into_iter()
+        .map(|b| {
+            let at = i0;
+            i0 += b.nrows();
+            (at, b)
+        })
+        .collect()
+}
+
 /// `a` cut into blocks of `size` columns, each with its first column's
 /// index.
 pub(crate) fn split_cols(a: MatMut<'_, f64>, size: usize) -> Vec<(usize, MatMut<'_, f64>)> {
