@@ -3,9 +3,11 @@
 //! The exponential is written as plain arithmetic on arrays (Cody–Waite
 //! range reduction, a polynomial, the power of two built from its bits)
 //! so that the compiler vectorises it, and compiled three times: for the
-//! baseline x86-64 target, with AVX2 and with AVX-512, picked at run time. No fused multiply-adds
-//! are used, so both versions give the same results bit for bit: a fit does
-//! not depend on which one ran.
+//! baseline x86-64 target, with AVX2 and FMA and with AVX-512, picked at
+//! run time. The AVX2 and AVX-512 versions fuse the same multiply–adds in
+//! the same order, so they give the same bits; the baseline version
+//! (processors without FMA) does not fuse them and may differ from them in
+//! the last bits, within the same tested error against the library's.
 
 /// Σₑ f(e) over e in 0..n with eight partial sums (entry e into sum
 /// e mod 8) added in a fixed order at the end: the additions no longer
