@@ -270,6 +270,10 @@ fn reverse_pass_over_kernel_parameters_matches_duals() {
         // Scalings inside products and of scalings: the plan carries their
         // factors instead of passing over the entries.
         "(s^2 * rbf(ell)) * (c * matern32(ell)) + 3 * (c * (2 * periodic(ell, p)))",
+        // Products of two exponential leaves, scaled or not: one eˣ of the
+        // summed exponents, the leaves' and scalings' rules reading the
+        // product's value.
+        "s^2 * periodic(ell, p) * rbf(ell) + rbf(ell) * (c * (2 * rbf(ell))) + rbf(ells) * rbf(ell)",
     ]);
     let mut checked = 0;
     for kexpr in exprs {
@@ -287,7 +291,7 @@ fn reverse_pass_over_kernel_parameters_matches_duals() {
         reverse_matches_duals(kexpr, &b, &theta, &pbar, &xi, &w, 1e-10);
         checked += 1;
     }
-    assert!(checked >= 19, "{checked}");
+    assert!(checked >= 20, "{checked}");
 }
 
 /// The block evaluator (several blocks per column: 300 rows) gives the
@@ -310,6 +314,7 @@ fn block_evaluation_matches_entries_and_duals() {
         "s^2 * rq(ell, alpha, dims = [0, 2]) * periodic(ell, p) + rbf(ells) * polynomial(alpha, c + 20)",
         "odd(ell, alpha) + 0.5 * white()",
         "flat(alpha, ell) * rbf(ell) + twice(ell, alpha)",
+        "s^2 * periodic(ell, p) * rbf(ell) + rbf(ell) * (c * (2 * rbf(ell))) + rbf(ells) * rbf(ell)",
     ]);
     // odd: a branch, coordinates, inner products, a let read three times;
     // flat: a value that does not vary over the entries; twice: an

@@ -121,6 +121,16 @@ pub struct Plan<'k> {
     /// or its parent): a sum under a sum or at the root is not, and the
     /// forward pass before the reverse pass skips it.
     read: Vec<bool>,
+    /// Whether a node is an exponential leaf (an rbf with one length
+    /// scale, a periodic kernel) under a product of two such leaves (each
+    /// possibly scaled): it writes its exponent, and the product forms
+    /// e^(sum) once instead of two exponentials and a product. The leaves'
+    /// and scalings' reverse rules need only the product's value and
+    /// adjoint (āₚ vₚ = ā v for v = vₚ v_q), which their `vrow` and `arow`
+    /// point to.
+    exponent: Vec<bool>,
+    /// For a product of two exponential leaves, the leaves.
+    fused: Vec<Option<(usize, usize)>>,
 }
 
 /// Scratch for one block (one per worker).
@@ -201,6 +211,8 @@ impl<'k> Plan<'k> {
             arow: Vec::new(),
             afac: Vec::new(),
             read: Vec::new(),
+            exponent: Vec::new(),
+            fused: Vec::new(),
         };
         plan.add(kernel, x, y)?;
         plan.route();
@@ -222,6 +234,28 @@ impl<'k> Plan<'k> {
                 }
                 Node::Product(p, q) => self.vfac[i] = self.vfac[*p] * self.vfac[*q],
                 _ => {}
+            }
+        }
+        self.exponent = vec![false; n];
+        self.fused = vec![None; n];
+        for i in 0..n {
+            if let Node::Product(p, q) = self.nodes[i]
+                && let (Some(lp), Some(lq)) = (self.exponential(p), self.exponential(q))
+            {
+                self.fused[i] = Some((lp, lq));
+                self.exponent[lp] = true;
+                self.exponent[lq] = true;
+                // The sides (scalings down to the leaf) read the product's
+                // row; the leaves' factor is 1, the scalings keep theirs.
+                for mut s in [p, q] {
+                    loop {
+                        self.vrow[s] = i;
+                        match self.nodes[s] {
+                            Node::Scale { k, .. } => s = k,
+                            _ => break,
+                        }
+                    }
+                }
             }
         }
         self.read = self
@@ -254,11 +288,35 @@ impl<'k> Plan<'k> {
                     self.arow[*k] = row;
                     self.afac[*k] = fac * c;
                 }
+                Node::Product(p, q) if self.fused[i].is_some() => {
+                    self.arow[*p] = row;
+                    self.arow[*q] = row;
+                    self.afac[*p] = fac * self.vfac[*q];
+                    self.afac[*q] = fac * self.vfac[*p];
+                }
                 Node::Product(p, q) => {
                     self.afac[*p] = fac * self.vfac[*q];
                     self.afac[*q] = fac * self.vfac[*p];
                 }
                 _ => {}
+            }
+        }
+    }
+
+    /// The leaf under node i (through scalings) when its value is
+    /// e^(its exponent) with a reverse rule that reads only the value
+    /// ([`Plan::exponent`]).
+    fn exponential(&self, mut i: usize) -> Option<usize> {
+        loop {
+            match &self.nodes[i] {
+                Node::Stationary {
+                    kind: KernelKind::Rbf,
+                    ell,
+                    ..
+                } if ell.len() == 1 => return Some(i),
+                Node::Periodic { .. } => return Some(i),
+                Node::Scale { k, .. } => i = *k,
+                _ => return None,
             }
         }
     }
@@ -485,7 +543,9 @@ impl<'k> Plan<'k> {
                         for (o, d) in out.iter_mut().zip(d2) {
                             *o = d * half;
                         }
-                        exp_in_place(out);
+                        if !self.exponent[i] {
+                            exp_in_place(out);
+                        }
                         continue;
                     }
                     if let [l] = ell {
@@ -553,7 +613,9 @@ impl<'k> Plan<'k> {
                     for e in 0..m {
                         out[e] = c * aux[e];
                     }
-                    exp_in_place(out);
+                    if !self.exponent[i] {
+                        exp_in_place(out);
+                    }
                 }
                 Node::Linear { v, dims, .. } => {
                     for (e, o) in out.iter_mut().enumerate() {
@@ -602,6 +664,22 @@ impl<'k> Plan<'k> {
                     for ((o, a), b) in out.iter_mut().zip(val(*p)).zip(val(*q)) {
                         *o = fp * a + fq * b;
                     }
+                }
+                Node::Product(..) if self.fused[i].is_some() => {
+                    // Two exponential leaves: their exponents, in their
+                    // own rows, summed and raised once (the scalings are
+                    // carried on, `vfac`).
+                    let Some((p, q)) = self.fused[i] else {
+                        continue;
+                    };
+                    let (ep, eq) = (
+                        &done[p * BLOCK..p * BLOCK + m],
+                        &done[q * BLOCK..q * BLOCK + m],
+                    );
+                    for ((o, a), b) in out.iter_mut().zip(ep).zip(eq) {
+                        *o = a + b;
+                    }
+                    exp_in_place(out);
                 }
                 Node::Product(p, q) => {
                     // The sides' scalings are carried on (`vfac`).
@@ -744,6 +822,8 @@ impl<'k> Plan<'k> {
                 }
                 // Their operands share their row (`arow`).
                 Node::Cosine { .. } | Node::White | Node::Constant | Node::Sum(..) => {}
+                // Its sides read its value and adjoint.
+                Node::Product(..) if self.fused[i].is_some() => {}
                 Node::Product(p, q) => {
                     for (s, t) in [(p, q), (q, p)] {
                         let vt = val(*t);
