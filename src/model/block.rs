@@ -11,7 +11,7 @@
 //! backwards over the same block: a sum passes its adjoint to both sides, a
 //! product multiplies it by the other side's values (a product of two
 //! exponential leaves is one eˣ of their summed exponents, whose leaves read
-//! its value and adjoint: [`Plan::exponent`]), and each leaf kernel
+//! its value and adjoint: `Plan::exponent`), and each leaf kernel
 //! turns its entries' adjoints into ∂/∂p with a hand-written rule (and a
 //! compiled kernel with its program's block reverse pass), so one pass
 //! gives every parameter's derivative whatever their number.
