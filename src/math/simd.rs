@@ -30,3 +30,38 @@ pub fn settle() {
 fn zero_upper() {
     std::arch::x86_64::_mm256_zeroupper();
 }
+
+/// The instruction sets tempest's own loops are compiled for besides the
+/// baseline, found once at run time ([`isa`]).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Isa {
+    /// The baseline x86-64 target (or another architecture).
+    Baseline,
+    /// AVX2 with fused multiply–adds (x86-64-v3).
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    /// AVX-512F (which includes AVX2 and FMA).
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
+/// The widest [`Isa`] this processor runs, detected once: the one switch
+/// behind every run-time dispatch (the vectorised transcendentals of
+/// `math::vector` and the kernel column passes of `model::block`).
+pub fn isa() -> Isa {
+    static ISA: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
+    *ISA.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Isa::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Baseline
+    })
+}

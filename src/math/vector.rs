@@ -111,21 +111,16 @@ macro_rules! multiversion {
     ($(#[$m:meta])* pub fn $name:ident($($arg:ident: $ty:ty),*) => $portable:ident, $avx2:ident, $avx512:ident($($call:ident),*)) => {
         $(#[$m])*
         pub fn $name($($arg: $ty),*) {
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                // SAFETY: the processor has AVX-512F (tested just above).
-                unsafe { $avx512($($call),*) };
-                return;
+            use crate::math::simd::{Isa, isa};
+            match isa() {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `isa` found AVX-512F on this processor.
+                Isa::Avx512 => unsafe { $avx512($($call),*) },
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `isa` found AVX2 and FMA on this processor.
+                Isa::Avx2 => unsafe { $avx2($($call),*) },
+                Isa::Baseline => $portable::<false>($($call),*),
             }
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                // SAFETY: the processor has AVX2 and FMA (tested just above).
-                unsafe { $avx2($($call),*) };
-                return;
-            }
-            $portable::<false>($($call),*);
         }
 
         #[cfg(target_arch = "x86_64")]

@@ -25,6 +25,7 @@
 use super::kernel::{Inputs, KernelKind, KernelValue};
 use crate::ir::program::{BlockRows, KernelProgram, Prepared};
 use crate::math::adjoint::LowerColumns;
+use crate::math::simd::{Isa, isa};
 use crate::math::vector::{dot_by, exp_in_place, opaque_inf, sin_cos_in_place, sum_zip3};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
@@ -960,34 +961,6 @@ impl<'k> Plan<'k> {
         }
         out
     }
-}
-
-/// The instruction sets the column passes are compiled for, found once
-/// at run time.
-#[derive(Clone, Copy, PartialEq)]
-enum Isa {
-    Baseline,
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-    #[cfg(target_arch = "x86_64")]
-    Avx512,
-}
-
-/// The widest [`Isa`] this processor runs.
-fn isa() -> Isa {
-    static ISA: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
-    *ISA.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return Isa::Avx512;
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                return Isa::Avx2;
-            }
-        }
-        Isa::Baseline
-    })
 }
 
 /// Defines `$name`, which runs `$body` (an `#[inline(always)]` method, so
