@@ -582,19 +582,19 @@ fn pow_block(a: &[f64], b: &[f64], ln_u: &mut [f64], dst: &mut [f64]) {
     crate::math::vector::ln_in_place(&mut ln_u[..m]);
     let mut slow = false;
     let inf = crate::math::vector::opaque_inf();
+    // Comparisons only (NaN fails them), so the loop vectorises.
+    let fast = |u: f64, t: f64| (u > 0.0) & (u < inf) & (t.abs() <= POW_EXP_LIMIT);
     for e in 0..m {
-        let (u, w) = (a[e], b[e]);
-        let t = w * ln_u[e];
-        // Comparisons only (NaN fails them), so the loop vectorises.
-        let fast = (u > 0.0) & (u < inf) & (t.abs() <= POW_EXP_LIMIT);
-        dst[e] = if fast { t } else { 0.0 };
-        slow |= !fast;
+        let (u, t) = (a[e], b[e] * ln_u[e]);
+        let ok = fast(u, t);
+        dst[e] = if ok { t } else { 0.0 };
+        slow |= !ok;
     }
     crate::math::vector::exp_in_place(dst);
     if slow {
         for e in 0..m {
             let (u, w) = (a[e], b[e]);
-            if !((u > 0.0) & (u < f64::INFINITY) & ((w * ln_u[e]).abs() <= POW_EXP_LIMIT)) {
+            if !fast(u, w * ln_u[e]) {
                 dst[e] = crate::ir::ops::pow(u, w);
             }
         }
