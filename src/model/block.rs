@@ -16,15 +16,17 @@
 //! compiled kernel with its program's block reverse pass), so one pass
 //! gives every parameter's derivative whatever their number.
 //!
-//! Columns run in parallel; each column's sums are formed in a fixed order
-//! and the columns' partial sums are added in column order, so results do
-//! not depend on the number of threads. Kernels with Rust or interpreted
+//! Columns run in parallel (the Gram matrix's lower triangle by columns;
+//! the reverse pass over the upper triangle by blocks of columns, as the
+//! weight hands them out); each column's or block's sums are formed in a
+//! fixed order and the partial sums are added in a fixed order, so results
+//! do not depend on the number of threads. Kernels with Rust or interpreted
 //! model-file parts have no plan and keep the entry-by-entry path.
 #![allow(clippy::needless_range_loop)] // loops over parallel arrays
 
 use super::kernel::{Inputs, KernelKind, KernelValue};
 use crate::ir::program::{BlockRows, KernelProgram, Prepared};
-use crate::math::adjoint::LowerColumns;
+use crate::math::adjoint::{SWEEP_COLUMNS, Strided, UpperColumns};
 use crate::math::simd::{Isa, isa};
 use crate::math::vector::{dot_by, exp_in_place, opaque_inf, sin_cos_in_place, sum_zip3};
 use nalgebra::DMatrix;
@@ -162,6 +164,10 @@ struct Block<'a> {
     start: usize,
     m: usize,
     diag: Option<usize>,
+    /// Whether the entries are k(yⱼ, xₑ) (a column of a Gram matrix's
+    /// upper triangle standing for the lower triangle's entries) rather
+    /// than k(xₑ, yⱼ); only a compiled kernel can tell them apart.
+    swap: bool,
 }
 
 /// Calls `f(k, xₖ − yₖ)` for the selected coordinates k (0-based among
@@ -710,6 +716,7 @@ impl<'k> Plan<'k> {
                         m,
                         y: gy.row(b.j),
                         d2: &w.d2[dist * BLOCK..dist * BLOCK + m],
+                        swap: b.swap,
                     };
                     let pv = &mut w.pv[*slots..*slots + program.block_slots()];
                     program.block_forward(prep, &rows, pv, out);
@@ -886,6 +893,24 @@ impl<'k> Plan<'k> {
                 start,
                 m,
                 diag,
+                swap: false,
+            }
+        })
+    }
+
+    /// The blocks of column j of a Gram matrix over rows 0..=j (its
+    /// upper triangle), the diagonal entry in the last.
+    fn upper_blocks(x: &Inputs, j: usize) -> impl Iterator<Item = Block<'_>> {
+        (0..=j).step_by(BLOCK).map(move |start| {
+            let m = BLOCK.min(j + 1 - start);
+            Block {
+                x,
+                y: x,
+                j,
+                start,
+                m,
+                diag: (j < start + m).then(|| j - start),
+                swap: true,
             }
         })
     }
@@ -938,23 +963,38 @@ impl<'k> Plan<'k> {
     }
 
     /// p̄ⱼ = ½ Σᵢₖ Wᵢₖ ∂K(X, X)ᵢₖ/∂pⱼ for every leaf, for a symmetric W
-    /// [N, N] of which only the lower triangle is read, a column stretch
-    /// at a time as each block needs it (the plan must be built with
-    /// Y = X).
-    pub fn adjoints<W: LowerColumns + ?Sized>(&self, x: &Inputs, wt: &W) -> Vec<f64> {
+    /// [N, N] of which only the upper triangle (diagonal included) is
+    /// read, a block of columns at a time as the weight hands them out
+    /// ([`UpperColumns`]; the plan must be built with Y = X).
+    ///
+    /// The blocks run in parallel, the costliest (the last columns, the
+    /// longest) first; each block's sums are formed in a fixed order and
+    /// the blocks' partial sums are added in block order, so the result
+    /// does not depend on the number of threads.
+    pub fn adjoints<W: UpperColumns + ?Sized>(&self, x: &Inputs, wt: &W) -> Vec<f64> {
         let n = x.len();
         let l = self.leaves;
-        let partial: Vec<Vec<f64>> = (0..n)
-            .into_par_iter()
-            .with_min_len(8)
-            .map(|j| {
+        let nb = n.div_ceil(SWEEP_COLUMNS);
+        let block = |k: usize| {
+            let i0 = (nb - 1 - k) * SWEEP_COLUMNS;
+            let i1 = (i0 + SWEEP_COLUMNS).min(n);
+            wt.with_columns(i0, |cols| {
                 let mut acc = vec![0.0; l];
-                self.with_work(|w| self.adjoint_column(x, wt, j, w, &mut acc));
+                self.with_work(|w| {
+                    for i in i0..i1 {
+                        let at = Strided {
+                            data: &cols.data[(i - i0) * cols.col..],
+                            ..cols
+                        };
+                        self.adjoint_column(x, at, i, w, &mut acc);
+                    }
+                });
                 acc
             })
-            .collect();
+        };
+        let partial: Vec<Vec<f64>> = (0..nb).into_par_iter().with_max_len(1).map(block).collect();
         let mut out = vec![0.0; l];
-        for p in &partial {
+        for p in partial.iter().rev() {
             for (a, v) in out.iter_mut().zip(p) {
                 *a += v;
             }
@@ -1014,8 +1054,10 @@ impl Plan<'_> {
     }
 
     column_pass! {
-        /// Column j's share of [`Plan::adjoints`], added to `acc` \[leaves\].
-        fn adjoint_column<W: LowerColumns>(x: &Inputs, wt: &W, j: usize, w: &mut Work, acc: &mut [f64])
+        /// Column j's share of [`Plan::adjoints`] (its rows 0..=j, their
+        /// weights entry j·`wcol.row` of `wcol.data`), added to `acc`
+        /// \[leaves\].
+        fn adjoint_column<>(x: &Inputs, wcol: Strided<'_>, j: usize, w: &mut Work, acc: &mut [f64])
             => adjoint_column_body, adjoint_column_avx2, adjoint_column_avx512, widest false
     }
 
@@ -1028,18 +1070,26 @@ impl Plan<'_> {
     }
 
     #[inline(always)]
-    fn adjoint_column_body<W: LowerColumns + ?Sized>(
+    fn adjoint_column_body(
         &self,
         x: &Inputs,
-        wt: &W,
+        wcol: Strided<'_>,
         j: usize,
         w: &mut Work,
         acc: &mut [f64],
     ) {
-        for b in Self::blocks(x, x, j, true) {
+        for b in Self::upper_blocks(x, j) {
             self.forward(b, true, w);
             let root = (self.nodes.len() - 1) * BLOCK;
-            wt.lower_column(j, b.start, &mut w.adj[root..root + b.m]);
+            let adj = &mut w.adj[root..root + b.m];
+            if wcol.row == 1 {
+                adj.copy_from_slice(&wcol.data[b.start..b.start + b.m]);
+            } else {
+                let from = wcol.data[b.start * wcol.row..].iter().step_by(wcol.row);
+                for (a, v) in adj.iter_mut().zip(from) {
+                    *a = *v;
+                }
+            }
             if let Some(d) = b.diag {
                 w.adj[root + d] *= 0.5;
             }
@@ -1098,10 +1148,11 @@ fn slope(kind: KernelKind, r2: f64, k: f64) -> f64 {
 /// [`KernelValue::leaves`]), by one reverse pass over column blocks
 /// ([`Plan::adjoints`]): the cost does not grow with the number of
 /// parameters. `None` when the kernel has no reverse rule (interpreted
-/// model-file or Rust parts). Only the lower triangle (diagonal
-/// included) of the symmetric W is read. The result does not depend on
-/// the number of threads.
-pub fn leaf_adjoints<W: LowerColumns + ?Sized>(
+/// model-file or Rust parts). Only the upper triangle (diagonal
+/// included) of the symmetric W is read, a block of columns at a time
+/// ([`UpperColumns`]). The result does not depend on the number of
+/// threads.
+pub fn leaf_adjoints<W: UpperColumns + ?Sized>(
     kernel: &KernelValue<f64>,
     x: &Inputs,
     w: &W,
@@ -1194,12 +1245,17 @@ model { f ~ gp(0, a^2 * rbf(l) + periodic(l, 2.0) * matern32(l) + a * rq(l, al))
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         for j in [0, 1, 77, n - 1] {
             let (mut col, mut acc) = (vec![0.0; n], vec![0.0; plan.leaves()]);
+            let wcol = Strided {
+                data: &wt.as_slice()[j * n..],
+                col: n,
+                row: 1,
+            };
             plan.gram_column_body(&xi, j, &mut col, &mut plan.work());
-            plan.adjoint_column_body(&xi, &wt, j, &mut plan.work(), &mut acc);
-            // (The last column is the diagonal alone, where only the
-            // scalings' derivatives are not 0.)
+            plan.adjoint_column_body(&xi, wcol, j, &mut plan.work(), &mut acc);
+            // (The first column's upper part is the diagonal alone, where
+            // only the scalings' derivatives are not 0.)
             let nonzero = acc.iter().filter(|v| **v != 0.0).count();
-            assert!(acc.iter().all(|v| v.is_finite()) && (nonzero == acc.len() || j == n - 1));
+            assert!(acc.iter().all(|v| v.is_finite()) && (nonzero == acc.len() || j == 0));
             #[cfg(target_arch = "x86_64")]
             for (wide, detected) in [
                 (false, std::arch::is_x86_feature_detected!("avx2")),
@@ -1213,10 +1269,10 @@ model { f ~ gp(0, a^2 * rbf(l) + periodic(l, 2.0) * matern32(l) + a * rq(l, al))
                 unsafe {
                     if wide {
                         plan.gram_column_avx512(&xi, j, &mut c2, &mut plan.work());
-                        plan.adjoint_column_avx512(&xi, &wt, j, &mut plan.work(), &mut a2);
+                        plan.adjoint_column_avx512(&xi, wcol, j, &mut plan.work(), &mut a2);
                     } else {
                         plan.gram_column_avx2(&xi, j, &mut c2, &mut plan.work());
-                        plan.adjoint_column_avx2(&xi, &wt, j, &mut plan.work(), &mut a2);
+                        plan.adjoint_column_avx2(&xi, wcol, j, &mut plan.work(), &mut a2);
                     }
                 }
                 assert_eq!(bits(&col), bits(&c2), "Gram column {j}, 512 bits: {wide}");

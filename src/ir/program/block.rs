@@ -30,6 +30,11 @@ pub struct BlockRows<'a> {
     pub y: &'a [f64],
     /// Σₖ (xₖ − yₖ)² for each row of the block, \[m\].
     pub d2: &'a [f64],
+    /// Whether the rows are the kernel's second argument and y its first
+    /// (k(y, xₑ) instead of k(xₑ, y)): a Gram matrix's lower-triangle
+    /// entries read a column of its upper triangle at a time, which
+    /// differ for a kernel that is not symmetric.
+    pub swap: bool,
 }
 
 /// A program with its parameters bound: the uniform instructions'
@@ -229,13 +234,19 @@ impl KernelProgram {
                 Inst::Dot(a, b) => {
                     for (e, d) in dst.iter_mut().enumerate() {
                         let xr = rows.x.row(rows.start + e);
-                        let pick = |s: Side| if s == Side::X { xr } else { rows.y };
+                        let pick = |s: Side| {
+                            if (s == Side::X) != rows.swap {
+                                xr
+                            } else {
+                                rows.y
+                            }
+                        };
                         *d = pick(a).iter().zip(pick(b)).map(|(u, v)| u * v).sum();
                     }
                 }
                 Inst::Input(s, k) => {
                     for (e, d) in dst.iter_mut().enumerate() {
-                        let r = if s == Side::X {
+                        let r = if (s == Side::X) != rows.swap {
                             rows.x.row(rows.start + e)
                         } else {
                             rows.y
@@ -382,10 +393,7 @@ impl KernelProgram {
                             let (da, db) = spare.split_at_mut(BLOCK);
                             let (da, db) = (&mut da[..m], &mut db[..m]);
                             let (va, vb, vi, ln_a) = (&va[..m], &vb[..m], &vi[..m], &ln_a[..m]);
-                            for e in 0..m {
-                                da[e] = vb[e] * vi[e] / va[e];
-                                db[e] = vi[e] * ln_a[e];
-                            }
+                            pow_partials(da, db, va, vb, vi, ln_a);
                             let slow = (0..m).fold(0usize, |n, e| n + usize::from(!fast(e))) > 0;
                             if slow {
                                 for e in (0..m).filter(|&e| !fast(e)) {
@@ -496,6 +504,21 @@ fn push(
         }
         To::Sum => adj[s * BLOCK] += crate::math::vector::sum_zip3(ai, x, y, term),
         To::Skip | To::Alias => {}
+    }
+}
+
+/// A power's partials over a block, ∂/∂a = b·v/a into `da` and
+/// ∂/∂b = v·ln a into `db` (all \[m\]). A function of its own so that
+/// its slices are known not to overlap: written inline, where `da` and
+/// `db` are carved from the same scratch as the loop runs, the loop was
+/// compiled one entry at a time.
+#[inline(always)]
+fn pow_partials(da: &mut [f64], db: &mut [f64], va: &[f64], vb: &[f64], vi: &[f64], ln_a: &[f64]) {
+    let m = da.len();
+    let (db, va, vb, vi, ln_a) = (&mut db[..m], &va[..m], &vb[..m], &vi[..m], &ln_a[..m]);
+    for e in 0..m {
+        da[e] = vb[e] * vi[e] / va[e];
+        db[e] = vi[e] * ln_a[e];
     }
 }
 

@@ -27,7 +27,9 @@ pub(crate) mod testing;
 
 pub use cholesky::cholesky_vjp;
 pub use gaussian::{gaussian_lml_vjp, quad_form, quad_form_vjp};
-pub use inverse::{LmlWeight, LowerColumns, PAR_INVERSE_MIN, inverse, lml_weight};
+pub use inverse::{
+    LmlWeight, PAR_INVERSE_MIN, SWEEP_COLUMNS, Strided, UpperColumns, inverse, lml_weight,
+};
 pub use logdet::{log_det_factor_vjp, log_det_vjp};
 pub use product::{lower_matvec_vjp_l_add, matmul_vjp_a, matmul_vjp_b, matvec_vjp_a, matvec_vjp_v};
 pub use triangular::{solve_lower_t_vjp, solve_lower_vjp};
