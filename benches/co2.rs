@@ -5,8 +5,9 @@
 //! tempest's, on the pool's threads, and faer's on one thread); and
 //! the Gram matrix (whole, and its lower triangle in place) with its
 //! reverse pass for a model-file copy of `rbf` against the built-in; the
-//! pieces of one gradient (the value, the weight W = ααᵀ − A⁻¹, the Gram
-//! matrix, its lower triangle as the value writes it, the reverse pass);
+//! pieces of one gradient (the value, the weight's L⁻¹, the Gram matrix,
+//! its lower triangle as the value writes it, the reverse pass with a
+//! stored W, and with W = ααᵀ − A⁻¹ formed as the pass reads it);
 //! and the vectorised
 //! exponential against the library's on 10⁵ arguments. See benches/README.md for the figures and the
 //! comparison with scikit-learn (benches/co2_sklearn.py).
@@ -120,6 +121,10 @@ fn bench(c: &mut Criterion) {
     let w = a.clone();
     g.bench_function("kernel_reverse_pass", |bch| {
         bch.iter(|| black_box(leaf_adjoints(&p.kernel, &em.inputs, &w).expect("adjoints")))
+    });
+    let weight = ExactModel::weight(&state).expect("weight");
+    g.bench_function("kernel_reverse_pass_with_inverse", |bch| {
+        bch.iter(|| black_box(leaf_adjoints(&p.kernel, &em.inputs, &weight).expect("adjoints")))
     });
     for kernel in ["rbf", "my_rbf"] {
         let b = bound(&RBF_MODEL.replace("KERNEL", kernel));
