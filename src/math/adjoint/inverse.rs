@@ -7,7 +7,6 @@ use crate::math::factor::{split_cols, split_rows_at};
 use crate::math::linalg::{JitteredCholesky, symmetric_from_lower};
 use crate::math::pool;
 use crate::math::simd::settle;
-use crate::math::vector::sum_by;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
@@ -160,16 +159,12 @@ impl UpperColumns for LmlWeight {
                 b.resize(w * i1, 0.0);
             }
             let b = &mut b[..w * i1];
-            let m = MatRef::from_column_major_slice(&self.m, n, n);
-            matmul(
+            inverse_rows(
+                &self.m,
+                n,
+                i0,
                 MatMut::from_column_major_slice_mut(b, w, i1),
-                Accum::Replace,
-                m.submatrix(i0, i0, n - i0, w).transpose(),
-                m.submatrix(i0, 0, n - i0, i1),
-                1.0,
-                Par::Seq,
             );
-            settle();
             let (a, ai) = (&self.alpha, &self.alpha[i0..i1]);
             for (col, aj) in b.chunks_exact_mut(w).zip(a) {
                 for (v, ai) in col.iter_mut().zip(ai) {
@@ -233,11 +228,7 @@ fn lower_inverse(chol: &JitteredCholesky) -> (Vec<f64>, Vec<f64>) {
         );
         settle();
         for (j, dj) in d.iter_mut().enumerate() {
-            let col = x.as_ref().col(j).try_as_col_major().map(|c| c.as_slice());
-            *dj = match col {
-                Some(c) => sum_by(c.len(), |k| c[k] * c[k]),
-                None => (0..n - c0).map(|k| x[(k, j)] * x[(k, j)]).sum(),
-            };
+            *dj = x.as_ref().col(j).squared_norm_l2();
         }
     };
     let blocks = split_cols(
@@ -258,6 +249,25 @@ fn lower_inverse(chol: &JitteredCholesky) -> (Vec<f64>, Vec<f64>) {
     (mbuf, diag)
 }
 
+/// Rows i0..i1 of Mᵀ M, columns 0..i1, into `dst` [i1 − i0, i1], for M
+/// [N, N] from [`lower_inverse`]: M[i0.., i0..i1]ᵀ M[i0.., 0..i1], one
+/// rectangular product on this thread (see [`inverse_from`]). The one
+/// place both the whole inverse and the swept blocks of
+/// [`LmlWeight`] are formed, so their entries are the same bits.
+fn inverse_rows(mbuf: &[f64], n: usize, i0: usize, dst: MatMut<'_, f64>) {
+    let (rows, i1) = (dst.nrows(), dst.ncols());
+    let m = MatRef::from_column_major_slice(mbuf, n, n);
+    matmul(
+        dst,
+        Accum::Replace,
+        m.submatrix(i0, i0, n - i0, rows).transpose(),
+        m.submatrix(i0, 0, n - i0, i1),
+        1.0,
+        Par::Seq,
+    );
+    settle();
+}
+
 /// The lower triangle of Mᵀ M [N, N] by columns in a pooled buffer (above
 /// the diagonal unspecified), for M from [`lower_inverse`].
 ///
@@ -270,18 +280,9 @@ fn lower_inverse(chol: &JitteredCholesky) -> (Vec<f64>, Vec<f64>) {
 /// top of j's block of the solve, as INVERSE_ROWS divides INVERSE_BLOCK.
 fn inverse_from(mbuf: &[f64], n: usize) -> Vec<f64> {
     let mut out = pool::take(n * n);
-    let m = MatRef::from_column_major_slice(mbuf, n, n);
     let product = |(i0, block): (usize, MatMut<'_, f64>)| {
         let i1 = i0 + block.nrows();
-        matmul(
-            block.subcols_mut(0, i1),
-            Accum::Replace,
-            m.submatrix(i0, i0, n - i0, i1 - i0).transpose(),
-            m.submatrix(i0, 0, n - i0, i1),
-            1.0,
-            Par::Seq,
-        );
-        settle();
+        inverse_rows(mbuf, n, i0, block.subcols_mut(0, i1));
     };
     let blocks = split_rows_at(
         MatMut::from_column_major_slice_mut(&mut out, n, n),
