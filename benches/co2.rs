@@ -2,7 +2,8 @@
 //! rational-quadratic term written in the model file): the whole fit with
 //! the hypers learned; one log marginal likelihood with its gradient
 //! against one Cholesky factorisation of the same matrix (the floor:
-//! tempest's, on the pool's threads, and faer's on one thread); and
+//! tempest's, on the pool's threads, and faer's on one thread), and the
+//! factorisation with L⁻¹ formed in the same pass (as the gradient does); and
 //! the Gram matrix (whole, and its lower triangle in place) with its
 //! reverse pass for a model-file copy of `rbf` against the built-in; the
 //! pieces of one gradient (the value, the weight's L⁻¹, the Gram matrix,
@@ -71,6 +72,19 @@ fn bench(c: &mut Criterion) {
     }
     g.bench_function("cholesky", |bch| {
         bch.iter(|| black_box(cholesky_jitter(black_box(&a), 0.0, 1e-2, "K").expect("chol")))
+    });
+    let mut fbuf = a.as_slice().to_vec();
+    let mut mbuf = vec![0.0; a.len()];
+    g.bench_function("cholesky_and_inverse", |bch| {
+        bch.iter(|| {
+            fbuf.copy_from_slice(a.as_slice());
+            let n = a.nrows();
+            tempest::math::factor_inverse::factor_and_invert(
+                faer::MatMut::from_column_major_slice_mut(black_box(&mut fbuf), n, n),
+                &mut mbuf,
+            )
+            .expect("factor")
+        })
     });
     let fa = faer::Mat::from_fn(a.nrows(), a.ncols(), |i, j| a[(i, j)]);
     g.bench_function("cholesky_faer_one_thread", |bch| {

@@ -46,7 +46,7 @@ pub fn factor_lower_in_place(mut a: MatMut<'_, f64>) -> Result<(), usize> {
 }
 
 /// faer's factorisation of a (small) block on this thread.
-fn factor_block(a: MatMut<'_, f64>) -> Result<(), usize> {
+pub(crate) fn factor_block(a: MatMut<'_, f64>) -> Result<(), usize> {
     let n = a.nrows();
     let mut mem = MemBuffer::new(cholesky_in_place_scratch::<f64>(
         n,
@@ -111,7 +111,7 @@ fn factor_panels(mut a: MatMut<'_, f64>) -> Result<(), usize> {
 }
 
 /// `a` cut into blocks of `size` rows (the last may be shorter).
-fn split_rows(a: MatMut<'_, f64>, size: usize) -> Vec<MatMut<'_, f64>> {
+pub(crate) fn split_rows(a: MatMut<'_, f64>, size: usize) -> Vec<MatMut<'_, f64>> {
     let mut out = Vec::new();
     let mut rest = a;
     while rest.nrows() > size {

@@ -157,10 +157,57 @@ pub fn cholesky_jitter(
 /// copied. The factor is formed in place.
 pub fn cholesky_jitter_with(
     n: usize,
+    build: impl FnMut(&mut [f64]) -> Result<(), Error>,
+    initial: f64,
+    max_rel: f64,
+    what: &str,
+) -> Result<JitteredCholesky, Error> {
+    jittered(n, build, initial, max_rel, what, |l| {
+        factor_lower_in_place(faer::MatMut::from_column_major_slice_mut(l, n, n)).is_ok()
+    })
+}
+
+/// [`cholesky_jitter_with`] that also forms M = L⁻¹ [N, N] (by columns,
+/// in a pooled buffer: rows j.. of column j hold it, zero above the
+/// diagonal inside its block of
+/// [`crate::math::factor_inverse::INVERSE_COLUMNS`] columns, and what lies
+/// above that block's first row is unspecified), in the same pass as the
+/// factorisation ([`crate::math::factor_inverse::factor_and_invert`]);
+/// the factor is the same bits as [`cholesky_jitter_with`]'s.
+pub fn cholesky_jitter_with_inverse(
+    n: usize,
+    build: impl FnMut(&mut [f64]) -> Result<(), Error>,
+    initial: f64,
+    max_rel: f64,
+    what: &str,
+) -> Result<(JitteredCholesky, Vec<f64>), Error> {
+    let mut m = crate::math::pool::take(n.saturating_mul(n));
+    let chol = jittered(n, build, initial, max_rel, what, |l| {
+        crate::math::factor_inverse::factor_and_invert(
+            faer::MatMut::from_column_major_slice_mut(l, n, n),
+            &mut m,
+        )
+        .is_ok()
+    });
+    match chol {
+        Ok(c) => Ok((c, m)),
+        Err(e) => {
+            crate::math::pool::give(m);
+            Err(e)
+        }
+    }
+}
+
+/// The jitter escalation of [`cholesky_jitter_with`], with `factor`
+/// factoring the lower triangle in place (false when a pivot is not
+/// positive).
+fn jittered(
+    n: usize,
     mut build: impl FnMut(&mut [f64]) -> Result<(), Error>,
     initial: f64,
     max_rel: f64,
     what: &str,
+    mut factor: impl FnMut(&mut [f64]) -> bool,
 ) -> Result<JitteredCholesky, Error> {
     let len = n.checked_mul(n).ok_or_else(|| {
         Error::new(
@@ -206,9 +253,7 @@ pub fn cholesky_jitter_with(
         for i in 0..n {
             l[i * n + i] += jitter;
         }
-        if factor_lower_in_place(faer::MatMut::from_column_major_slice_mut(&mut l, n, n)).is_ok()
-            && (0..n).all(|i| l[i * n + i].is_finite())
-        {
+        if factor(&mut l) && (0..n).all(|i| l[i * n + i].is_finite()) {
             return Ok(JitteredCholesky { l, n, jitter });
         }
     }

@@ -3,6 +3,7 @@
 
 pub mod adjoint;
 pub mod factor;
+pub mod factor_inverse;
 pub mod lbfgs;
 pub mod linalg;
 pub mod lse;

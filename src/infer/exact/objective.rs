@@ -20,7 +20,8 @@ use crate::error::Error;
 use crate::infer::gradients::{half_trace_w_dk_via, leaf_adjoints, seed_chunk};
 use crate::math::adjoint::LmlWeight;
 use crate::math::linalg::{
-    JitteredCholesky, cholesky_generic, cholesky_jitter, cholesky_jitter_with, solve_lower_generic,
+    JitteredCholesky, cholesky_generic, cholesky_jitter, cholesky_jitter_with,
+    cholesky_jitter_with_inverse, solve_lower_generic,
 };
 use crate::math::scalar::{CHUNK, Dual8};
 use crate::model::custom::Scalar;
@@ -44,6 +45,9 @@ pub struct LmlState {
 
 const HALF_LOG_2PI: f64 = 0.918_938_533_204_672_8;
 
+/// The matrix factored, as errors name it.
+const WHAT: &str = "the covariance matrix K + noise";
+
 impl ExactModel {
     /// The log marginal likelihood at θ, with the factorisation.
     pub fn lml(&self, theta: &[f64]) -> Result<LmlState, Error> {
@@ -63,29 +67,54 @@ impl ExactModel {
                 t: 0.0,
             });
         }
-        let noise = p.tempered_noise();
-        let chol = cholesky_jitter_with(
+        let chol =
+            cholesky_jitter_with(n, |a| self.fill(p, a), self.jitter, self.max_jitter, WHAT)?;
+        Ok(self.state(p, chol))
+    }
+
+    /// [`ExactModel::lml_of`] with the weight of its gradient
+    /// ([`ExactModel::weight`]): L⁻¹ is formed in the factorisation's pass
+    /// ([`cholesky_jitter_with_inverse`]), on threads it would leave idle;
+    /// the state is the same bits as [`ExactModel::lml_of`]'s.
+    pub fn lml_and_weight(&self, p: &Pieces<f64>) -> Result<(LmlState, Option<LmlWeight>), Error> {
+        let n = self.inputs.len();
+        if p.t == 0.0 {
+            return Ok((self.lml_of(p)?, None));
+        }
+        let (chol, m) = cholesky_jitter_with_inverse(
             n,
-            |a| {
-                p.kernel.gram_lower_into(&self.inputs, a)?;
-                for (i, s) in noise.iter().enumerate() {
-                    a[i * n + i] += s;
-                }
-                Ok(())
-            },
+            |a| self.fill(p, a),
             self.jitter,
             self.max_jitter,
-            "the covariance matrix K + noise",
+            WHAT,
         )?;
+        let state = self.state(p, chol);
+        let w = LmlWeight::from_inverse(m, &state.alpha);
+        Ok((state, Some(w)))
+    }
+
+    /// K + noise: its lower triangle into `a` [N, N] by columns.
+    fn fill(&self, p: &Pieces<f64>, a: &mut [f64]) -> Result<(), Error> {
+        let n = self.inputs.len();
+        p.kernel.gram_lower_into(&self.inputs, a)?;
+        for (i, s) in p.tempered_noise().iter().enumerate() {
+            a[i * n + i] += s;
+        }
+        Ok(())
+    }
+
+    /// The log marginal likelihood and α from the factor.
+    fn state(&self, p: &Pieces<f64>, chol: JitteredCholesky) -> LmlState {
+        let n = self.inputs.len();
         let r = &self.y - &p.loc;
         let (q, alpha) = crate::math::adjoint::quad_form(&chol, &r);
         let lml = -0.5 * q - 0.5 * chol.log_det() - n as f64 * HALF_LOG_2PI + p.log_c();
-        Ok(LmlState {
+        LmlState {
             lml,
             chol: Some(chol),
             alpha,
             t: p.t,
-        })
+        }
     }
 
     /// W = ααᵀ − A⁻¹ [N, N], the weight of ∂A in the gradient (twice the
@@ -153,9 +182,9 @@ impl ExactModel {
     pub fn lml_grad(&self, theta: &[f64]) -> Result<(LmlState, Vec<f64>), Error> {
         let n = self.inputs.len();
         let p64 = self.pieces::<f64>(theta, &self.bound, n)?;
-        let state = self.lml_of(&p64)?;
+        let (state, w) = self.lml_and_weight(&p64)?;
         let mut grad = vec![0.0; theta.len()];
-        let Some(w) = Self::weight(&state) else {
+        let Some(w) = w else {
             return Ok((state, grad));
         };
         let pbar = leaf_adjoints(&p64.kernel, &self.inputs, &w)?;

@@ -704,8 +704,8 @@ impl Density {
         let n = m.model.inputs.len();
         let env = Env::new(&self.bound, &self.hypers, params, &[]);
         let pieces = m.model.pieces_in(&env, n)?;
-        let state = m.model.lml_of(&pieces)?;
-        let Some(w) = ExactModel::weight(&state) else {
+        let (state, w) = m.model.lml_and_weight(&pieces)?;
+        let Some(w) = w else {
             return Ok(state.lml);
         };
         // One reverse pass over the kernel entries for every kernel

@@ -94,9 +94,10 @@ thread_local! {
 /// matrix (once) for the paths that need it; its entries are the same
 /// bits as [`lml_weight`]'s.
 pub struct LmlWeight {
-    /// M = L⁻¹ by columns [N, N] (pooled): columns j of the block of
-    /// [`INVERSE_BLOCK`] starting at c0 hold rows c0.. (above them,
-    /// unspecified).
+    /// M = L⁻¹ by columns [N, N] (pooled): column j holds rows i0.. for
+    /// i0 the first column of its block of [`INVERSE_ROWS`] (zero between
+    /// i0 and the diagonal; above i0, unspecified), all that
+    /// [`inverse_rows`] reads.
     m: Vec<f64>,
     /// The diagonal of the inverse, Σₖ Mₖᵢ² [N].
     inv_diag: Vec<f64>,
@@ -109,6 +110,32 @@ impl LmlWeight {
     /// The weight for the factor of A and α = A⁻¹r [N].
     pub fn new(chol: &JitteredCholesky, alpha: &DVector<f64>) -> LmlWeight {
         let (m, inv_diag) = lower_inverse(chol);
+        LmlWeight {
+            m,
+            inv_diag,
+            alpha: alpha.as_slice().to_vec(),
+            full: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The weight from M = L⁻¹ [N, N] as
+    /// [`crate::math::linalg::cholesky_jitter_with_inverse`] forms it (a
+    /// pooled buffer, handed back on drop; rows j.. of column j read) and
+    /// α [N]; the diagonal of the inverse is formed here, a column per
+    /// task.
+    pub fn from_inverse(m: Vec<f64>, alpha: &DVector<f64>) -> LmlWeight {
+        let n = alpha.len();
+        assert_eq!(m.len(), n * n, "M is N × N");
+        let norm = |j: usize| -> f64 {
+            let c = &m[j * n + j..(j + 1) * n];
+            faer::ColRef::from_slice(c).squared_norm_l2()
+        };
+        let inv_diag: Vec<f64> = if n < PAR_INVERSE_MIN {
+            (0..n).map(norm).collect()
+        } else {
+            (0..n).into_par_iter().with_min_len(32).map(norm).collect()
+        };
+        settle();
         LmlWeight {
             m,
             inv_diag,
