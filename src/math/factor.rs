@@ -21,7 +21,7 @@ use faer::linalg::cholesky::llt::factor::{
 };
 use faer::linalg::matmul::matmul;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
-use faer::{Accum, MatMut, Par};
+use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 /// Rows from which [`factor_lower_in_place`] works by panels on several
@@ -79,15 +79,8 @@ fn factor_panels(mut a: MatMut<'_, f64>) -> Result<(), usize> {
         if k1 == n {
             break;
         }
-        // The rows below: P = B L_kk⁻ᵀ (L_kk Pᵀ = Bᵀ), by blocks of rows.
-        let diag = diag.as_ref();
         let mut below = below;
-        split_rows(below.as_mut(), PANEL)
-            .into_par_iter()
-            .for_each(|b| {
-                solve_lower_triangular_in_place(diag, b.transpose_mut(), Par::Seq);
-                settle();
-            });
+        solve_panel(diag.as_ref(), below.as_mut());
         // The trailing matrix, one block of columns j0..j1 at a time:
         // A[j0.., j0..j1] −= P[j0.., :] P[j0..j1, :]ᵀ (its lower part).
         let p = below.as_ref();
@@ -110,8 +103,17 @@ fn factor_panels(mut a: MatMut<'_, f64>) -> Result<(), usize> {
     Ok(())
 }
 
+/// The panel's rows below its diagonal block: P = B L_kk⁻ᵀ (L_kk Pᵀ =
+/// Bᵀ), in place, by blocks of [`PANEL`] rows on the pool's threads.
+pub(crate) fn solve_panel(diag: MatRef<'_, f64>, below: MatMut<'_, f64>) {
+    split_rows(below, PANEL).into_par_iter().for_each(|b| {
+        solve_lower_triangular_in_place(diag, b.transpose_mut(), Par::Seq);
+        settle();
+    });
+}
+
 /// `a` cut into blocks of `size` rows (the last may be shorter).
-pub(crate) fn split_rows(a: MatMut<'_, f64>, size: usize) -> Vec<MatMut<'_, f64>> {
+fn split_rows(a: MatMut<'_, f64>, size: usize) -> Vec<MatMut<'_, f64>> {
     let mut out = Vec::new();
     let mut rest = a;
     while rest.nrows() > size {

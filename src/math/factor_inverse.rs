@@ -18,7 +18,7 @@
 //! above P, and is one fixed sequence of operations on one thread, so M
 //! is the same bit for bit on any number of threads.
 
-use crate::math::factor::{PANEL, PAR_CHOLESKY_MIN, factor_block, split_cols, split_rows};
+use crate::math::factor::{PANEL, PAR_CHOLESKY_MIN, factor_block, solve_panel, split_cols};
 use crate::math::simd::settle;
 use faer::linalg::matmul::matmul;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
@@ -64,13 +64,7 @@ pub fn factor_and_invert(mut a: MatMut<'_, f64>, m: &mut [f64]) -> Result<(), us
             .split_at_row_mut(kb);
         factor_block(diag.as_mut()).map_err(|i| k0 + i)?;
         if k1 < n {
-            let diag = diag.as_ref();
-            split_rows(below.as_mut(), PANEL)
-                .into_par_iter()
-                .for_each(|b| {
-                    solve_lower_triangular_in_place(diag, b.transpose_mut(), Par::Seq);
-                    settle();
-                });
+            solve_panel(diag.as_ref(), below.as_mut());
         }
         let l = left.as_ref();
         let mut tasks = Vec::new();
