@@ -225,6 +225,10 @@ impl<T: Scalar> Pieces<T> {
     /// log cₙ = (1 − t)/2 · log(2πσₙ²) − ½ log t.
     pub fn log_c(&self) -> T {
         let mut acc = T::zero();
+        // Untempered (t = 1 exactly, with no derivative): every term is 0.
+        if self.t.is_constant() && self.t.to_constant() == 1.0 {
+            return acc;
+        }
         let two_pi = T::constant(2.0 * std::f64::consts::PI);
         for &s in &self.sigma {
             acc += (T::one() - self.t) * ad_trait::F64(0.5) * (two_pi * s * s).ln()
