@@ -315,6 +315,8 @@ fn block_evaluation_matches_entries_and_duals() {
         "odd(ell, alpha) + 0.5 * white()",
         "flat(alpha, ell) * rbf(ell) + twice(ell, alpha)",
         "s^2 * periodic(ell, p) * rbf(ell) + rbf(ell) * (c * (2 * rbf(ell))) + rbf(ells) * rbf(ell)",
+        // Short enough that most runs of entries lie where eˣ is 0.
+        "s^2 * rbf(0.05) + rbf(ell)",
     ]);
     // odd: a branch, coordinates, inner products, a let read three times;
     // flat: a value that does not vary over the entries; twice: an

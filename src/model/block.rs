@@ -105,6 +105,10 @@ pub struct Plan<'k> {
     nodes: Vec<Node<'k>>,
     /// The column selections whose squared distances are needed.
     dists: Vec<Option<&'k [usize]>>,
+    /// For each selection, a bound on the squared distance between any
+    /// point of X and any of Y (the bounding box's diagonal): an rbf
+    /// whose exponent cannot pass −708 there skips [`exp_near`]'s test.
+    reach: Vec<f64>,
     leaves: usize,
     /// X and Y restricted to a compiled kernel's `dims`.
     gathered: Vec<(Inputs, Inputs)>,
@@ -211,6 +215,7 @@ impl<'k> Plan<'k> {
         let mut plan = Plan {
             nodes: Vec::new(),
             dists: Vec::new(),
+            reach: Vec::new(),
             leaves: 0,
             gathered: Vec::new(),
             prog_slots: 0,
@@ -224,6 +229,7 @@ impl<'k> Plan<'k> {
             fused: Vec::new(),
         };
         plan.add(kernel, x, y)?;
+        plan.reach = plan.dists.iter().map(|d| reach(x, y, *d)).collect();
         plan.route();
         Some(plan)
     }
@@ -552,7 +558,11 @@ impl<'k> Plan<'k> {
                         for (o, d) in out.iter_mut().zip(d2) {
                             *o = d * half;
                         }
-                        if !self.exponent[i] {
+                        if self.exponent[i] {
+                        } else if self.reach[*dist] * half < -708.0 {
+                            // Some entries may lie where eˣ is 0.
+                            exp_near(out);
+                        } else {
                             exp_in_place(out);
                         }
                         continue;
@@ -1125,6 +1135,69 @@ impl Plan<'_> {
     }
 }
 
+/// An upper bound on the squared distance between a point of X and one of
+/// Y over the selected columns: Σₖ (maxₖ − minₖ)² over both sets.
+fn reach(x: &Inputs, y: &Inputs, dims: Option<&[usize]>) -> f64 {
+    let d = x.dim();
+    let mut lo = vec![f64::INFINITY; d];
+    let mut hi = vec![f64::NEG_INFINITY; d];
+    for set in [x, y] {
+        for i in 0..set.len() {
+            for (k, v) in set.row(i).iter().enumerate() {
+                lo[k] = lo[k].min(*v);
+                hi[k] = hi[k].max(*v);
+            }
+        }
+    }
+    let span = |k: usize| (hi[k] - lo[k]).max(0.0).powi(2);
+    match dims {
+        Some(ds) => ds.iter().map(|&k| span(k)).sum(),
+        None => (0..d).map(span).sum(),
+    }
+}
+
+/// eˣ in place for an rbf's exponents −r²/2ℓ², runs of [`FAR_RUN`] all
+/// below −708 (entries far apart next to a short length scale, where eˣ
+/// is 0) written as zeros without the exponential, the others by one
+/// [`exp_in_place`] per span of them: the same numbers as
+/// [`exp_in_place`] over the whole.
+#[inline(always)]
+fn exp_near(xs: &mut [f64]) {
+    let n = xs.len();
+    // The start of the span of runs not yet raised.
+    let mut from = 0;
+    for i in (0..n).step_by(FAR_RUN) {
+        let end = (i + FAR_RUN).min(n);
+        if all_far(&xs[i..end]) {
+            if from < i {
+                exp_in_place(&mut xs[from..i]);
+            }
+            xs[i..end].fill(0.0);
+            from = end;
+        }
+    }
+    if from < n {
+        exp_in_place(&mut xs[from..]);
+    }
+}
+
+/// Whether every entry is below −708 (NaN is not), by lanes of eight
+/// (a comparison and a blend per lane: vectorises).
+#[inline(always)]
+fn all_far(run: &[f64]) -> bool {
+    let (chunks, rest) = run.as_chunks::<8>();
+    let mut near = [0.0f64; 8];
+    for c in chunks {
+        for k in 0..8 {
+            near[k] = if c[k] < -708.0 { near[k] } else { 1.0 };
+        }
+    }
+    near.iter().all(|&v| v == 0.0) && rest.iter().all(|&v| v < -708.0)
+}
+
+/// Entries per run of [`exp_near`]'s test.
+const FAR_RUN: usize = 32;
+
 /// A stationary kernel's values from r² (0 when r² overflowed).
 #[inline(always)]
 fn stationary_values(kind: KernelKind, r2: &[f64], out: &mut [f64]) {
@@ -1242,6 +1315,36 @@ mod tests {
     use crate::infer::hypers::HyperLayout;
     use crate::ir::eval::Env;
     use crate::{Data, DataValue, Model, Overrides, Registry};
+
+    /// exp_near gives exp_in_place's bits: runs far below −708, runs
+    /// straddling it, NaN and −∞ among far entries, a short last run.
+    #[test]
+    fn exp_near_is_the_exponential_with_far_runs_skipped() {
+        // Runs of 32: near; far; far with NaN and −∞; straddling −708;
+        // far; then 37 near and a short far run at the end.
+        let mut xs: Vec<f64> = (0..32).map(|i| -700.0 - i as f64 * 0.3).collect();
+        xs.extend((0..32).map(|i| -900.0 - i as f64));
+        xs.extend((0..32).map(|i| -720.0 - i as f64));
+        xs[70] = f64::NAN;
+        xs[80] = f64::NEG_INFINITY;
+        xs.extend((0..32).map(|i| if i % 2 == 0 { -707.9 } else { -708.1 }));
+        xs.extend([-1e300; 32]);
+        xs.extend((0..37).map(|i| -3.0 * i as f64));
+        xs.extend([-710.0, -800.0, -708.5]);
+        let mut want = xs.clone();
+        exp_in_place(&mut want);
+        let mut got = xs.clone();
+        exp_near(&mut got);
+        for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "entry {i}: {} -> {a} vs {b}",
+                xs[i]
+            );
+        }
+        assert!(got[70].is_nan() && got[40] == 0.0 && got[0] > 0.0 && got[96] > 0.0);
+    }
 
     /// The baseline, AVX2 and AVX-512 versions of the column passes give
     /// the same bits (those the processor runs), for built-in kernels,
