@@ -20,12 +20,10 @@
 
 use crate::math::factor::{PANEL, PAR_CHOLESKY_MIN, factor_block, solve_panel, split_cols};
 use crate::math::simd::settle;
+use crate::math::tasks::run_largest_first;
 use faer::linalg::matmul::matmul;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Accum, MatMut, MatRef, Par};
-use rayon::prelude::*;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Columns of M per task (a divisor of [`PANEL`], so that a block of
 /// columns lies inside one panel).
@@ -149,34 +147,6 @@ fn inverse_rows(l: MatRef<'_, f64>, n: usize, k0: usize, k1: usize, c0: usize, c
         solve_lower_triangular_in_place(l.submatrix(r0, r0, rb, rb), z, Par::Seq);
     }
     settle();
-}
-
-/// Runs `f` on every item on the threads of the current pool, the
-/// costliest (by `cost`) first, each thread taking the next item when it
-/// is free (rayon's halving of a range can leave one thread the last
-/// large items alone).
-pub(crate) fn run_largest_first<T: Send>(
-    mut items: Vec<T>,
-    cost: impl Fn(&T) -> usize,
-    f: impl Fn(T) + Sync,
-) {
-    items.sort_by_key(|t| std::cmp::Reverse(cost(t)));
-    let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
-    let next = AtomicUsize::new(0);
-    let work = || {
-        loop {
-            let k = next.fetch_add(1, Ordering::Relaxed);
-            let Some(slot) = slots.get(k) else { break };
-            let item = slot.lock().ok().and_then(|mut s| s.take());
-            if let Some(item) = item {
-                f(item);
-            }
-        }
-    };
-    (0..rayon::current_num_threads().min(slots.len()))
-        .into_par_iter()
-        .with_max_len(1)
-        .for_each(|_| work());
 }
 
 #[cfg(test)]

@@ -13,4 +13,5 @@ pub mod pool;
 pub mod quadrature;
 pub mod scalar;
 pub mod simd;
+pub mod tasks;
 pub mod vector;

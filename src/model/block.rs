@@ -28,6 +28,7 @@ use super::kernel::{Inputs, KernelKind, KernelValue};
 use crate::ir::program::{BlockRows, KernelProgram, Prepared};
 use crate::math::adjoint::{SWEEP_COLUMNS, Strided, UpperColumns};
 use crate::math::simd::{Isa, isa};
+use crate::math::tasks::run_largest_first;
 use crate::math::vector::{dot_by, exp_in_place, opaque_inf, sin_cos_in_place, sum_zip3};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
@@ -1006,26 +1007,19 @@ impl<'k> Plan<'k> {
         // The blocks from the most entries to the fewest, each thread
         // taking the next when it is free (rayon's halving of an index
         // range left one thread a tenth of the pass alone at N = 300).
-        let mut order: Vec<usize> = (0..nb).collect();
         let entries = |b: usize| {
             let (i0, i1) = (b * SWEEP_COLUMNS, ((b + 1) * SWEEP_COLUMNS).min(n));
             (i0..i1).map(|i| i + 1).sum::<usize>()
         };
-        order.sort_by_key(|&b| std::cmp::Reverse(entries(b)));
-        let next = std::sync::atomic::AtomicUsize::new(0);
         let slots: Vec<std::sync::OnceLock<Vec<f64>>> =
             (0..nb).map(|_| std::sync::OnceLock::new()).collect();
-        let work = || {
-            loop {
-                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&b) = order.get(k) else { break };
+        run_largest_first(
+            (0..nb).collect(),
+            |&b| entries(b),
+            |b| {
                 let _ = slots[b].set(block(b));
-            }
-        };
-        (0..rayon::current_num_threads().min(nb))
-            .into_par_iter()
-            .with_max_len(1)
-            .for_each(|_| work());
+            },
+        );
         let partial: Vec<Vec<f64>> = slots
             .into_iter()
             .map(|s| s.into_inner().unwrap_or_default())
