@@ -3,7 +3,8 @@
 //! the hypers learned; one log marginal likelihood with its gradient
 //! against one Cholesky factorisation of the same matrix (the floor:
 //! tempest's, on the pool's threads, and faer's on one thread), and the
-//! factorisation with L⁻¹ formed in the same pass (as the gradient does); and
+//! factorisation with L⁻¹ formed in the same pass (as the gradient does),
+//! and the value with that weight against the value then L⁻¹; and
 //! the Gram matrix (whole, and its lower triangle in place) with its
 //! reverse pass for a model-file copy of `rbf` against the built-in; the
 //! pieces of one gradient (the value, the weight's L⁻¹, the Gram matrix,
@@ -99,6 +100,17 @@ fn bench(c: &mut Criterion) {
     let state = em.lml(&theta).expect("lml");
     g.bench_function("lml", |bch| {
         bch.iter(|| black_box(em.lml(black_box(&theta)).expect("lml").lml))
+    });
+    // The value with the gradient's weight, as the gradient forms them
+    // (L⁻¹ inside the factorisation), against the value and then L⁻¹.
+    g.bench_function("value_and_weight", |bch| {
+        bch.iter(|| black_box(em.lml_and_weight(black_box(&p)).expect("value")))
+    });
+    g.bench_function("value_then_weight", |bch| {
+        bch.iter(|| {
+            let s = em.lml_of(black_box(&p)).expect("value");
+            black_box(ExactModel::weight(&s).expect("weight"))
+        })
     });
     g.bench_function("weight", |bch| {
         bch.iter(|| black_box(ExactModel::weight(black_box(&state)).expect("weight")))
