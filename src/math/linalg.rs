@@ -181,7 +181,7 @@ pub fn cholesky_jitter_with_inverse(
     max_rel: f64,
     what: &str,
 ) -> Result<(JitteredCholesky, Vec<f64>), Error> {
-    let mut m = crate::math::pool::take(n.saturating_mul(n));
+    let mut m = crate::math::pool::take(square_len(n, what)?);
     let chol = jittered(n, build, initial, max_rel, what, |l| {
         crate::math::factor_inverse::factor_and_invert(
             faer::MatMut::from_column_major_slice_mut(l, n, n),
@@ -198,6 +198,17 @@ pub fn cholesky_jitter_with_inverse(
     }
 }
 
+/// N², or an error naming the matrix when it overflows (checked before
+/// any N × N buffer is taken).
+fn square_len(n: usize, what: &str) -> Result<usize, Error> {
+    n.checked_mul(n).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Numerical,
+            format!("{what} ({n} × {n}) is too large"),
+        )
+    })
+}
+
 /// The jitter escalation of [`cholesky_jitter_with`], with `factor`
 /// factoring the lower triangle in place (false when a pivot is not
 /// positive).
@@ -209,12 +220,7 @@ fn jittered(
     what: &str,
     mut factor: impl FnMut(&mut [f64]) -> bool,
 ) -> Result<JitteredCholesky, Error> {
-    let len = n.checked_mul(n).ok_or_else(|| {
-        Error::new(
-            ErrorKind::Numerical,
-            format!("{what} ({n} × {n}) is too large"),
-        )
-    })?;
+    let len = square_len(n, what)?;
     let mut l = crate::math::pool::take(len);
     let mut build =
         |l: &mut Vec<f64>| build(l).inspect_err(|_| crate::math::pool::give(std::mem::take(l)));
@@ -385,6 +391,20 @@ pub fn solve_lower_generic<T: Real>(l: &DMatrix<T>, b: &DVector<T>) -> DVector<T
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A side whose square overflows is an error naming the matrix, before
+    /// any buffer is taken, with the inverse or without it.
+    #[test]
+    fn an_overflowing_size_is_an_error_not_a_panic() {
+        let n = usize::MAX / 2;
+        let fill = |_: &mut [f64]| -> Result<(), Error> { unreachable!("no buffer is filled") };
+        let e = cholesky_jitter_with(n, fill, 0.0, 1e-2, "K").err().unwrap();
+        assert!(e.to_string().contains("too large"), "{e}");
+        let e = cholesky_jitter_with_inverse(n, fill, 0.0, 1e-2, "K")
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("too large"), "{e}");
+    }
 
     /// A non-finite entry anywhere in the lower triangle is reported with
     /// its place, whether jitter may be tried or not, and a factorisation
