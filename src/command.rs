@@ -34,12 +34,28 @@ pub fn parse_rows(flag: &str, text: &str) -> Result<(usize, usize), Error> {
     Ok((a, b))
 }
 
+/// Whether every `data` declaration of `graph` has its value in the model
+/// (`J : int = 85`), so that no data file is needed.
+fn data_all_given(graph: &crate::ir::Graph) -> bool {
+    graph
+        .data
+        .iter()
+        .all(|d| matches!(d.source, crate::ir::graph::DataSource::Value))
+}
+
 /// The data of a run without `--data`: nothing, for a model that declares
-/// no data; an error naming the first declaration otherwise (and for
-/// `--rows` without a file).
+/// no data or only constants; an error naming the first declaration that
+/// needs the data otherwise (and for `--rows` without a file).
 pub fn no_data(graph: &crate::ir::Graph, rows: bool) -> Result<Data, Errors> {
-    if let Some(d) = graph.data.first() {
-        let names: Vec<String> = graph.data.iter().map(|d| format!("`{}`", d.name)).collect();
+    let needs =
+        |d: &&crate::ir::graph::DataNode| !matches!(d.source, crate::ir::graph::DataSource::Value);
+    if let Some(d) = graph.data.iter().find(needs) {
+        let names: Vec<String> = graph
+            .data
+            .iter()
+            .filter(needs)
+            .map(|d| format!("`{}`", d.name))
+            .collect();
         return Err(Error::at(
             ErrorKind::Data,
             d.span,
@@ -354,7 +370,7 @@ pub fn check_with(
     let data = match data {
         Some(path) => load_data(path, rows, "--rows").map_err(sourced)?,
         // A model without data is bound and its engine built all the same.
-        None if graph.data.is_empty() => no_data(&graph, rows.is_some()).map_err(sourced)?,
+        None if data_all_given(&graph) => no_data(&graph, rows.is_some()).map_err(sourced)?,
         None => return Ok((graph, None)),
     };
     let bound = crate::bind(graph.clone(), &data, &overrides).map_err(sourced)?;

@@ -155,6 +155,14 @@ impl Binder<'_> {
                             format!("the number of {} of `{}`", plural_word(what), d.name),
                         ),
                     );
+                    // The size's own declaration has this value from now
+                    // on, for the constants declared after it (`m : int = n - 1`).
+                    if let Some(k) = self.graph.data.iter().position(|s| s.name == *n)
+                        && !self.present[k]
+                    {
+                        self.values[k] = Value::Int(actual as i64);
+                        self.present[k] = true;
+                    }
                     Ok(())
                 }
             },
@@ -226,6 +234,9 @@ impl Binder<'_> {
                     (_, v) => v,
                 };
                 self.shape_check(i, &v)?;
+                if let Value::Int(k) = v {
+                    self.constant_size(i, k, e.span)?;
+                }
                 self.values[i] = v;
                 self.present[i] = true;
             }
@@ -391,6 +402,12 @@ impl Binder<'_> {
                 match v {
                     Some(v) => {
                         let v = v.map_err(|e| e.with_span(d.span).with_label("declared here"))?;
+                        let v = match (&d.ids, v) {
+                            (Some(e), Value::IntArray(xs)) => {
+                                Value::IntArray(self.number_ids(i, e, &xs, &col)?)
+                            }
+                            (_, v) => v,
+                        };
                         if let Value::Vector(x) = &v
                             && let Some(k) = x.iter().position(|a| !a.is_finite())
                         {
@@ -557,7 +574,38 @@ impl Binder<'_> {
         Ok(())
     }
 
+    /// An `int` constant given in the model (`J : int = 85`) is the value
+    /// of the size it names, for every declaration that uses it.
+    fn constant_size(
+        &mut self,
+        i: usize,
+        k: i64,
+        span: crate::syntax::ast::Span,
+    ) -> Result<(), Error> {
+        let name = &self.graph.data[i].name;
+        if k < 0 {
+            if self.is_size(name) {
+                return Err(Error::at(
+                    ErrorKind::Data,
+                    span,
+                    format!("the size `{name}` must be non-negative, found {k}"),
+                )
+                .with_label("value given here"));
+            }
+            return Ok(());
+        }
+        self.sizes
+            .insert(name.clone(), (k as usize, "its value in the model".into()));
+        Ok(())
+    }
+
     fn is_size(&self, name: &str) -> bool {
+        !self.size_users(name).is_empty()
+    }
+
+    /// The declarations whose types use the size `name`, in words
+    /// (`` the param `a` ``).
+    fn size_users(&self, name: &str) -> Vec<String> {
         let uses = |t: &Ty| match t {
             Ty::Vector(s) | Ty::IntArray(s) => *s == Size::Sym(name.to_string()),
             Ty::Matrix(a, b) => {
@@ -566,9 +614,23 @@ impl Binder<'_> {
             _ => false,
         };
         let g = self.graph;
-        g.data.iter().any(|d| uses(&d.ty))
-            || g.hypers.iter().any(|h| uses(&h.ty))
-            || g.params.iter().any(|p| uses(&p.ty))
+        let each = |kind: &str, decls: Vec<(&String, &Ty)>| -> Vec<String> {
+            decls
+                .into_iter()
+                .filter(|(_, t)| uses(t))
+                .map(|(n, _)| format!("the {kind} `{n}`"))
+                .collect()
+        };
+        let mut out = each("data", g.data.iter().map(|d| (&d.name, &d.ty)).collect());
+        out.extend(each(
+            "hyper",
+            g.hypers.iter().map(|h| (&h.name, &h.ty)).collect(),
+        ));
+        out.extend(each(
+            "param",
+            g.params.iter().map(|p| (&p.name, &p.ty)).collect(),
+        ));
+        out
     }
 
     /// A declaration missing from the data: an error for training data; for
@@ -620,6 +682,43 @@ impl Binder<'_> {
             }
             _ => Ok(()),
         }
+    }
+
+    /// The ids of int array `i` (column `col`) numbered by their position
+    /// among its declared `levels = e`, each checked against its bounds.
+    fn number_ids(
+        &mut self,
+        i: usize,
+        e: &TExpr,
+        xs: &[i64],
+        col: &str,
+    ) -> Result<Vec<i64>, Error> {
+        // The values bound so far are lent to the evaluation, not copied.
+        let values = std::mem::take(&mut self.values);
+        let mut tmp = self.snapshot();
+        tmp.data = values;
+        let (levels, bounds) = {
+            let env = Env::new(&tmp, &[], &[], &[]);
+            let levels = env
+                .eval(e)
+                .and_then(|v| super::ids::IdLevels::new(&v, e.span));
+            (levels, eval_bounds(&env, &self.graph.data[i].bounds))
+        };
+        self.values = std::mem::take(&mut tmp.data);
+        let (levels, bounds) = (levels?, bounds?);
+        let d = &self.graph.data[i];
+        let row = |k: usize| match self.data {
+            Data::Csv(t) => t.row_ids.get(k).copied().unwrap_or(k),
+            _ => k,
+        };
+        super::ids::number_ids(
+            &d.name,
+            &levels,
+            bounds,
+            xs,
+            |k| self.data.at(Some(row(k)), col),
+            d.span,
+        )
     }
 
     fn constant(&self, e: &TExpr) -> Result<Value<f64>, Error> {
@@ -761,6 +860,39 @@ pub fn concrete_shape(ty: &Ty, sizes: &BTreeMap<String, usize>) -> Option<(usize
     }
 }
 
+/// The shape of a hyper's or param's declared type, or an error at the
+/// declaration naming the size that has no value and how to give it one.
+pub fn declared_shape(
+    name: &str,
+    ty: &Ty,
+    sizes: &BTreeMap<String, usize>,
+    span: crate::syntax::ast::Span,
+) -> Result<(usize, usize), Error> {
+    concrete_shape(ty, sizes).ok_or_else(|| {
+        let dims = match ty {
+            Ty::Vector(n) | Ty::IntArray(n) => vec![n],
+            Ty::Matrix(n, m) => vec![n, m],
+            _ => vec![],
+        };
+        let missing = dims.into_iter().find_map(|d| match d {
+            Size::Sym(s) if !sizes.contains_key(s) => Some(s.clone()),
+            _ => None,
+        });
+        let err = Error::at(
+            ErrorKind::Shape,
+            span,
+            format!("the size of `{name}` ({ty}) is unknown"),
+        )
+        .with_label("declared here");
+        match missing {
+            Some(s) => err.with_note(format!(
+                "give `{s}` a value in the model (`{s} : int = 10`), in a JSON data file or with `--set {s}=10`, or use it as the length of a data declaration"
+            )),
+            None => err,
+        }
+    })
+}
+
 /// Refuse a declared shape whose values would not fit in memory, naming
 /// the declaration.
 pub fn check_shape_memory(
@@ -885,8 +1017,9 @@ fn bind_inner(
                         .insert(d.name.clone(), (v as usize, "the training data".into()));
                 }
             } else if b.is_size(&d.name) {
+                let users = b.size_users(&d.name);
                 return Err(data_err(
-                    format!("cannot infer the size `{}`: no data declaration that uses it was found in the data", d.name),
+                    format!("cannot infer the size `{}`: no data declaration that uses it was found in the data (it sizes {})", d.name, users.join(", ")),
                     data.whole(),
                     d.span,
                 )
@@ -941,7 +1074,8 @@ fn check_data_bounds(bound: &mut Bound) -> Result<Vec<Error>> {
     let env = Env::new(&env_b, &[], &[], &[]);
     let mut errors = Vec::new();
     for (i, d) in g.data.iter().enumerate() {
-        if !bound.present[i] {
+        // Ids read with `levels` had their bounds checked as written.
+        if !bound.present[i] || d.ids.is_some() {
             continue;
         }
         let bounds = eval_bounds(&env, &d.bounds)?;
@@ -1043,14 +1177,13 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
             }
         };
         bound.hyper_bounds.push(bounds);
-        let Some(shape) = concrete_shape(&h.ty, &bound.sizes) else {
-            errors.push(Error::at(
-                ErrorKind::Shape,
-                h.span,
-                format!("the size of `{}` is unknown", h.name),
-            ));
-            bound.hyper_init.push(Value::Real(0.0));
-            continue;
+        let shape = match declared_shape(&h.name, &h.ty, &bound.sizes, h.span) {
+            Ok(shape) => shape,
+            Err(e) => {
+                errors.push(e);
+                bound.hyper_init.push(Value::Real(0.0));
+                continue;
+            }
         };
         if let Err(e) = check_shape_memory("hyper", &h.name, shape, h.span) {
             errors.push(e);
@@ -1206,13 +1339,7 @@ impl Bound {
             .iter()
             .zip(&self.param_bounds)
             .map(|(p, b)| {
-                let shape = concrete_shape(&p.ty, &self.sizes).ok_or_else(|| {
-                    Error::at(
-                        ErrorKind::Shape,
-                        p.span,
-                        format!("the size of `{}` is unknown", p.name),
-                    )
-                })?;
+                let shape = declared_shape(&p.name, &p.ty, &self.sizes, p.span)?;
                 check_shape_memory("param", &p.name, shape, p.span)?;
                 Ok(filled(shape, &p.ty, b.constrain(0.0)))
             })

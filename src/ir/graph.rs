@@ -49,6 +49,10 @@ pub struct DataNode {
     /// `column("c", levels = ["a", "b"])`: the class labels of an int array
     /// in the order they are numbered (0, 1, …).
     pub levels: Option<Vec<String>>,
+    /// `column("c", levels = 1..J)` (or a list of integers): the integer
+    /// ids of an int array, numbered 0, 1, … in this order at binding
+    /// (an `int range` or `int[k]` expression of literals and data).
+    pub ids: Option<TExpr>,
     /// The declaration.
     pub span: Span,
 }

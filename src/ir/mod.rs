@@ -11,6 +11,7 @@ pub mod bind;
 pub mod compile;
 pub mod deep;
 pub mod eval;
+pub mod ids;
 pub mod ode;
 pub mod ops;
 pub mod pointwise;

@@ -128,7 +128,15 @@ pub fn zip_num<T: Scalar>(
 pub fn unary<T: Scalar>(op: UnOp, v: &Value<T>, span: Span) -> R<T> {
     match (op, v) {
         (UnOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
-        (UnOp::Neg, Value::Int(i)) => Ok(Value::Int(-i)),
+        (UnOp::Neg, Value::Int(i)) => i
+            .checked_neg()
+            .map(Value::Int)
+            .ok_or_else(|| overflow(span)),
+        (UnOp::Neg, Value::IntArray(xs)) => xs
+            .iter()
+            .map(|x| x.checked_neg().ok_or_else(|| overflow(span)))
+            .collect::<Result<_, _>>()
+            .map(Value::IntArray),
         (UnOp::Neg, v) => map_num(v, &|x| -x, span),
         (UnOp::Not, v) => Err(type_err(
             span,
@@ -200,18 +208,9 @@ pub fn binary<T: Scalar>(op: BinOp, a: Value<T>, b: Value<T>, span: Span) -> R<T
             };
             Ok(Value::Bool(op.holds(x, y) == Some(true)))
         }
-        Add | Sub | Mul if matches!((&a, &b), (Value::Int(_), Value::Int(_))) => {
-            let (Value::Int(x), Value::Int(y)) = (&a, &b) else {
-                unreachable!()
-            };
-            let r = match op {
-                Add => x.checked_add(*y),
-                Sub => x.checked_sub(*y),
-                _ => x.checked_mul(*y),
-            };
-            r.map(Value::Int).ok_or_else(|| {
-                Error::at(ErrorKind::Numerical, span, "integer overflow").with_label("here")
-            })
+        Add | Sub | EwMul if is_int(&a) && is_int(&b) => int_zip(op, &a, &b, span),
+        Mul if is_int(&a) && is_int(&b) && (a.scalar().is_some() || b.scalar().is_some()) => {
+            int_zip(op, &a, &b, span)
         }
         Add => zip_num(&a, &b, &|x, y| x + y, "+", span),
         Sub => zip_num(&a, &b, &|x, y| x - y, "-", span),
@@ -222,6 +221,49 @@ pub fn binary<T: Scalar>(op: BinOp, a: Value<T>, b: Value<T>, span: Span) -> R<T
             _ => zip_num(&a, &b, &pow, "^", span),
         },
         Mul => mul(a, b, span),
+    }
+}
+
+fn overflow(span: Span) -> Error {
+    Error::at(ErrorKind::Numerical, span, "integer overflow").with_label("here")
+}
+
+/// An `int` or an `int[n]`.
+fn is_int<T>(v: &Value<T>) -> bool {
+    matches!(v, Value::Int(_) | Value::IntArray(_))
+}
+
+/// `+`, `-`, `*` or `.*` of two integers or integer arrays: integers,
+/// element by element (an `int` broadcast over an array), each checked
+/// for overflow.
+fn int_zip<T: Scalar>(op: BinOp, a: &Value<T>, b: &Value<T>, span: Span) -> R<T> {
+    let f = |x: i64, y: i64| {
+        match op {
+            BinOp::Add => x.checked_add(y),
+            BinOp::Sub => x.checked_sub(y),
+            _ => x.checked_mul(y),
+        }
+        .ok_or_else(|| overflow(span))
+    };
+    let all = |it: &mut dyn Iterator<Item = Result<i64, Error>>| {
+        it.collect::<Result<Vec<i64>, Error>>().map(Value::IntArray)
+    };
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => f(*x, *y).map(Value::Int),
+        (Value::Int(x), Value::IntArray(ys)) => all(&mut ys.iter().map(|y| f(*x, *y))),
+        (Value::IntArray(xs), Value::Int(y)) => all(&mut xs.iter().map(|x| f(*x, *y))),
+        (Value::IntArray(xs), Value::IntArray(ys)) if xs.len() == ys.len() => {
+            all(&mut xs.iter().zip(ys).map(|(x, y)| f(*x, *y)))
+        }
+        _ => Err(shape_err(
+            span,
+            format!(
+                "`{}` needs arrays of the same length, found {} and {}",
+                op.symbol(),
+                a.shape(),
+                b.shape()
+            ),
+        )),
     }
 }
 

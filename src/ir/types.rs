@@ -167,6 +167,21 @@ pub fn elementwise(op: &str, a: &Ty, b: &Ty) -> Result<Ty, String> {
     })
 }
 
+/// The type of `+`, `-`, `*` or `.*` when both operands are integers
+/// (`int` or `int[n]`): an integer, element by element, an `int` broadcast
+/// over an `int[n]`. `None` when either operand is not an integer.
+fn int_elementwise(op: &str, a: &Ty, b: &Ty) -> Option<Result<Ty, String>> {
+    Some(match (a, b) {
+        (Ty::Int, Ty::Int) => Ok(Ty::Int),
+        (Ty::Int, Ty::IntArray(n)) | (Ty::IntArray(n), Ty::Int) => Ok(Ty::IntArray(n.clone())),
+        (Ty::IntArray(n), Ty::IntArray(m)) => {
+            same(n, m, &format!("`{op}` needs arrays of the same length"))
+                .map(|_| Ty::IntArray(n.clone()))
+        }
+        _ => return None,
+    })
+}
+
 /// The type of `a op b` for a binary operator.
 pub fn binary(op: BinOp, a: &Ty, b: &Ty) -> Result<Ty, String> {
     use BinOp::*;
@@ -195,8 +210,7 @@ pub fn binary(op: BinOp, a: &Ty, b: &Ty) -> Result<Ty, String> {
                 "`{sym}` between {a} and {b}: kernels can only be added to kernels \
                  (write `c * constant()` for a constant kernel)"
             )),
-            (Ty::Int, Ty::Int) => Ok(Ty::Int),
-            _ => elementwise(sym, a, b),
+            _ => int_elementwise(sym, a, b).unwrap_or_else(|| elementwise(sym, a, b)),
         },
         Mul => match (a, b) {
             (Ty::Kernel, Ty::Kernel) => Ok(Ty::Kernel),
@@ -209,8 +223,9 @@ pub fn binary(op: BinOp, a: &Ty, b: &Ty) -> Result<Ty, String> {
                     ))
                 }
             }
-            (Ty::Int, Ty::Int) => Ok(Ty::Int),
-            _ if a.is_scalar() || b.is_scalar() => elementwise(sym, a, b),
+            _ if a.is_scalar() || b.is_scalar() => {
+                int_elementwise(sym, a, b).unwrap_or_else(|| elementwise(sym, a, b))
+            }
             (Ty::Matrix(n, k), Ty::Vector(m)) => {
                 same(
                     k,
@@ -247,7 +262,8 @@ pub fn binary(op: BinOp, a: &Ty, b: &Ty) -> Result<Ty, String> {
                 "`/` divides by a number; use `./` to divide {a} by {b} element by element"
             )),
         },
-        EwMul | EwDiv => elementwise(sym, a, b),
+        EwMul => int_elementwise(sym, a, b).unwrap_or_else(|| elementwise(sym, a, b)),
+        EwDiv => elementwise(sym, a, b),
         Pow => match (a, b) {
             (Ty::Kernel, _) | (_, Ty::Kernel) => Err(format!(
                 "`^` cannot raise {a} to {b} (multiply kernels with `*`)"

@@ -241,10 +241,12 @@ impl Checker<'_> {
             Ty::Matrix(n, _) | Ty::Vector(n) => n.clone(),
             Ty::Unknown => Size::Any,
             t => {
-                self.error(
-                    Error::at(ErrorKind::Type, input.span, format!("the inputs of a latent function are a matrix [N, D] or a vector [N], found {t}"))
-                        .with_label("not inputs"),
-                );
+                let mut err = Error::at(ErrorKind::Type, input.span, format!("the inputs of a latent function are a matrix [N, D] or a vector [N], found {t}"))
+                    .with_label("not inputs");
+                if matches!(t, Ty::IntArray(_)) {
+                    err = err.with_note("integers stay integers in arithmetic; `1.0 * k` makes the int array `k` a vector");
+                }
+                self.error(err);
                 return Self::unknown(span);
             }
         };

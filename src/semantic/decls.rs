@@ -179,8 +179,8 @@ impl Checker<'_> {
                     .with_label("here"),
                 );
             }
-            let (source, value, levels) = match &d.init {
-                None => (DataSource::ByName, None, None),
+            let init = match &d.init {
+                None => DataInit::by_name(DataSource::ByName),
                 Some(init) => self.data_init(init, &ty),
             };
             let index = self.graph.data.len();
@@ -188,9 +188,10 @@ impl Checker<'_> {
                 name: d.name.name.clone(),
                 ty: ty.clone(),
                 bounds,
-                source,
-                value,
-                levels,
+                source: init.source,
+                value: init.value,
+                levels: init.levels,
+                ids: init.ids,
                 span: d.span,
             });
             self.declare(
@@ -206,17 +207,14 @@ impl Checker<'_> {
 
     /// `= columns(...)`, `= column("name")` (with `levels = [...]` for an
     /// int array of class labels) or a constant.
-    fn data_init(
-        &mut self,
-        init: &Expr,
-        ty: &Ty,
-    ) -> (DataSource, Option<TExpr>, Option<Vec<String>>) {
+    fn data_init(&mut self, init: &Expr, ty: &Ty) -> DataInit {
         if let ExprKind::Call(callee, args) = &init.kind
             && (callee.name == "columns" || callee.name == "column")
         {
             let mut names = Vec::new();
             let mut except = Vec::new();
             let mut levels: Option<Vec<String>> = None;
+            let mut ids: Option<TExpr> = None;
             for a in args {
                 let target = match &a.name {
                     None => &mut names,
@@ -232,6 +230,10 @@ impl Checker<'_> {
                                 .with_label("levels for a non-int column")
                                 .with_note("declare the labels `int[n]`: `y : int[n] = column(\"class\", levels = [\"a\", \"b\"])`"),
                             );
+                        }
+                        if !is_text(&a.value) {
+                            ids = self.id_levels(&a.value);
+                            continue;
                         }
                         levels.get_or_insert_with(Vec::new)
                     }
@@ -303,7 +305,7 @@ impl Checker<'_> {
                         .with_label("here"),
                     );
                 }
-                return (DataSource::Except(except), None, None);
+                return DataInit::by_name(DataSource::Except(except));
             }
             if let Some(ls) = &levels {
                 let mut seen = std::collections::HashSet::new();
@@ -322,7 +324,11 @@ impl Checker<'_> {
                     );
                 }
             }
-            return (DataSource::Columns(names), None, levels);
+            return DataInit {
+                levels,
+                ids,
+                ..DataInit::by_name(DataSource::Columns(names))
+            };
         }
         let v = self.expr(init, Context::Data);
         let ok = match (ty, &v.ty) {
@@ -344,7 +350,50 @@ impl Checker<'_> {
                 .with_label("wrong type"),
             );
         }
-        (DataSource::Value, Some(v), None)
+        DataInit {
+            value: Some(v),
+            ..DataInit::by_name(DataSource::Value)
+        }
+    }
+
+    /// `levels = 1..J` or `levels = [10, 20, 30]`: the integer ids an int
+    /// column holds, numbered 0, 1, … in this order at binding. An
+    /// integer range or array of literals and `data` names; a list of
+    /// literals is checked for repeats here, the rest at binding.
+    fn id_levels(&mut self, e: &Expr) -> Option<TExpr> {
+        let t = self.expr(e, Context::Data);
+        match &t.ty {
+            Ty::IntRange | Ty::IntArray(_) => {}
+            Ty::Unknown => return None,
+            other => {
+                self.error(
+                    Error::at(
+                        ErrorKind::Type,
+                        e.span,
+                        format!("`levels` lists the values the column holds: text labels (`[\"a\", \"b\"]`) or integer ids (`1..J`, `[10, 20, 30]`), found {other}"),
+                    )
+                    .with_label("not levels"),
+                );
+                return None;
+            }
+        }
+        if let TKind::Array(xs) = &t.kind {
+            let mut seen = std::collections::HashSet::new();
+            if let Some(dup) = xs.iter().find_map(|x| match x.kind {
+                TKind::Int(k) if !seen.insert(k) => Some(k),
+                _ => None,
+            }) {
+                self.error(
+                    Error::at(
+                        ErrorKind::Type,
+                        e.span,
+                        format!("the id {dup} appears twice in `levels`"),
+                    )
+                    .with_label("here"),
+                );
+            }
+        }
+        Some(t)
     }
 
     /// The `hyper` block.
@@ -545,6 +594,39 @@ impl Ty {
 }
 
 /// The column names an argument of `columns(...)` denotes.
+/// Where a `data` declaration's values come from, as checked.
+struct DataInit {
+    source: DataSource,
+    /// The constant's value (`DataSource::Value`).
+    value: Option<TExpr>,
+    /// Text labels (`levels = ["a", "b"]`).
+    levels: Option<Vec<String>>,
+    /// Integer ids (`levels = 1..J`).
+    ids: Option<TExpr>,
+}
+
+impl DataInit {
+    fn by_name(source: DataSource) -> DataInit {
+        DataInit {
+            source,
+            value: None,
+            levels: None,
+            ids: None,
+        }
+    }
+}
+
+/// Whether `levels = e` gives text labels (strings, lists or ranges of
+/// them) rather than integer ids.
+fn is_text(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Str(_) => true,
+        ExprKind::Array(xs) => xs.first().is_none_or(is_text),
+        ExprKind::Range(a, _) => matches!(a.kind, ExprKind::Str(_)),
+        _ => false,
+    }
+}
+
 fn column_names(e: &Expr) -> Result<Vec<String>, String> {
     match &e.kind {
         ExprKind::Str(s) => Ok(vec![s.clone()]),

@@ -5,7 +5,7 @@ use super::scope::{Context, Symbol};
 use crate::error::{Error, ErrorKind};
 use crate::ir::expr::{Ref, TExpr, TKind};
 use crate::ir::types::{self, Size, Ty};
-use crate::syntax::ast::{Expr, ExprKind, Span, UnOp};
+use crate::syntax::ast::{BinOp, Expr, ExprKind, Span, UnOp};
 
 impl Checker<'_> {
     /// A typed expression with the unknown type, after an error.
@@ -111,14 +111,21 @@ impl Checker<'_> {
                 }
                 for i in &idx {
                     if !matches!(i.ty, Ty::Int | Ty::Unknown) {
-                        self.error(
-                            Error::at(
-                                ErrorKind::Type,
-                                i.span,
-                                format!("an index must be an integer, found {}", i.ty),
-                            )
-                            .with_label("not an integer"),
-                        );
+                        let mut err = Error::at(
+                            ErrorKind::Type,
+                            i.span,
+                            format!("an index must be an integer, found {}", i.ty),
+                        )
+                        .with_label("not an integer");
+                        if let TKind::Binary(op @ (BinOp::Div | BinOp::EwDiv | BinOp::Pow), ..) =
+                            &i.kind
+                        {
+                            err = err.with_note(format!(
+                                "`{}` gives a real even between integers (`7 / 2` is 3.5); `+`, `-`, `*` and `.*` of integers give integers",
+                                op.symbol()
+                            ));
+                        }
+                        self.error(err);
                     }
                 }
                 let ty = match types::index(&base.ty, idx.len()) {
@@ -146,6 +153,9 @@ impl Checker<'_> {
                 let ty = match (&a.ty, &b.ty) {
                     (Ty::Unknown, _) | (_, Ty::Unknown) => Ty::Unknown,
                     (Ty::Int, Ty::Int) => Ty::Int,
+                    (Ty::IntArray(n), Ty::IntArray(m)) if n.compatible(m) != Some(false) => {
+                        Ty::IntArray(n.clone())
+                    }
                     (x, y) if x.is_scalar() && y.is_scalar() => Ty::Real,
                     (x, y) if x.as_real().compatible_shape(&y.as_real()) => x.as_real(),
                     (x, y) => {

@@ -464,7 +464,10 @@ impl Checker<'_> {
                 continue;
             }
             let v = self.expr(&it.expr, Context::Model);
-            if !matches!(v.ty, Ty::Real | Ty::Int | Ty::Vector(_) | Ty::Unknown) {
+            if !matches!(
+                v.ty,
+                Ty::Real | Ty::Int | Ty::Vector(_) | Ty::IntArray(_) | Ty::Unknown
+            ) {
                 self.error(
                     Error::at(
                         ErrorKind::Type,

@@ -17,7 +17,7 @@ use crate::error::{Error, ErrorKind};
 use crate::infer::exact::model::ExactModel;
 use crate::infer::hypers::HyperLayout;
 use crate::infer::structure::{latent_observation_with_params, likelihood_power};
-use crate::ir::bind::{Bound, concrete_shape};
+use crate::ir::bind::{Bound, declared_shape};
 use crate::ir::eval::Env;
 use crate::ir::expr::TExpr;
 use crate::ir::graph::{DistCall, DistRef};
@@ -185,13 +185,7 @@ impl Density {
         let mut slots = Vec::new();
         let mut offset = 0;
         for (i, p) in g.params.iter().enumerate() {
-            let shape = concrete_shape(&p.ty, &bound.sizes).ok_or_else(|| {
-                Error::at(
-                    ErrorKind::Shape,
-                    p.span,
-                    format!("the size of `{}` is unknown", p.name),
-                )
-            })?;
+            let shape = declared_shape(&p.name, &p.ty, &bound.sizes, p.span)?;
             let slot = Slot {
                 param: i,
                 offset,
