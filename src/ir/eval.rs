@@ -632,13 +632,13 @@ fn gather<T: Scalar>(
         )
         .with_label("index out of range");
         if let Some(env) = env
-            && let Some(d) = super::rows::index_rows(idx, &env.bound.graph)
+            && let Some((d, plain)) = super::rows::index_rows(idx, &env.bound.graph)
         {
             let b = env.bound;
             let decl = &b.graph.data[d];
             let (row, col) =
                 super::bind::element_location(&b.data[d], pos, &decl.name, &decl.source);
-            if ks[pos] == n as i64 && matches!(idx.kind, TKind::Ref(_)) {
+            if ks[pos] == n as i64 && plain {
                 err = err.with_note(format!(
                     "indices count from 0: for ids numbered 1..{n}, declare `{} : {} = column(\"{col}\", levels = 1..{n})`, or index with `{} - 1`",
                     decl.name, decl.ty, decl.name

@@ -92,25 +92,30 @@ impl Bound {
 /// element: the item itself (`a[county]`), or an integer array it enters
 /// by element-wise integer arithmetic (`a[county - 1]`), through lets.
 /// Element k of such an index comes from row k of the item, so an index
-/// out of range can name its data row. `None` when no such item is found.
-pub(crate) fn index_rows(e: &super::expr::TExpr, graph: &super::graph::Graph) -> Option<usize> {
+/// out of range can name its data row. With the item, whether the index
+/// is the item's values unchanged (no arithmetic on the way). `None` when
+/// no such item is found.
+pub(crate) fn index_rows(
+    e: &super::expr::TExpr,
+    graph: &super::graph::Graph,
+) -> Option<(usize, bool)> {
     use super::expr::{Ref, TKind};
     use crate::syntax::ast::{BinOp, UnOp};
-    let mut todo = vec![e];
+    let mut todo = vec![(e, true)];
     let mut seen_lets = std::collections::HashSet::new();
-    while let Some(x) = todo.pop() {
+    while let Some((x, plain)) = todo.pop() {
         if !matches!(x.ty, Ty::IntArray(_)) {
             continue;
         }
         match &x.kind {
-            TKind::Ref(Ref::Data(d)) => return Some(*d),
+            TKind::Ref(Ref::Data(d)) => return Some((*d, plain)),
             TKind::Ref(Ref::Let(i)) if seen_lets.insert(*i) => {
-                todo.extend(graph.lets.get(*i).map(|l| &l.value));
+                todo.extend(graph.lets.get(*i).map(|l| (&l.value, plain)));
             }
-            TKind::Unary(UnOp::Neg, a) => todo.push(a),
+            TKind::Unary(UnOp::Neg, a) => todo.push((a, false)),
             TKind::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::EwMul, a, b) => {
-                todo.push(b);
-                todo.push(a);
+                todo.push((b, false));
+                todo.push((a, false));
             }
             _ => {}
         }
