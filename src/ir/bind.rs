@@ -586,7 +586,7 @@ impl Binder<'_> {
         if k < 0 {
             if self.is_size(name) {
                 return Err(Error::at(
-                    ErrorKind::Data,
+                    ErrorKind::Constraint,
                     span,
                     format!("the size `{name}` must be non-negative, found {k}"),
                 )
