@@ -24,7 +24,12 @@ impl IdLevels {
     pub fn new(v: &Value<f64>, span: Span) -> Result<IdLevels, Error> {
         let bad = |msg: String| Error::at(ErrorKind::Data, span, msg).with_label("levels");
         match v {
-            Value::IntRange(a, b) if a <= b => Ok(IdLevels::Range(*a, *b)),
+            Value::IntRange(a, b) if a <= b && b.checked_sub(*a).is_some() => {
+                Ok(IdLevels::Range(*a, *b))
+            }
+            Value::IntRange(a, b) if a <= b => Err(bad(format!(
+                "the levels {a}..{b} hold more ids than can be numbered"
+            ))),
             Value::IntRange(a, b) => Err(bad(format!(
                 "the levels {a}..{b} are empty: the range ends before it starts"
             ))),
@@ -50,7 +55,8 @@ impl IdLevels {
     /// The number of id `x`, or `None` when `x` is not among the levels.
     fn number(&self, x: i64) -> Option<i64> {
         match self {
-            IdLevels::Range(a, b) => (*a..=*b).contains(&x).then(|| x - a),
+            IdLevels::Range(a, b) if (*a..=*b).contains(&x) => x.checked_sub(*a),
+            IdLevels::Range(..) => None,
             IdLevels::List(index, _) => index.get(&x).map(|&k| k as i64),
         }
     }
