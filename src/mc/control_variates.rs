@@ -303,9 +303,8 @@ impl Method {
             ))),
             Method::Poly { order, ridge } if *ridge == 0.0 && n <= p(*order) + 1 => {
                 let fixes = if *order == 2 {
-                    format!(
-                        "take more draws, give a ridge penalty (`poly2(ridge = 1e-3)`) or use poly1"
-                    )
+                    "take more draws, give a ridge penalty (`poly2(ridge = 1e-3)`) or use poly1"
+                        .to_string()
                 } else {
                     format!("take more draws or give a ridge penalty (`poly{order}(ridge = 1e-3)`)")
                 };

@@ -318,23 +318,7 @@ pub fn summarize(chains: &[Vec<f64>]) -> Summary {
     let all = common_chains(chains)
         .map(|c| pooled(&c))
         .unwrap_or_default();
-    let n = all.len() as f64;
-    let mean = if all.is_empty() {
-        f64::NAN
-    } else {
-        all.iter().sum::<f64>() / n
-    };
-    let (q5, q50, q95) = if all.is_empty() || all.iter().any(|x| x.is_nan()) {
-        (f64::NAN, f64::NAN, f64::NAN)
-    } else {
-        let mut sorted = all.clone();
-        sorted.sort_by(f64::total_cmp);
-        (
-            quantile_sorted(&sorted, 0.05),
-            quantile_sorted(&sorted, 0.5),
-            quantile_sorted(&sorted, 0.95),
-        )
-    };
+    let (mean, q5, q50, q95) = location(&all);
     Summary {
         mean,
         sd: sample_sd(&all),
@@ -358,27 +342,13 @@ pub fn summarize(chains: &[Vec<f64>]) -> Summary {
 ///
 /// with the mean, sd and type-7 quantiles of [`summarize`]. An
 /// autocorrelation estimate of the ESS would only add noise here (between
-/// 9 and 80 for 50 independent draws). NaN fields for no draws, sd and
-/// MCSE NaN for one draw, and every field but the ESS NaN when a draw is
-/// NaN.
+/// 9 and 80 for 50 independent draws). NaN fields but the ESS (0) for no
+/// draws, sd and MCSE NaN for one draw, and every field but the ESS NaN
+/// when a draw is NaN.
 pub fn summarize_independent(draws: &[f64]) -> Summary {
     let n = draws.len();
-    if n == 0 {
-        return summarize(&[]);
-    }
-    let mean = draws.iter().sum::<f64>() / n as f64;
+    let (mean, q5, q50, q95) = location(draws);
     let sd = sample_sd(draws);
-    let (q5, q50, q95) = if draws.iter().any(|x| x.is_nan()) {
-        (f64::NAN, f64::NAN, f64::NAN)
-    } else {
-        let mut sorted = draws.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        (
-            quantile_sorted(&sorted, 0.05),
-            quantile_sorted(&sorted, 0.5),
-            quantile_sorted(&sorted, 0.95),
-        )
-    };
     Summary {
         mean,
         sd,
@@ -395,6 +365,26 @@ pub fn summarize_independent(draws: &[f64]) -> Summary {
 // ---------------------------------------------------------------------------
 // Internals
 // ---------------------------------------------------------------------------
+
+/// The mean and the 5, 50 and 95 % quantiles (type 7) of pooled draws; NaN
+/// for no draws, and quantiles NaN when a draw is NaN.
+fn location(all: &[f64]) -> (f64, f64, f64, f64) {
+    if all.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN, f64::NAN);
+    }
+    let mean = all.iter().sum::<f64>() / all.len() as f64;
+    if all.iter().any(|x| x.is_nan()) {
+        return (mean, f64::NAN, f64::NAN, f64::NAN);
+    }
+    let mut sorted = all.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    (
+        mean,
+        quantile_sorted(&sorted, 0.05),
+        quantile_sorted(&sorted, 0.5),
+        quantile_sorted(&sorted, 0.95),
+    )
+}
 
 /// The chains truncated to their common (shortest) length; `None` when there
 /// are no chains or that length is zero.
