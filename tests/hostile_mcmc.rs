@@ -225,6 +225,7 @@ fn control_variate_methods_are_checked_before_sampling() {
     ] {
         let m = cv_model(&dir, method, slow);
         let csv = dir.join("draws");
+        let _ = std::fs::remove_file(dir.join("draws_1.csv"));
         let (o, took) = timed(&["run", &m, "-q", "--csv", csv.to_str().unwrap()]);
         let err = assert_clean_failure(&o);
         assert!(err.contains(says), "{method}: {err}");
@@ -567,4 +568,24 @@ fn summary_warns_when_chains_were_tuned_differently() {
     assert!(out.contains("different adaptation: `stan` in"), "{out}");
     let w = json(&j)["warnings"].to_string();
     assert!(w.contains("`0.95` in") && w.contains("b_3.csv"), "{w}");
+}
+
+#[test]
+fn many_latent_values_are_summarised_under_the_gp_name() {
+    let out = assert_ok(&tempest(&[
+        "run",
+        "examples/breast_cancer_nuts.tempest",
+        "--data",
+        "examples/data/breast_cancer_prepared.csv",
+        "--rows",
+        "0..24",
+        "-q",
+        "--set",
+        "chains=1",
+        "--set",
+        "warmup=10",
+        "--set",
+        "draws=10",
+    ]));
+    assert!(out.contains("\nf: 25 latent values"), "{out}");
 }

@@ -391,7 +391,7 @@ impl crate::infer::fit::Fit for McmcFit {
                 .iter()
                 .map(|x| x.ess_bulk)
                 .fold(f64::INFINITY, f64::min);
-            let gp = self.names[params].split('.').next().unwrap_or("f");
+            let gp = self.names[params].split('[').next().unwrap_or("f");
             r.line(format!(
                 "{gp}: {latent} latent values (listed in --json and --csv output); max R-hat {rhat:.3}, min bulk ESS {ess:.0}"
             ));
