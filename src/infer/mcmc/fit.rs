@@ -526,10 +526,10 @@ fn check_finite(
                 return Err(Error::new(
                     ErrorKind::Numerical,
                     format!(
-                        "draw {} of chain {} has `{}` = {}: the chains ran off to infinity",
+                        "the draws of `{}` are not finite (draw {} of chain {} is {}): the chains ran off to infinity",
+                        names[k],
                         i + 1,
                         c + 1,
-                        names[k],
                         crate::error::num(row[k])
                     ),
                 )
@@ -546,7 +546,7 @@ fn check_finite(
         return Err(Error::new(
             ErrorKind::Numerical,
             format!(
-                "the draws of `{}` are finite but too large to summarise (mean {}, sd {}): they overflow the floating-point range",
+                "the draws of `{}` are not finite (mean {}, sd {}): the chains ran off to infinity, past what a floating-point sum can hold",
                 names[k],
                 crate::error::num(s.mean),
                 crate::error::num(s.sd)
