@@ -154,6 +154,9 @@ enum Command {
     /// Summarise Stan CSV files (one chain each, from tempest runs on
     /// several machines or from CmdStan) as one run: the table, diagnostics
     /// and warnings of `tempest run`, names as in the model (`beta[0]`).
+    /// Files of another posterior or sampler, or with a draw that is not
+    /// finite, are refused; chains of unequal length are cut to the
+    /// shortest, and tuning that differs is warned about.
     Summary {
         /// The chains' Stan CSV files, e.g. `draws_*.csv`.
         #[arg(value_name = "DRAWS.csv", required = true)]

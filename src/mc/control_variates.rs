@@ -35,17 +35,38 @@ pub struct Samples {
     pub u: DMatrix<f64>,
     /// Lengths of consecutive chains (summing to n).
     pub chains: Vec<usize>,
+    /// Whether the samples are independent draws: standard errors are then
+    /// sd/√n, not the chains' autocorrelation MCSE.
+    pub independent: bool,
 }
 
 impl Samples {
-    /// Samples as one iid block.
+    /// Samples as one block of independent draws (standard errors sd/√n).
     pub fn iid(x: DMatrix<f64>, u: DMatrix<f64>) -> Samples {
         let n = x.nrows();
         Samples {
             x,
             u,
             chains: vec![n],
+            independent: true,
         }
+    }
+
+    /// Samples from Markov chains of the given lengths, consecutive in x
+    /// and u (standard errors from the chains' autocorrelation).
+    pub fn chains(x: DMatrix<f64>, u: DMatrix<f64>, chains: Vec<usize>) -> Samples {
+        Samples {
+            x,
+            u,
+            chains,
+            independent: false,
+        }
+    }
+
+    /// The standard error of the mean of `v` (one value per sample):
+    /// [`se_of`] over the chains, or sd/√n for independent samples.
+    pub fn se(&self, v: &[f64]) -> f64 {
+        se_of(v, if self.independent { &[] } else { &self.chains })
     }
 
     /// The number of samples.
@@ -253,11 +274,15 @@ pub fn poly_features(x: &DMatrix<f64>, u: &DMatrix<f64>, order: usize) -> DMatri
 
 impl Method {
     /// Check that `n` samples of dimension `d` are enough for the method
-    /// (before any sampling): polynomial least squares needs more samples
-    /// than coefficients (unless ridged), and the semi-exact control
+    /// (before any sampling): every method needs two samples, polynomial
+    /// least squares more samples than coefficients (unless ridged), the
+    /// kernel methods four (two folds of two), and the semi-exact control
     /// functional's two folds (of at most [`MAX_KERNEL_POINTS`] samples)
-    /// need more samples than polynomial terms.
+    /// more samples than polynomial terms.
     pub fn check_size(&self, n: usize, d: usize) -> Result<(), Error> {
+        if *self == Method::None {
+            return Ok(());
+        }
         let p = |order: usize| if order >= 2 { d + d * (d + 1) / 2 } else { d };
         let features = match self {
             Method::Poly { order, .. } | Method::Secf { order, .. } => p(*order),
@@ -269,19 +294,38 @@ impl Method {
         .times("draws", n)
         .times("features", features.saturating_add(1))])
         .map_err(|e| cv_err(e.message))?;
+        let draws = |k: usize| format!("{k} draw{}", if k == 1 { "" } else { "s" });
         match self {
+            _ if n < 2 => Err(cv_err(format!(
+                "{} control variates need at least 2 draws, but the run has {}",
+                self.name(),
+                draws(n)
+            ))),
             Method::Poly { order, ridge } if *ridge == 0.0 && n <= p(*order) + 1 => {
+                let fixes = if *order == 2 {
+                    "take more draws, give a ridge penalty (`poly2(ridge = 1e-3)`) or use poly1"
+                        .to_string()
+                } else {
+                    format!("take more draws or give a ridge penalty (`poly{order}(ridge = 1e-3)`)")
+                };
                 Err(cv_err(format!(
-                    "poly{order} control variates fit {} coefficients in {d} dimensions and need more than {} draws, but the run has {n}; give a ridge penalty (`poly{order}(ridge = 1e-3)`) or use poly1",
+                    "poly{order} control variates fit {} coefficients in {d} dimensions and need more than {} draws, but the run has {}; {fixes}",
                     p(*order),
-                    p(*order) + 1
+                    p(*order) + 1,
+                    draws(n)
                 )))
             }
+            Method::Stein { .. } | Method::Secf { .. } if n < 4 => Err(cv_err(format!(
+                "{} control variates fit on two folds of at least two draws and need 4, but the run has {}; take more draws",
+                self.name(),
+                draws(n)
+            ))),
             Method::Secf { order, .. } if n.min(MAX_KERNEL_POINTS) / 2 <= p(*order) + 1 => {
+                let instead = if *order == 2 { "`order = 1`, " } else { "" };
                 Err(cv_err(format!(
-                    "the semi-exact control functional with order {order} fits {} polynomial terms in {d} dimensions on folds of {} draws, which is too few; use `order = 1` or `stein`",
+                    "the semi-exact control functional with order {order} fits {} polynomial terms in {d} dimensions on folds of {}, which is too few; take more draws, or use {instead}`stein`",
                     p(*order) + 1,
-                    n.min(MAX_KERNEL_POINTS) / 2
+                    draws(n.min(MAX_KERNEL_POINTS) / 2)
                 )))
             }
             _ => Ok(()),
@@ -308,7 +352,7 @@ pub fn estimate(method: &Method, s: &Samples, f: &[f64]) -> Result<CvEstimate, E
         return Err(cv_err("control variates need at least 2 samples"));
     }
     let mc = f.iter().sum::<f64>() / n as f64;
-    let mc_se = se_of(f, &s.chains);
+    let mc_se = s.se(f);
     let (cv, cv_se, held_out, split) = match method {
         Method::None => (mc, mc_se, false, (mc, mc_se)),
         Method::Poly { order, ridge } => {
@@ -375,7 +419,7 @@ fn poly(s: &Samples, f: &[f64], order: usize, ridge: f64) -> Result<(f64, f64), 
     let sigma2 = resid.iter().map(|r| (r - cv) * (r - cv)).sum::<f64>() / dof;
     let g = chol.solve(&mean_phi.transpose());
     let coef_var = sigma2 * mean_phi.dot(&g.transpose()).max(0.0);
-    let se = se_of(&resid, &s.chains) * ((n as f64 - 1.0) / dof).sqrt();
+    let se = s.se(&resid) * ((n as f64 - 1.0) / dof).sqrt();
     Ok((cv, (se * se + coef_var).sqrt()))
 }
 
@@ -514,6 +558,7 @@ fn kernel_cv(
         x: sx,
         u: su,
         chains: s.chains.clone(),
+        independent: s.independent,
     };
     let xf = rows(&s.x, &fit_idx);
     let uf = rows(&s.u, &fit_idx);
@@ -564,7 +609,7 @@ fn kernel_cv(
             resid_all[i] = f[i] - p;
         }
     }
-    let se = se_of(&resid_all, &s.chains);
+    let se = s.se(&resid_all);
     let (est, est_se, held) = match full {
         Some(full) => checked_against_split(full, split_est, se),
         None => (split_est, se, false),

@@ -44,6 +44,62 @@ impl CvSpec {
     pub fn none() -> CvSpec {
         CvSpec::Scalar(Method::None)
     }
+
+    /// Check, before any draw is made, that `n` draws of dimension `d` are
+    /// enough for the method estimating `tasks` integrals at once: one at a
+    /// time by [`Method::check_size`]; jointly (vector-valued), each task
+    /// fitted on `min(n, task_points)` of the draws, which must be at least
+    /// 4 and more than the task's polynomial terms, with a fixed task
+    /// matrix B of `tasks` × `tasks` and the Gram matrices of all tasks'
+    /// points within memory.
+    ///
+    /// Errors: [`ErrorKind::Settings`], saying what the method needs.
+    pub fn check_size(
+        &self,
+        n: usize,
+        d: usize,
+        tasks: usize,
+        task_points: usize,
+    ) -> Result<(), Error> {
+        let (b, order) = match self {
+            CvSpec::Scalar(m) => return m.check_size(n, d),
+            CvSpec::VectorValued { b, order, .. } => (b, order),
+        };
+        let settings = |msg: String| Error::new(ErrorKind::Settings, msg);
+        let m = n.min(task_points);
+        if m < 4 {
+            return Err(settings(format!(
+                "vector-valued control variates fit each integral on at least 4 draws, but the run has {n}; take more draws"
+            )));
+        }
+        let terms = match order {
+            0 => 0,
+            1 => d,
+            _ => d + d * (d + 1) / 2,
+        };
+        if *order > 0 && m <= terms + 1 {
+            return Err(settings(format!(
+                "vector-valued control variates with order {order} fit {} terms per integral in {d} dimensions on {m} draws each, which is too few; take more draws or use `order = 0`",
+                terms + 1
+            )));
+        }
+        if let TaskMatrix::Fixed(bm) = b
+            && bm.nrows() != tasks
+        {
+            return Err(settings(format!(
+                "the task matrix B is {}×{}, but there are {tasks} integrals (estimate components) to estimate jointly: give a {tasks}×{tasks} B",
+                bm.nrows(),
+                bm.ncols()
+            )));
+        }
+        let points = tasks.saturating_mul(m);
+        crate::limits::check_memory(&[crate::limits::Request::new(
+            "the vector-valued control variates' Gram matrices",
+        )
+        .times("matrices", 4u64)
+        .times("points", points)
+        .times("points", points)])
+    }
 }
 
 fn err(e: &Expr, msg: impl Into<String>) -> Error {

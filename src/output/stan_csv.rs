@@ -85,6 +85,11 @@ pub struct StanCsvHeader {
     pub data_file: String,
     /// The version of tempest that wrote the file.
     pub tempest_version: String,
+    /// tempest's own `key = value` pairs, written after CmdStan's under
+    /// `# tempest` (the posterior's fingerprint and the sampler settings
+    /// CmdStan's keys do not cover), so that `tempest summary` can tell
+    /// whether files are chains of one run.
+    pub tempest: Vec<(String, String)>,
 }
 
 /// What the sampler reports about one draw: the seven `__` columns.
@@ -302,6 +307,12 @@ impl StanCsvWriter {
         line(format!("#   file = {}", one_line(&h.data_file)));
         line("# random".into());
         line(format!("#   seed = {}", h.seed));
+        if !h.tempest.is_empty() {
+            line("# tempest".into());
+            for (k, v) in &h.tempest {
+                line(format!("#   {} = {}", one_line(k), one_line(v)));
+            }
+        }
         let mut columns: Vec<&str> = SAMPLER_COLUMNS.to_vec();
         columns.extend(param_names.iter().map(String::as_str));
         line(columns.join(","));
@@ -431,6 +442,8 @@ pub struct StanCsv {
     /// The draws, one row per data line in file order (warmup draws too, if
     /// the file saved them), each with one value per column.
     pub draws: Vec<Vec<f64>>,
+    /// The line of each draw in the file (1-based, as `draws`).
+    pub lines: Vec<usize>,
     /// Every comment line (starting with `#`), in file order, without the
     /// line ending.
     pub comments: Vec<String>,
@@ -498,6 +511,7 @@ pub fn read_stan_csv(path: &Path) -> Result<StanCsv, Error> {
     let mut out = StanCsv {
         columns: Vec::new(),
         draws: Vec::new(),
+        lines: Vec::new(),
         comments: Vec::new(),
         step_size: None,
         inv_metric: None,
@@ -579,6 +593,7 @@ pub fn read_stan_csv(path: &Path) -> Result<StanCsv, Error> {
             ));
         }
         out.draws.push(row);
+        out.lines.push(lineno + 1);
     }
     if !have_header {
         return Err(read_err(path, "no column header line"));
@@ -627,6 +642,10 @@ mod tests {
             max_depth: 10,
             data_file: "data/mauna.json".into(),
             tempest_version: "0.1.0".into(),
+            tempest: vec![
+                ("posterior".into(), "0123456789abcdef".into()),
+                ("adaptation".into(), "stan".into()),
+            ],
         }
     }
 
@@ -702,6 +721,9 @@ mod tests {
             "#   file = data/mauna.json",
             "# random",
             "#   seed = 42",
+            "# tempest",
+            "#   posterior = 0123456789abcdef",
+            "#   adaptation = stan",
             "#  Elapsed Time: 0.5 seconds (Warm-up)",
             "#                1.25 seconds (Sampling)",
             "#                1.75 seconds (Total)",

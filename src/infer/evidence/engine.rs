@@ -13,6 +13,7 @@ use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
 use crate::infer::mcmc::def::{SamplerDef, SamplerSettings};
 use crate::infer::mcmc::density::Density;
+use crate::infer::mcmc::diagnostics::MIN_DRAWS_ESS;
 use crate::infer::mcmc::engine::McmcEngine;
 use crate::mc::spec::CvSpec;
 use std::time::Instant;
@@ -44,14 +45,32 @@ pub struct EvidenceEngine {
 impl EvidenceEngine {
     /// Set up from the `infer evidence { ... }` settings.
     ///
-    /// Errors: a control-variate method too large for the draws (at its
-    /// span), memory beyond the budget (at `rungs`).
+    /// Errors, before any rung is sampled: fewer than
+    /// [`MIN_DRAWS_ESS`] draws per chain (a rung's Monte Carlo error comes
+    /// from its chains' ESS; at `sampler`), a control-variate method the
+    /// draws of a rung do not suffice for (at `control_variates`), memory
+    /// beyond the budget (at `rungs`).
     pub fn new(density: Density, s: EvidenceSettings) -> Result<EvidenceEngine, Error> {
-        let draws = s.sampler.chains * s.sampler.chain.draws;
-        if let CvSpec::Scalar(m) = &s.control_variates {
-            m.check_size(draws, density.dim)
-                .map_err(|e| s.written.at(e, "control_variates"))?;
+        let per_chain = s.sampler.chain.draws;
+        if per_chain < MIN_DRAWS_ESS {
+            let e = Error::new(
+                ErrorKind::Settings,
+                format!(
+                    "the evidence engine's sampler takes {per_chain} draw{} per chain at each rung; a rung's mean and its Monte Carlo error need at least {MIN_DRAWS_ESS} (the ESS of each chain)",
+                    if per_chain == 1 { "" } else { "s" }
+                ),
+            );
+            return Err(if s.sampler.written.in_file("draws") {
+                s.sampler.written.at(e, "draws")
+            } else {
+                s.written.at(e, "sampler")
+            });
         }
+        let draws = s.sampler.chains * per_chain;
+        let group = super::fit::GROUP.min(s.rungs);
+        s.control_variates
+            .check_size(draws, density.dim, group, super::fit::VV_POINTS)
+            .map_err(|e| s.written.at(e, "control_variates"))?;
         crate::limits::check_memory(&[crate::limits::Request::new(
             "keeping every rung's draws and scores",
         )

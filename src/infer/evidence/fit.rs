@@ -145,11 +145,11 @@ impl EvidenceFit {
                     let f: Vec<f64> = r.loglik.concat();
                     let f2: Vec<f64> = f.iter().map(|v| v * v).collect();
                     let idx: Vec<usize> = (0..f.len()).collect();
-                    let s = Samples {
-                        x: matrix(&r.x, &idx),
-                        u: matrix(&r.u, &idx),
-                        chains: r.loglik.iter().map(Vec::len).collect(),
-                    };
+                    let s = Samples::chains(
+                        matrix(&r.x, &idx),
+                        matrix(&r.u, &idx),
+                        r.loglik.iter().map(Vec::len).collect(),
+                    );
                     let e1 = estimate(m, &s, &f)?;
                     let e2 = estimate(m, &s, &f2)?;
                     held_out += usize::from(e1.held_out);

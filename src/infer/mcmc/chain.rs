@@ -80,6 +80,18 @@ pub enum Adaptation {
     LowRank,
 }
 
+impl Adaptation {
+    /// The setting's value: `stan`, `gradient`, `dense` or `low_rank`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Adaptation::Stan => "stan",
+            Adaptation::Gradient => "gradient",
+            Adaptation::Dense => "dense",
+            Adaptation::LowRank => "low_rank",
+        }
+    }
+}
+
 /// The target seen through x = L y: log π(L y) and Lᵀ ∇ log π(L y).
 struct Linear<'a, T: ?Sized> {
     inner: &'a T,
@@ -173,6 +185,10 @@ pub struct Chain {
     /// Gradient evaluations of the warm-up transitions.
     pub warmup_gradients: usize,
 }
+
+/// The step sizes the initial search keeps to, and the range of the
+/// `step_size` setting: (10⁻¹², 10⁷].
+pub const STEP_SIZE_RANGE: (f64, f64) = (1e-12, 1e7);
 
 /// Random initial points tried per chain (uniform in (−2, 2) on the
 /// unconstrained scale, as Stan's); the chain starts at the one with the
@@ -467,8 +483,16 @@ impl Chain {
     }
 
     /// Stan's heuristic: double or halve ε until the acceptance of one
-    /// leapfrog step crosses 0.8.
+    /// leapfrog step crosses 0.8. It starts inside [`STEP_SIZE_RANGE`] (a
+    /// step size outside it, or not finite, is first brought into it) and
+    /// stays there, which it can cross end to end, so any start recovers.
     fn find_step_size<T: Target + ?Sized>(&mut self, target: &T) {
+        let (lo, hi) = STEP_SIZE_RANGE;
+        self.eps = if self.eps.is_finite() {
+            self.eps.clamp(lo, hi)
+        } else {
+            1.0
+        };
         let mut z = self.state.clone();
         refresh_momentum(&mut z, &self.inv_metric, &mut self.rng);
         let h0 = z.energy(&self.inv_metric);
@@ -484,16 +508,18 @@ impl Chain {
         };
         let first = try_eps(self.eps, &z);
         let up = first > 0.8f64.ln();
-        for _ in 0..50 {
-            self.eps = if up { 2.0 * self.eps } else { 0.5 * self.eps };
+        // log₂(hi/lo) < 64 doublings or halvings cross the whole range.
+        for _ in 0..64 {
+            let next = if up { 2.0 * self.eps } else { 0.5 * self.eps };
+            if !(lo..=hi).contains(&next) {
+                break;
+            }
+            self.eps = next;
             let dh = try_eps(self.eps, &z);
             if up && dh <= 0.8f64.ln() {
                 break;
             }
             if !up && dh > 0.8f64.ln() {
-                break;
-            }
-            if !(1e-12..1e7).contains(&self.eps) {
                 break;
             }
         }

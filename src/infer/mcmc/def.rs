@@ -2,7 +2,7 @@
 //! draw sinks they stream to, and how they are built, on their own or inside
 //! another engine ([`SamplerDef`]).
 
-use super::chain::{Adaptation, ChainConfig, Method};
+use super::chain::{Adaptation, ChainConfig, Method, STEP_SIZE_RANGE};
 use super::density::Density;
 use super::engine::McmcEngine;
 use crate::error::Error;
@@ -49,7 +49,7 @@ const MCMC: &[SettingSpec] = &[
     ),
     s(
         "step_size",
-        SettingKind::Above(0.0, f64::INFINITY),
+        SettingKind::Above(STEP_SIZE_RANGE.0, STEP_SIZE_RANGE.1),
         None,
         "initial step size",
     ),

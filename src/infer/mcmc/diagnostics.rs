@@ -38,6 +38,14 @@ use serde::Serialize;
 use statrs::function::beta::inv_beta_reg;
 use statrs::function::erf::erfc_inv;
 
+/// The fewest draws per chain for which R-hat is defined (each chain is
+/// split into two halves of at least two draws).
+pub const MIN_DRAWS_RHAT: usize = 4;
+
+/// The fewest draws per chain for which the ESS (and the MCSE, sd/√ESS) is
+/// defined (split halves of at least three draws).
+pub const MIN_DRAWS_ESS: usize = 6;
+
 /// Split R-hat ("basic" R-hat) of the draws themselves.
 ///
 /// After splitting each chain in two (see the module docs) into `m` chains of
@@ -310,23 +318,7 @@ pub fn summarize(chains: &[Vec<f64>]) -> Summary {
     let all = common_chains(chains)
         .map(|c| pooled(&c))
         .unwrap_or_default();
-    let n = all.len() as f64;
-    let mean = if all.is_empty() {
-        f64::NAN
-    } else {
-        all.iter().sum::<f64>() / n
-    };
-    let (q5, q50, q95) = if all.is_empty() || all.iter().any(|x| x.is_nan()) {
-        (f64::NAN, f64::NAN, f64::NAN)
-    } else {
-        let mut sorted = all.clone();
-        sorted.sort_by(f64::total_cmp);
-        (
-            quantile_sorted(&sorted, 0.05),
-            quantile_sorted(&sorted, 0.5),
-            quantile_sorted(&sorted, 0.95),
-        )
-    };
+    let (mean, q5, q50, q95) = location(&all);
     Summary {
         mean,
         sd: sample_sd(&all),
@@ -340,9 +332,59 @@ pub fn summarize(chains: &[Vec<f64>]) -> Summary {
     }
 }
 
+/// Summarizes independent draws of one scalar quantity (not a Markov
+/// chain: `sample_prior`'s draws), where the effective sample size is the
+/// number of draws `n` and no chains are compared:
+///
+/// ```text
+/// mcse = sd / √n      ess_bulk = ess_tail = n      rhat = NaN
+/// ```
+///
+/// with the mean, sd and type-7 quantiles of [`summarize`]. An
+/// autocorrelation estimate of the ESS would only add noise here (between
+/// 9 and 80 for 50 independent draws). NaN fields but the ESS (0) for no
+/// draws, sd and MCSE NaN for one draw, and every field but the ESS NaN
+/// when a draw is NaN.
+pub fn summarize_independent(draws: &[f64]) -> Summary {
+    let n = draws.len();
+    let (mean, q5, q50, q95) = location(draws);
+    let sd = sample_sd(draws);
+    Summary {
+        mean,
+        sd,
+        mcse: sd / (n as f64).sqrt(),
+        q5,
+        q50,
+        q95,
+        rhat: f64::NAN,
+        ess_bulk: n as f64,
+        ess_tail: n as f64,
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Internals
 // ---------------------------------------------------------------------------
+
+/// The mean and the 5, 50 and 95 % quantiles (type 7) of pooled draws; NaN
+/// for no draws, and quantiles NaN when a draw is NaN.
+fn location(all: &[f64]) -> (f64, f64, f64, f64) {
+    if all.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN, f64::NAN);
+    }
+    let mean = all.iter().sum::<f64>() / all.len() as f64;
+    if all.iter().any(|x| x.is_nan()) {
+        return (mean, f64::NAN, f64::NAN, f64::NAN);
+    }
+    let mut sorted = all.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    (
+        mean,
+        quantile_sorted(&sorted, 0.05),
+        quantile_sorted(&sorted, 0.5),
+        quantile_sorted(&sorted, 0.95),
+    )
+}
 
 /// The chains truncated to their common (shortest) length; `None` when there
 /// are no chains or that length is zero.
@@ -982,6 +1024,30 @@ mod tests {
         assert!(ess <= s * s.log10());
         // Theory: S(1 − φ)/(1 + φ) = 3S for φ = −0.5.
         assert!(rel_close(ess, 3.0 * s, 0.2), "ESS {ess}");
+    }
+
+    #[test]
+    fn independent_draws_have_their_number_as_ess() {
+        // 50 independent N(3, 2²) draws: the autocorrelation ESS scatters
+        // around 50, the independent summary's is 50 and its MCSE sd/√50.
+        let x: Vec<f64> = normal_chains(5, 1, 50)
+            .remove(0)
+            .iter()
+            .map(|z| 3.0 + 2.0 * z)
+            .collect();
+        let s = summarize_independent(&x);
+        let chain = summarize(std::slice::from_ref(&x));
+        assert_eq!(
+            (s.mean, s.sd, s.q5, s.q50),
+            (chain.mean, chain.sd, chain.q5, chain.q50)
+        );
+        assert_eq!(s.mcse, s.sd / 50f64.sqrt());
+        assert_eq!((s.ess_bulk, s.ess_tail), (50.0, 50.0));
+        assert!(s.rhat.is_nan());
+        let one = summarize_independent(&[1.5]);
+        assert_eq!((one.mean, one.ess_bulk), (1.5, 1.0));
+        assert!(one.sd.is_nan() && one.mcse.is_nan());
+        assert!(summarize_independent(&[]).mean.is_nan());
     }
 
     #[test]

@@ -57,53 +57,39 @@ const SLICE: std::time::Duration = std::time::Duration::from_millis(25);
 
 impl McmcEngine {
     /// Start `chains` chains of `method`; each chain's draws stream to a
-    /// sink opened from every one of `sinks`.
+    /// sink opened from every one of `sinks`. The `estimate` block and its
+    /// control-variate method are checked at the first chain's initial
+    /// point before any sink is opened or any draw made
+    /// ([`super::fit::check_estimates`]).
     pub fn new(
         density: Density,
         s: &SamplerSettings,
         sinks: &[Arc<dyn DrawSinks>],
         model_name: &str,
     ) -> Result<McmcEngine, Error> {
-        let engine = Self::with_init(density, s, sinks, model_name, None)?;
-        engine.check_estimates()?;
-        Ok(engine)
-    }
-
-    /// Check the `estimate` block and its control-variate method before
-    /// sampling, so a mistake fails now rather than after the last draw: the
-    /// method against the number of draws, and every integrand at the first
-    /// chain's initial point. (Warm-started runs inside other engines, which
-    /// do not report estimates, skip this.)
-    fn check_estimates(&self) -> Result<(), Error> {
-        let density = &*self.density;
-        let g = &density.bound.graph;
-        if let crate::mc::spec::CvSpec::Scalar(m) = super::fit::cv_spec(g)? {
-            m.check_size(self.chains.len() * self.cfg.draws, density.dim)
-                .map_err(|e| match &g.estimate_method {
-                    Some(call) => e.with_span(call.span).with_label("this method"),
-                    None => e,
-                })?;
-        }
-        if let Some(c) = self.chains.first() {
-            super::fit::estimate_values(density, &c.position()).map_err(|e| {
-                if density.integrates_out_gp() {
-                    e.with_note("with a `normal` likelihood the latent GP is integrated out when sampling, so its values are not drawn; estimate functions of the params, or write the likelihood in the model file to sample the GP's values")
-                } else {
-                    e
-                }
-            })?;
-        }
-        Ok(())
+        Self::build(density, s, sinks, model_name, None, true)
     }
 
     /// Like [`McmcEngine::new`], with chain k starting at `init[k]` (a warm
-    /// start) when given.
+    /// start) when given, and without the check of the `estimate` block
+    /// (for runs inside other engines, which do not report estimates).
     pub fn with_init(
         density: Density,
         s: &SamplerSettings,
         sinks: &[Arc<dyn DrawSinks>],
         model_name: &str,
         init: Option<&[Vec<f64>]>,
+    ) -> Result<McmcEngine, Error> {
+        Self::build(density, s, sinks, model_name, init, false)
+    }
+
+    fn build(
+        density: Density,
+        s: &SamplerSettings,
+        sinks: &[Arc<dyn DrawSinks>],
+        model_name: &str,
+        init: Option<&[Vec<f64>]>,
+        check_estimates: bool,
     ) -> Result<McmcEngine, Error> {
         let chain_cfg = s.chain;
         let method = chain_cfg.method;
@@ -154,6 +140,9 @@ impl McmcEngine {
                 Chain::new_at(&*density, s.chain_offset + i, seed, chain_cfg, at)
             })
             .collect::<Result<_, _>>()?;
+        if check_estimates && let Some(c) = chains.first() {
+            super::fit::check_estimates(&density, &c.position(), n * chain_cfg.draws)?;
+        }
         let mut writers = Vec::with_capacity(n);
         if !sinks.is_empty() {
             let mut run = ChainRun {
@@ -168,6 +157,7 @@ impl McmcEngine {
                     max_depth: s.max_depth,
                     data_file: density.bound.data_file.clone(),
                     tempest_version: env!("CARGO_PKG_VERSION").to_string(),
+                    tempest: tempest_header(&density, &chain_cfg),
                 },
                 columns: names,
             };
@@ -211,6 +201,27 @@ impl McmcEngine {
             gradients: 0,
         })
     }
+}
+
+/// The `# tempest` lines of a chain's Stan CSV header: the posterior's
+/// fingerprint and the settings CmdStan's keys do not cover
+/// (`tempest summary` compares them across files).
+fn tempest_header(density: &Density, cfg: &ChainConfig) -> Vec<(String, String)> {
+    let mut h = vec![
+        (
+            "posterior".to_string(),
+            super::same_run::fingerprint(density),
+        ),
+        ("adaptation".into(), cfg.adaptation.name().into()),
+        ("early_stop".into(), cfg.early_stop.to_string()),
+    ];
+    if let Some(e) = cfg.step_size {
+        h.push(("step_size".into(), crate::error::num(e)));
+    }
+    if let super::chain::Method::Hmc { steps } = cfg.method {
+        h.push(("leapfrog_steps".into(), steps.to_string()));
+    }
+    h
 }
 
 impl McmcEngine {

@@ -4,7 +4,9 @@
 
 use super::chain::{ChainConfig, Draw, Method};
 use super::density::Density;
-use super::diagnostics::{Summary, ebfmi, summarize};
+use super::diagnostics::{
+    MIN_DRAWS_ESS, MIN_DRAWS_RHAT, Summary, ebfmi, summarize, summarize_independent,
+};
 use super::predict::SamplerPredictions;
 use crate::error::{Error, ErrorKind};
 use crate::ir::eval::Env;
@@ -112,31 +114,17 @@ impl McmcFit {
         reason: String,
     ) -> Result<McmcFit, Error> {
         let names = density.language_names();
+        let independent = engine == super::prior::NAME;
         let summaries: Vec<Summary> = (0..names.len())
             .map(|k| {
                 let chains: Vec<Vec<f64>> = values
                     .iter()
                     .map(|c| c.iter().map(|v| v[k]).collect())
                     .collect();
-                summarize(&chains)
+                summary_of(&chains, independent)
             })
             .collect();
-        if let Some(k) = summaries
-            .iter()
-            .position(|s| !(s.mean.is_finite() && s.sd.is_finite()))
-        {
-            let s = &summaries[k];
-            return Err(Error::new(
-                ErrorKind::Numerical,
-                format!(
-                    "the draws of `{}` are not finite (mean {}, sd {}): the chains ran off to infinity",
-                    names[k],
-                    crate::error::num(s.mean),
-                    crate::error::num(s.sd)
-                ),
-            )
-            .with_note("the posterior may be improper (a param with a flat prior that the data do not constrain) or badly scaled; give every param a proper prior"));
-        }
+        check_finite(&names, &values, &summaries)?;
         let divergences = draws.iter().flatten().filter(|d| d.stats.divergent).count();
         let max_depth_hits = match cfg.method {
             Method::Nuts { max_depth } => draws
@@ -151,11 +139,19 @@ impl McmcFit {
             .map(|c| ebfmi(&c.iter().map(|d| d.stats.energy).collect::<Vec<_>>()))
             .collect();
         let (mut estimates, series, owners) =
-            estimates(&density, &estimate_draws(&density, &draws)?);
+            estimates(&density, &estimate_draws(&density, &draws)?, independent);
         let spec = cv_spec(&density.bound.graph)?;
         if !matches!(spec, CvSpec::Scalar(CvMethod::None)) {
             let cols = task_coordinates(&density, engine, &owners);
-            apply_control_variates(&spec, &draws, &mut estimates, &density, &series, &cols)?;
+            apply_control_variates(
+                &spec,
+                &draws,
+                independent,
+                &mut estimates,
+                &density,
+                &series,
+                &cols,
+            )?;
         }
         let mut fit = McmcFit {
             engine,
@@ -190,17 +186,28 @@ impl McmcFit {
     fn warn(&self) -> Vec<String> {
         // Independent draws have no chains to mix or transitions to judge.
         if self.engine == super::prior::NAME {
-            return vec![];
+            return match self.kept() {
+                1 => vec![
+                    "one draw: its sd and Monte Carlo standard error cannot be computed (shown as NaN); take more draws".into(),
+                ],
+                _ => vec![],
+            };
         }
+        let stuck: Vec<usize> = (0..self.draws.len())
+            .filter(|&c| did_not_move(self.draws[c].iter().map(|d| d.q.as_slice())))
+            .collect();
         warnings(&RunDiagnostics {
             names: &self.names,
             summaries: &self.summaries,
             chains: self.draws.len(),
             total: self.draws.iter().map(|c| c.len()).sum(),
+            per_chain: self.kept(),
             divergences: self.divergences,
             max_depth_hits: self.max_depth_hits,
             ebfmi: &self.ebfmi,
             first_chain: self.chain_offset + 1,
+            stuck: &stuck,
+            step_sizes: &self.step_sizes,
         })
     }
 
@@ -313,7 +320,7 @@ impl crate::infer::fit::Fit for McmcFit {
         let independent = self.engine == super::prior::NAME;
         r.line(if independent {
             format!(
-                "engine: {} ({} independent draws from the prior; {:.2} s, {} gradient evaluations)",
+                "engine: {} ({} independent draws from the prior, MCSE = sd/√n; {:.2} s, {} gradient evaluations)",
                 self.engine,
                 self.kept(),
                 self.sampling_seconds,
@@ -321,11 +328,13 @@ impl crate::infer::fit::Fit for McmcFit {
             )
         } else {
             format!(
-                "engine: {} ({chains} chain{} × {} draws after {} warm-up; {:.2} s sampling, {} gradient evaluations)",
+                "engine: {} ({chains} chain{} × {} draw{} after {} warm-up; {:.2} s warm-up, {:.2} s sampling, {} gradient evaluations)",
                 self.engine,
                 if chains == 1 { "" } else { "s" },
                 self.kept(),
+                if self.kept() == 1 { "" } else { "s" },
                 self.warmup_text(),
+                self.warmup_seconds,
                 self.sampling_seconds,
                 self.gradients
             )
@@ -356,11 +365,17 @@ impl crate::infer::fit::Fit for McmcFit {
         } else {
             params
         };
-        let table = || Table::new(0, Some(width), 1, &SUMMARY_WIDTHS);
-        let cells = summary_cells;
+        // Independent draws have no R-hat, and their ESS is their number.
+        let cols = if independent { 6 } else { SUMMARY_HEADER.len() };
+        let table = || Table::new(0, Some(width), 1, &SUMMARY_WIDTHS[..cols]);
+        let cells = |x: &Summary| {
+            let mut c = summary_cells(x);
+            c.truncate(cols);
+            c
+        };
         let mut t = table();
         if show > 0 || !self.estimates.is_empty() {
-            t.header(&SUMMARY_HEADER);
+            t.header(&SUMMARY_HEADER[..cols]);
         }
         for (n, x) in self.names.iter().zip(&self.summaries).take(show) {
             t.row(n.clone(), cells(x));
@@ -376,7 +391,7 @@ impl crate::infer::fit::Fit for McmcFit {
                 .iter()
                 .map(|x| x.ess_bulk)
                 .fold(f64::INFINITY, f64::min);
-            let gp = self.names[params].split('.').next().unwrap_or("f");
+            let gp = self.names[params].split('[').next().unwrap_or("f");
             r.line(format!(
                 "{gp}: {latent} latent values (listed in --json and --csv output); max R-hat {rhat:.3}, min bulk ESS {ess:.0}"
             ));
@@ -484,6 +499,74 @@ impl crate::infer::fit::Fit for McmcFit {
     }
 }
 
+/// The summary of one column's draws per chain \[chains\]\[draws\]: by
+/// [`summarize`] for Markov chains, by [`summarize_independent`] over all
+/// draws for independent ones.
+fn summary_of(chains: &[Vec<f64>], independent: bool) -> Summary {
+    if independent {
+        summarize_independent(&chains.concat())
+    } else {
+        summarize(chains)
+    }
+}
+
+/// Every draw's value is finite, and so are the means and (given two draws
+/// or more) the sds of the columns; otherwise an error naming the column
+/// and, for a draw that is not finite, the chain and the draw
+/// (values \[chains\]\[draws\]\[columns\]).
+fn check_finite(
+    names: &[String],
+    values: &[Vec<Vec<f64>>],
+    summaries: &[Summary],
+) -> Result<(), Error> {
+    let improper = "the posterior may be improper (a param with a flat prior that the data do not constrain) or badly scaled; give every param a proper prior";
+    for (c, chain) in values.iter().enumerate() {
+        for (i, row) in chain.iter().enumerate() {
+            if let Some(k) = row.iter().position(|v| !v.is_finite()) {
+                return Err(Error::new(
+                    ErrorKind::Numerical,
+                    format!(
+                        "the draws of `{}` are not finite (draw {} of chain {} is {}): the chains ran off to infinity",
+                        names[k],
+                        i + 1,
+                        c + 1,
+                        crate::error::num(row[k])
+                    ),
+                )
+                .with_note(improper));
+            }
+        }
+    }
+    let draws: usize = values.iter().map(Vec::len).sum();
+    if let Some(k) = summaries
+        .iter()
+        .position(|s| !s.mean.is_finite() || (draws >= 2 && !s.sd.is_finite()))
+    {
+        let s = &summaries[k];
+        return Err(Error::new(
+            ErrorKind::Numerical,
+            format!(
+                "the draws of `{}` are not finite (mean {}, sd {}): the chains ran off to infinity, past what a floating-point sum can hold",
+                names[k],
+                crate::error::num(s.mean),
+                crate::error::num(s.sd)
+            ),
+        )
+        .with_note(improper));
+    }
+    Ok(())
+}
+
+/// Whether a chain of two draws or more stayed at its first point (every
+/// transition rejected).
+pub fn did_not_move<'a>(mut points: impl Iterator<Item = &'a [f64]>) -> bool {
+    let Some(first) = points.next() else {
+        return false;
+    };
+    let mut rest = points.peekable();
+    rest.peek().is_some() && rest.all(|p| p == first)
+}
+
 /// A sampling run's diagnostics, as [`warnings`] reads them.
 pub struct RunDiagnostics<'a> {
     /// Column names.
@@ -494,6 +577,8 @@ pub struct RunDiagnostics<'a> {
     pub chains: usize,
     /// Draws after warm-up, all chains.
     pub total: usize,
+    /// Draws per chain the summaries use.
+    pub per_chain: usize,
     /// Divergent transitions after warm-up.
     pub divergences: usize,
     /// Transitions at the maximum tree depth.
@@ -502,14 +587,56 @@ pub struct RunDiagnostics<'a> {
     pub ebfmi: &'a [f64],
     /// The first chain's id (1 unless chains were offset).
     pub first_chain: usize,
+    /// The chains (0-based) whose draws are all one point.
+    pub stuck: &'a [usize],
+    /// Each chain's step size after warm-up, when known (else empty).
+    pub step_sizes: &'a [f64],
 }
 
-/// The warnings a sampling run's diagnostics call for: divergences, trees
-/// at the maximum depth, R-hat above 1.01, bulk ESS below 100 per chain,
-/// E-BFMI below 0.3.
+/// The warnings a sampling run's diagnostics call for: too few draws for
+/// R-hat or the ESS, chains that did not move, divergences, trees at the
+/// maximum depth, R-hat above 1.01, bulk ESS below 100 per chain, E-BFMI
+/// below 0.3.
 pub fn warnings(d: &RunDiagnostics) -> Vec<String> {
     let mut w = Vec::new();
     let total = d.total;
+    let n = d.per_chain;
+    if total == 1 {
+        w.push("one draw in all: its sd, Monte Carlo standard error, R-hat and ESS cannot be computed (shown as NaN); take more draws".into());
+    } else if n < MIN_DRAWS_ESS {
+        let what = if n < MIN_DRAWS_RHAT {
+            format!(
+                "R-hat, the ESS and the Monte Carlo standard error cannot be computed (shown as NaN; R-hat needs {MIN_DRAWS_RHAT} draws per chain, the ESS {MIN_DRAWS_ESS})"
+            )
+        } else {
+            format!(
+                "the ESS and the Monte Carlo standard error cannot be computed (shown as NaN; the ESS needs {MIN_DRAWS_ESS} draws per chain)"
+            )
+        };
+        w.push(format!(
+            "{n} draw{} per chain: {what}; take more draws",
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    if !d.stuck.is_empty() {
+        let ids: Vec<String> = d
+            .stuck
+            .iter()
+            .map(|&c| match d.step_sizes.get(c) {
+                Some(e) => format!(
+                    "{} (step size {})",
+                    c + d.first_chain,
+                    crate::error::num(*e)
+                ),
+                None => (c + d.first_chain).to_string(),
+            })
+            .collect();
+        w.push(format!(
+            "chain{} {} did not move (every transition after warm-up was rejected): the step size does not suit the posterior; run a longer warm-up, or give a smaller `step_size`",
+            if ids.len() == 1 { "" } else { "s" },
+            ids.join(", ")
+        ));
+    }
     if d.divergences > 0 {
         w.push(format!("{} of {total} transitions after warm-up diverged: the posterior may be biased; raise target_accept or reparameterise", d.divergences));
     }
@@ -611,6 +738,7 @@ pub fn cv_spec(g: &crate::ir::graph::Graph) -> Result<CvSpec, Error> {
 fn apply_control_variates(
     spec: &CvSpec,
     draws: &[Vec<Draw>],
+    independent: bool,
     estimates: &mut [Estimate],
     density: &Density,
     f: &[Vec<f64>],
@@ -630,10 +758,10 @@ fn apply_control_variates(
     };
     match spec {
         CvSpec::Scalar(m) => {
-            let samples = Samples {
-                x,
-                u,
-                chains: draws.iter().map(Vec::len).collect(),
+            let samples = if independent {
+                Samples::iid(x, u)
+            } else {
+                Samples::chains(x, u, draws.iter().map(Vec::len).collect())
             };
             for (e, fk) in estimates.iter_mut().zip(f) {
                 e.cv = Some(crate::mc::control_variates::estimate(m, &samples, fk)?);
@@ -649,8 +777,7 @@ fn apply_control_variates(
             // The integrals share one target: every task has the same draws,
             // thinned so that the joint system stays small.
             let t = estimates.len();
-            let keep = (crate::mc::control_variates::MAX_KERNEL_POINTS / t.max(1)).max(20);
-            let idx = crate::mc::control_variates::thin(n, keep);
+            let idx = crate::mc::control_variates::thin(n, vv_task_points(t));
             let tasks: Vec<Task> = f
                 .iter()
                 .zip(cols)
@@ -670,6 +797,36 @@ fn apply_control_variates(
         }
     }
     Ok(())
+}
+
+/// The most draws of each integral that vector-valued control variates
+/// fit on, with `tasks` integrals (the joint system stays small).
+pub fn vv_task_points(tasks: usize) -> usize {
+    (crate::mc::control_variates::MAX_KERNEL_POINTS / tasks.max(1)).max(20)
+}
+
+/// Check the `estimate` block and its control-variate method before any
+/// draw is made, so a mistake fails now rather than after the last draw:
+/// every integrand at `at` (a chain's initial point, or the first
+/// independent draw), and the method against `draws` draws in all, the
+/// density's dimension and the block's components
+/// ([`CvSpec::check_size`], at the method's span).
+pub fn check_estimates(density: &Density, at: &[f64], draws: usize) -> Result<(), Error> {
+    let values = estimate_values(density, at).map_err(|e| {
+        if density.integrates_out_gp() {
+            e.with_note("with a `normal` likelihood the latent GP is integrated out when sampling, so its values are not drawn; estimate functions of the params, or write the likelihood in the model file to sample the GP's values")
+        } else {
+            e
+        }
+    })?;
+    let tasks: usize = values.iter().map(Vec::len).sum();
+    let g = &density.bound.graph;
+    cv_spec(g)?
+        .check_size(draws, density.dim, tasks, vv_task_points(tasks))
+        .map_err(|e| match &g.estimate_method {
+            Some(call) => e.with_span(call.span).with_label("this method"),
+            None => e,
+        })
 }
 
 /// Every estimate's integrand at x, flattened, in one environment (the
@@ -804,7 +961,7 @@ type Components = (Vec<Estimate>, Vec<Vec<f64>>, Vec<usize>);
 /// Summarise each component of each estimate; also returns each
 /// component's draws in chain order (for control variates) and the
 /// estimate it belongs to.
-fn estimates(density: &Density, values: &EstimateDraws) -> Components {
+fn estimates(density: &Density, values: &EstimateDraws, independent: bool) -> Components {
     let g = &density.bound.graph;
     let mut out = Vec::new();
     let mut series = Vec::new();
@@ -827,7 +984,7 @@ fn estimates(density: &Density, values: &EstimateDraws) -> Components {
             };
             out.push(Estimate {
                 name,
-                summary: summarize(&chains),
+                summary: summary_of(&chains, independent),
                 cv: None,
             });
             series.push(chains.concat());

@@ -16,6 +16,7 @@ use super::diagnostics::{Summary, ebfmi, summarize};
 use super::fit::{
     RunDiagnostics, SUMMARY_HEADER, SUMMARY_WIDTHS, extremes, summary_cells, summary_json, warnings,
 };
+use super::same_run::config;
 use crate::error::{Error, ErrorKind};
 use crate::output::report::{Report, Table};
 use crate::output::stan_csv::{StanCsv, read_stan_csv};
@@ -30,8 +31,11 @@ pub struct MergedRun {
     pub files: Vec<PathBuf>,
     /// Each chain's id (`# id = K`), when the file states it.
     pub chain_ids: Vec<Option<u64>>,
-    /// Draws after warm-up per chain.
+    /// Draws after warm-up per chain, as in the files.
     pub draws: Vec<usize>,
+    /// Draws per chain summarised: the fewest any file holds (longer chains
+    /// are cut to it, with a warning).
+    pub per_chain: usize,
     /// Column names in the language's convention.
     pub names: Vec<String>,
     /// Summaries per column over all chains.
@@ -44,16 +48,6 @@ pub struct MergedRun {
     pub ebfmi: Vec<f64>,
     /// Warnings, as a single run gives them.
     pub warnings: Vec<String>,
-}
-
-/// The value of `key = value` in a file's comment lines (the first), as
-/// its leading word: `seed = 42 (Default)` gives `42`.
-fn config<'a>(csv: &'a StanCsv, key: &str) -> Option<&'a str> {
-    csv.comments.iter().find_map(|c| {
-        let body = c.trim_start_matches('#').trim();
-        let (k, v) = body.split_once('=')?;
-        (k.trim() == key).then(|| v.split_whitespace().next().unwrap_or(""))
-    })
 }
 
 /// Stan's element name `beta.1` / `A.2.3` in the language's convention
@@ -80,9 +74,15 @@ fn bad(path: &Path, msg: impl std::fmt::Display) -> Error {
 /// Read and summarise `paths` as the chains of one run.
 ///
 /// Errors (naming the file): a file that cannot be read or is not Stan CSV
-/// (no `lp__` column),
-/// columns that differ from the first file's, fewer than two draws after
-/// warm-up, the same chain (id and seed) twice, fewer than one file.
+/// (no `lp__` column), columns that differ from the first file's, fewer
+/// than two draws after warm-up, a draw that is not finite (its line and
+/// column), files of another posterior or sampler
+/// ([`super::same_run::compare`]), the same chain (id and seed) twice,
+/// fewer than one file.
+///
+/// Warnings (in [`MergedRun::warnings`], before a run's own): chains of
+/// unequal length (each is cut to the shortest), tuning settings that
+/// differ between the files, chains that did not move.
 pub fn merge(paths: &[PathBuf]) -> Result<MergedRun, Error> {
     if paths.is_empty() {
         return Err(Error::new(
@@ -92,31 +92,7 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergedRun, Error> {
     }
     let mut files = Vec::with_capacity(paths.len());
     for p in paths {
-        let csv = read_stan_csv(p)?;
-        if csv.column_index("lp__").is_none() {
-            return Err(bad(
-                p,
-                "not a Stan CSV file of draws: it has no `lp__` column (write one with `tempest run ... --csv PREFIX`, or CmdStan's output file)",
-            ));
-        }
-        let warm = match config(&csv, "save_warmup") {
-            Some("1" | "true") => config(&csv, "num_warmup")
-                .and_then(|v| v.parse::<usize>().ok())
-                .unwrap_or(0),
-            _ => 0,
-        };
-        let mut csv = csv;
-        csv.draws.drain(..warm.min(csv.draws.len()));
-        if csv.draws.len() < 2 {
-            return Err(bad(
-                p,
-                format!(
-                    "{} draws after warm-up: a chain needs at least two",
-                    csv.draws.len()
-                ),
-            ));
-        }
-        files.push(csv);
+        files.push(read_chain(p)?);
     }
     let first = &files[0];
     for (p, f) in paths.iter().zip(&files).skip(1) {
@@ -132,6 +108,7 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergedRun, Error> {
             ));
         }
     }
+    let mut notices = super::same_run::compare(paths, &files)?;
     let chain_ids: Vec<Option<u64>> = files
         .iter()
         .map(|f| config(f, "id").and_then(|v| v.parse().ok()))
@@ -153,6 +130,25 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergedRun, Error> {
             }
         }
     }
+    // Chains of unequal length are cut to the shortest (as a run stopped
+    // early is), and the warning says so.
+    let draws: Vec<usize> = files.iter().map(|f| f.draws.len()).collect();
+    let per_chain = draws.iter().copied().min().unwrap_or(0);
+    if draws.iter().any(|&n| n != per_chain) {
+        let each: Vec<String> = paths
+            .iter()
+            .zip(&draws)
+            .map(|(p, n)| format!("{n} in {}", p.display()))
+            .collect();
+        notices.push(format!(
+            "the chains have unequal numbers of draws after warm-up ({}): every chain is cut to its first {per_chain} draws, and the summary, divergences, tree depths and E-BFMI are of those",
+            each.join(", ")
+        ));
+        for f in &mut files {
+            f.draws.truncate(per_chain);
+        }
+    }
+    let first = &files[0];
     let params: Vec<usize> = (0..first.columns.len())
         .filter(|&j| !first.columns[j].ends_with("__"))
         .collect();
@@ -170,69 +166,146 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergedRun, Error> {
             summarize(&chains)
         })
         .collect();
-    let count = |col: &str, hit: &dyn Fn(f64) -> bool| -> usize {
-        files
-            .iter()
-            .filter_map(|f| f.column(col))
-            .flatten()
-            .filter(|&v| hit(v))
-            .count()
+    let count = |f: &StanCsv, col: &str, hit: &dyn Fn(f64) -> bool| -> usize {
+        f.column(col)
+            .map_or(0, |c| c.into_iter().filter(|&v| hit(v)).count())
     };
-    let divergences = count("divergent__", &|v| v != 0.0);
-    let max_depth = config(first, "max_depth").and_then(|v| v.parse::<f64>().ok());
-    let max_depth_hits = match max_depth {
-        Some(m) => count("treedepth__", &|v| v >= m),
-        None => 0,
-    };
+    let divergences = files
+        .iter()
+        .map(|f| count(f, "divergent__", &|v| v != 0.0))
+        .sum();
+    // Each file's trees against its own `max_depth`.
+    let max_depth_hits = files
+        .iter()
+        .map(
+            |f| match config(f, "max_depth").and_then(|v| v.parse::<f64>().ok()) {
+                Some(m) => count(f, "treedepth__", &|v| v >= m),
+                None => 0,
+            },
+        )
+        .sum();
     let ebfmis: Vec<f64> = files
         .iter()
         .filter_map(|f| f.column("energy__"))
         .map(|e| ebfmi(&e))
         .collect();
-    let draws: Vec<usize> = files.iter().map(|f| f.draws.len()).collect();
     let engine = match (config(first, "algorithm"), config(first, "engine")) {
         (Some("hmc"), Some("nuts")) => "nuts",
         (Some("hmc"), _) => "hmc",
         (Some("mala"), _) => "mala",
         _ => "mcmc",
     };
+    // A chain whose params never change did not move.
+    let stuck: Vec<usize> = (0..files.len())
+        .filter(|&c| {
+            let d = &files[c].draws;
+            d.iter().all(|r| params.iter().all(|&j| r[j] == d[0][j]))
+        })
+        .collect();
+    let step_sizes: Vec<f64> = files
+        .iter()
+        .map(|f| f.step_size.unwrap_or(f64::NAN))
+        .collect();
     let first_chain = chain_ids.iter().flatten().min().copied().unwrap_or(1) as usize;
-    let warnings = warnings(&RunDiagnostics {
+    notices.extend(warnings(&RunDiagnostics {
         names: &names,
         summaries: &summaries,
         chains: files.len(),
-        total: draws.iter().sum(),
+        total: per_chain * files.len(),
+        per_chain,
         divergences,
         max_depth_hits,
         ebfmi: &ebfmis,
         first_chain,
-    });
+        stuck: &stuck,
+        step_sizes: &step_sizes,
+    }));
     Ok(MergedRun {
         engine,
         files: paths.to_vec(),
         chain_ids,
         draws,
+        per_chain,
         names,
         summaries,
         divergences,
         max_depth_hits,
         ebfmi: ebfmis,
-        warnings,
+        warnings: notices,
     })
+}
+
+/// One file read as a chain: a Stan CSV file of draws with `lp__`, its
+/// saved warm-up draws left out, at least two draws, every value of
+/// `lp__` and of the params finite.
+fn read_chain(p: &Path) -> Result<StanCsv, Error> {
+    let mut csv = read_stan_csv(p)?;
+    if csv.column_index("lp__").is_none() {
+        return Err(bad(
+            p,
+            "not a Stan CSV file of draws: it has no `lp__` column (write one with `tempest run ... --csv PREFIX`, or CmdStan's output file)",
+        ));
+    }
+    let warm = match config(&csv, "save_warmup") {
+        Some("1" | "true") => config(&csv, "num_warmup")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0),
+        _ => 0,
+    };
+    let warm = warm.min(csv.draws.len());
+    csv.draws.drain(..warm);
+    csv.lines.drain(..warm.min(csv.lines.len()));
+    if csv.draws.len() < 2 {
+        return Err(bad(
+            p,
+            format!(
+                "{} draws after warm-up: a chain needs at least two",
+                csv.draws.len()
+            ),
+        ));
+    }
+    for (i, row) in csv.draws.iter().enumerate() {
+        let bad_column = row
+            .iter()
+            .zip(&csv.columns)
+            .position(|(v, c)| !v.is_finite() && (c == "lp__" || !c.ends_with("__")));
+        if let Some(j) = bad_column {
+            let line = csv
+                .lines
+                .get(i)
+                .map_or(String::new(), |l| format!("line {l}, "));
+            return Err(bad(
+                p,
+                format!(
+                    "{line}column `{}` (draw {} after warm-up): the value {} is not a finite draw, so the chain cannot be summarised",
+                    csv.columns[j],
+                    i + 1,
+                    crate::error::num(row[j])
+                ),
+            )
+            .with_note("a chain whose draws ran off to infinity, or a damaged file; leave the file out, or rerun the chain"));
+        }
+    }
+    Ok(csv)
 }
 
 impl MergedRun {
     /// The summary and JSON of the merged chains, as a single run's.
     pub fn report(&self) -> Report {
         let mut r = Report::new(self.engine);
-        let total: usize = self.draws.iter().sum();
+        let total = self.per_chain * self.files.len();
         let ids: Vec<String> = self
             .chain_ids
             .iter()
             .map(|i| i.map_or("?".into(), |k| k.to_string()))
             .collect();
+        let cut = if self.draws.iter().any(|&n| n != self.per_chain) {
+            format!(" (every chain cut to {})", self.per_chain)
+        } else {
+            String::new()
+        };
         r.line(format!(
-            "{} chains from {} files (ids {}), {total} draws after warm-up",
+            "{} chains from {} files (ids {}), {total} draws after warm-up{cut}",
             self.files.len(),
             self.files.len(),
             ids.join(", ")
@@ -260,6 +333,7 @@ impl MergedRun {
             .field("chains", self.files.len())
             .field("chain_ids", json!(self.chain_ids))
             .field("draws", json!(self.draws))
+            .field("draws_per_chain", self.per_chain)
             .field("ebfmi", json!(self.ebfmi))
             .field("ess_bulk_min", min_ess)
             .field("rhat_max", max_rhat)

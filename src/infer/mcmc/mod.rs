@@ -14,5 +14,6 @@ pub mod low_rank;
 pub mod merge;
 pub mod predict;
 pub mod prior;
+pub mod same_run;
 pub mod saved;
 pub mod tape;

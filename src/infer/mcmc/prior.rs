@@ -141,9 +141,10 @@ impl PriorEngine {
             started: Instant::now(),
         };
         // The first draw now, so a prior that cannot be drawn fails before
-        // the run starts; and the estimates at it.
+        // the run starts; and the estimates and their control-variate
+        // method at it.
         let first = e.draw()?;
-        super::fit::estimate_values(&e.density, &first.q)?;
+        super::fit::check_estimates(&e.density, &first.q, draws)?;
         e.keep(first)?;
         Ok(e)
     }

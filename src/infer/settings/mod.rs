@@ -10,7 +10,7 @@ mod typed;
 use parse::{default_value, parse_setting, parse_value_text};
 pub use typed::{Settings, Written};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, num};
 use crate::syntax::ast::{self, Span};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -263,8 +263,8 @@ impl SettingSpec {
             SettingKind::Int(lo, hi) => format!("int {lo} to {hi}"),
             SettingKind::Real(lo, hi) if hi.is_infinite() => format!("real ≥ {lo}"),
             SettingKind::Real(lo, hi) => format!("real in [{lo}, {hi}]"),
-            SettingKind::Above(lo, hi) if hi.is_infinite() => format!("real > {lo}"),
-            SettingKind::Above(lo, hi) => format!("real in ({lo}, {hi}]"),
+            SettingKind::Above(lo, hi) if hi.is_infinite() => format!("real > {}", num(lo)),
+            SettingKind::Above(lo, hi) => format!("real in ({}, {}]", num(lo), num(hi)),
             SettingKind::Choice(names) => format!("one of {}", quoted(names)),
             SettingKind::Engine(names) => format!("engine: {}", quoted(names)),
             SettingKind::Method(names) => format!("method: {}", quoted(names)),

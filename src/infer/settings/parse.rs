@@ -2,7 +2,7 @@
 //! [`SettingKind`], nested engines, methods, and `--set` text.
 
 use super::{EngineConfig, EngineSchema, SettingKind, SettingSpec, SettingVal};
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, num};
 use crate::syntax::ast::{self, ExprKind, Span};
 
 /// Parse the text of a setting value: an engine spec or an expression.
@@ -129,8 +129,8 @@ fn expects(kind: &SettingKind) -> String {
         SettingKind::Real(lo, hi) if hi.is_infinite() => format!("a number ≥ {lo}"),
         SettingKind::Real(lo, hi) => format!("a number in [{lo}, {hi}]"),
         SettingKind::Choice(cs) => format!("one of {}", cs.join(", ")),
-        SettingKind::Above(lo, hi) if hi.is_infinite() => format!("a number > {lo}"),
-        SettingKind::Above(lo, hi) => format!("a number in ({lo}, {hi}]"),
+        SettingKind::Above(lo, hi) if hi.is_infinite() => format!("a number > {}", num(*lo)),
+        SettingKind::Above(lo, hi) => format!("a number in ({}, {}]", num(*lo), num(*hi)),
         SettingKind::Engine(names) => format!("an engine: {}", names.join(", ")),
         SettingKind::Method(names) => format!("a method: {}", names.join(", ")),
     }
