@@ -5,6 +5,7 @@ pub mod band;
 pub mod engine;
 pub mod evidence;
 pub mod exact;
+pub mod finite;
 pub mod fit;
 pub mod gradients;
 pub mod hyper_prior;
