@@ -14,6 +14,7 @@ pub mod mcmc;
 pub mod planned;
 pub mod registry;
 pub mod saved;
+pub mod saved_json;
 pub mod settings;
 pub mod sink;
 pub mod structure;
