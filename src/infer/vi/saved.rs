@@ -64,12 +64,6 @@ pub fn restore(
         Some(model.layout.len),
         "the learned hypers on the unconstrained scale",
     )?;
-    check_hypers(
-        &root,
-        &theta_field,
-        &bound,
-        &model.layout.values::<f64>(&bound, &theta),
-    )?;
     let n = model.inputs.len();
     let latents = model.latents;
     let mut core = Core::new(model, &s)?;
@@ -93,6 +87,13 @@ pub fn restore(
             ),
         ));
     }
+    // θ reproduces the run; the hypers written beside it must be its.
+    check_hypers(
+        &root,
+        &theta_field,
+        &bound,
+        &core.model.layout.values::<f64>(&bound, &core.theta),
+    )?;
     let fit = VariationalFit::new(name, core, qs, trace, steps, reason)?;
     Ok((Box::new(fit), bound))
 }
