@@ -220,8 +220,11 @@ pub fn check_header<'a>(graph: &Graph, j: &'a Json, file: &'a str) -> Result<&'a
         return Err(format.expected(&format!("{FORMAT:?} (a saved fit)")));
     }
     let version = root.get("version");
-    if version.u64()? != VERSION {
-        return Err(version.expected(&format!("{VERSION}, the version this tempest reads")));
+    let v = version.u64()?;
+    if v != VERSION {
+        return Err(version.error(format!(
+            "a fit of version {v}; this tempest reads version {VERSION}"
+        )));
     }
     let saved_graph = root.get("graph").str()?;
     let model = root.get("model").str()?;
