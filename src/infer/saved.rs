@@ -121,11 +121,10 @@ pub fn check_hypers(
 ) -> Result<(), Error> {
     let hypers = root.get("hypers");
     for ((h, saved), v) in bound.graph.hypers.iter().zip(&bound.hyper_init).zip(values) {
-        let same = saved
-            .flatten()
-            .iter()
-            .zip(v.flatten())
-            .all(|(a, b)| (a - b).abs() <= 1e-12 * a.abs().max(b.abs()));
+        let same = saved.flatten().iter().zip(v.flatten()).all(|(&a, b)| {
+            a == b
+                || (a.is_finite() && b.is_finite() && (a - b).abs() <= 1e-12 * a.abs().max(b.abs()))
+        });
         if !same {
             return Err(hypers.get(&h.name).error(format!(
                 "`{}` is {saved} here, but `{}` gives it {v}: one of them was changed",

@@ -86,13 +86,14 @@ pub fn restore(
             positions_field.expected(&format!("from 1 to {most} draws (`predictive_draws`)"))
         );
     }
-    let what = format!(
-        "a draw on the sampler's unconstrained scale, {} numbers",
-        density.dim
-    );
     let positions: Vec<Vec<f64>> = items
         .iter()
-        .map(|p| p.numbers(Some(density.dim), &what))
+        .map(|p| {
+            p.numbers(
+                Some(density.dim),
+                "a draw on the sampler's unconstrained scale",
+            )
+        })
         .collect::<Result<_, _>>()?;
     let fit = SavedDraws {
         engine: name,

@@ -165,7 +165,7 @@ impl SviFit {
             &format!("the inducing inputs, {dim} columns as the model's inputs"),
         )?;
         let mm = z.nrows() / sets;
-        let qs = read_qs(&svi.get("q"), model.latents, mm, "M, the inducing points")?;
+        let qs = read_qs(&svi.get("q"), model.latents, mm, "inducing point")?;
         let pieces = model.pieces_rows::<f64>(&theta, &[0][..model.y.len().min(1)])?;
         let zs: Vec<Inputs> = (0..sets)
             .map(|k| Inputs::from_matrix(&z.rows(k * mm, mm).into_owned()))

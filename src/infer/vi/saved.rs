@@ -69,7 +69,7 @@ pub fn restore(
     let mut core = Core::new(model, &s)?;
     core.theta = theta;
     core.refresh()?;
-    let qs = read_qs(&sec.get("q"), latents, n, "N, the training points")?;
+    let qs = read_qs(&sec.get("q"), latents, n, "training point")?;
     let trace = sec.get("trace").record(None, "the ELBO by step")?;
     let steps = sec.get("steps").count(0)?;
     let reason = sec.get("reason").str()?.to_string();
@@ -99,16 +99,18 @@ pub fn restore(
 }
 
 /// The whitened q of each of `latents` latent GPs from `q` (an array of
-/// objects with `mean` \[n\] and a triangular `factor` \[n, n\]); `size`
-/// says what n counts, for errors.
-pub fn read_qs(q: &Field, latents: usize, n: usize, size: &str) -> Result<Vec<Whitened>, Error> {
+/// objects with `mean` \[n\] and a triangular `factor` \[n, n\]); `unit`
+/// names what n counts, for errors (`training point`).
+pub fn read_qs(q: &Field, latents: usize, n: usize, unit: &str) -> Result<Vec<Whitened>, Error> {
     q.items(Some(latents), "objects (q of each latent GP)")?
         .iter()
         .map(|q| {
             let mean = q
                 .get("mean")
-                .numbers(Some(n), &format!("q's whitened mean, {size}"))?;
-            let r = q.get("factor").factor(n, &format!("q's factor, {size}"))?;
+                .numbers(Some(n), &format!("q's whitened mean, one per {unit}"))?;
+            let r = q
+                .get("factor")
+                .factor(n, &format!("q's factor, a row and a column per {unit}"))?;
             Ok(Whitened::from_factor(DVector::from_vec(mean), r))
         })
         .collect()
