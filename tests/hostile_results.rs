@@ -11,33 +11,12 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
-/// Run the binary, killed (and the test failed as a hang) after `limit`.
-fn run_within(args: &[&str], limit: Duration) -> Output {
-    let start = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tempest"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("RUST_BACKTRACE")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tempest");
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("`tempest {}` ran past {limit:?}", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
-/// [`run_within`] a minute (debug build, 2 shared cores).
+/// [`tempest_within`] a minute (debug build, 2 shared cores).
 fn run(args: &[&str]) -> Output {
-    run_within(args, Duration::from_secs(60))
+    tempest_within(args, Duration::from_secs(60))
 }
 
 /// Write `text` to `name` in `dir`; its path.
@@ -110,7 +89,7 @@ fn test_labels_without_a_class_are_data_errors_before_any_engine_runs() {
         (&sites, "gradient_descent"),
         (&sparse, "svi"),
     ] {
-        let err = assert_clean_failure(&run_within(
+        let err = assert_clean_failure(&tempest_within(
             &[
                 "run", model, "--data", IRIS, "--test", &test, "--engine", engine, "-q",
             ],
@@ -334,7 +313,7 @@ fn plot_trace_draws_traces_with_extreme_values() {
             if gap {
                 args.push("--gap");
             }
-            assert_ok(&run_within(&args, Duration::from_secs(20)));
+            assert_ok(&tempest_within(&args, Duration::from_secs(20)));
             assert!(std::fs::metadata(&out).unwrap().len() > 1000);
         }
     }
@@ -418,6 +397,19 @@ fn edited(fit: &Path, dir: &Path, name: &str, pointer: &str, value: Option<Value
     p
 }
 
+/// A saved fit's edit and its error: the model, the fit, the test data,
+/// the JSON pointer, the new value (`None`: removed), the field as the
+/// error names it, and what the error says.
+type Case<'a> = (
+    &'a str,
+    &'a Path,
+    &'a str,
+    &'a str,
+    Option<Value>,
+    &'a str,
+    &'a str,
+);
+
 #[test]
 fn hand_edited_saved_fits_are_refused_at_the_field() {
     let dir = out_dir("hostile_results_saved");
@@ -472,9 +464,7 @@ fn hand_edited_saved_fits_are_refused_at_the_field() {
     ] {
         assert_ok(&predict(model, fit, test));
     }
-    // (model, fit, test, pointer, new value or removed, the field as the
-    // error names it, what the error says).
-    let cases: Vec<(&str, &Path, &str, &str, Option<Value>, &str, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (
             exact_model,
             &fixed,
