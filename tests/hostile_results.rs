@@ -547,6 +547,15 @@ fn hand_edited_saved_fits_are_refused_at_the_field() {
             "exact.iterations",
             "a whole number ≥ 0",
         ),
+        (
+            exact_model,
+            &learned,
+            mcycle,
+            "/exact/theta/0",
+            Some(json!(1e300)),
+            "hypers.ell",
+            "but `exact.theta` gives it inf",
+        ),
         // A learned hyper is θ's: an edit beside it was ignored.
         (
             exact_model,

@@ -52,6 +52,14 @@ pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Boun
         Some(model.layout.len),
         "the learned hypers on the unconstrained scale",
     )?;
+    // The hypers written beside θ must be its (an edit of either names
+    // the field); then θ must reproduce the run.
+    check_hypers(
+        &root,
+        &theta_field,
+        &bound,
+        &model.layout.values::<f64>(&bound, &theta),
+    )?;
     let saved = sec.get("log_marginal_likelihood").number()?;
     let state = model.lml(&theta).map_err(|e| {
         e.with_note(format!(
@@ -67,13 +75,6 @@ pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Boun
             ),
         ));
     }
-    // θ reproduces the run; the hypers written beside it must be its.
-    check_hypers(
-        &root,
-        &theta_field,
-        &bound,
-        &model.layout.values::<f64>(&bound, &theta),
-    )?;
     // The optimiser's record as the run left it: the summary's gradient
     // norm and evaluation count are the run's.
     let trace = sec

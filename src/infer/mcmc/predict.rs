@@ -466,6 +466,11 @@ pub fn predict(
             )),
             _ => None,
         };
+        if let Some(rmse) = metrics.as_ref().and_then(|m| m.rmse) {
+            crate::infer::finite::number("the test RMSE", rmse, || {
+                crate::infer::vi::predict::OVERFLOW.to_string()
+            })?;
+        }
         preds.push(OutcomePredictions {
             name: g.data[o.data].name.clone(),
             points: n,

@@ -64,6 +64,14 @@ pub fn restore(
         Some(model.layout.len),
         "the learned hypers on the unconstrained scale",
     )?;
+    // The hypers written beside θ must be its (an edit of either names
+    // the field); then θ and q must reproduce the run's ELBO.
+    check_hypers(
+        &root,
+        &theta_field,
+        &bound,
+        &model.layout.values::<f64>(&bound, &theta),
+    )?;
     let n = model.inputs.len();
     let latents = model.latents;
     let mut core = Core::new(model, &s)?;
@@ -87,13 +95,6 @@ pub fn restore(
             ),
         ));
     }
-    // θ reproduces the run; the hypers written beside it must be its.
-    check_hypers(
-        &root,
-        &theta_field,
-        &bound,
-        &core.model.layout.values::<f64>(&bound, &core.theta),
-    )?;
     let fit = VariationalFit::new(name, core, qs, trace, steps, reason)?;
     Ok((Box::new(fit), bound))
 }
