@@ -110,17 +110,30 @@ fn hyper_value(
     Ok(v)
 }
 
-/// Check that the saved `hypers` agree with `values`, every hyper's value
-/// as the saved θ (at `theta`, its field) gives it: a hyper edited by hand
-/// in one place and not the other is refused rather than ignored.
-pub fn check_hypers(
+/// The learned hypers θ on the unconstrained scale, read from `at` (one
+/// number per entry of `layout`), and checked against the saved `hypers`:
+/// every hyper must have the value θ gives it (the fixed ones, their own),
+/// so that a hyper edited by hand in one place and not the other is
+/// refused rather than ignored.
+pub fn read_theta(
     root: &Field,
-    theta: &Field,
+    at: &Field,
     bound: &Bound,
-    values: &[Value<f64>],
-) -> Result<(), Error> {
+    layout: &crate::infer::hypers::HyperLayout,
+) -> Result<Vec<f64>, Error> {
+    let theta = at.numbers(
+        Some(layout.len),
+        "the learned hypers on the unconstrained scale",
+    )?;
+    let values = layout.values::<f64>(bound, &theta);
     let hypers = root.get("hypers");
-    for ((h, saved), v) in bound.graph.hypers.iter().zip(&bound.hyper_init).zip(values) {
+    for ((h, saved), v) in bound
+        .graph
+        .hypers
+        .iter()
+        .zip(&bound.hyper_init)
+        .zip(&values)
+    {
         let same = saved.flatten().iter().zip(v.flatten()).all(|(&a, b)| {
             a == b
                 || (a.is_finite() && b.is_finite() && (a - b).abs() <= 1e-12 * a.abs().max(b.abs()))
@@ -129,11 +142,11 @@ pub fn check_hypers(
             return Err(hypers.get(&h.name).error(format!(
                 "`{}` is {saved} here, but `{}` gives it {v}: one of them was changed",
                 h.name,
-                theta.path()
+                at.path()
             )));
         }
     }
-    Ok(())
+    Ok(theta)
 }
 
 /// The error for a file that is not a saved fit tempest can read.

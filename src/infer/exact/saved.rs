@@ -7,7 +7,7 @@ use super::fit::ExactFit;
 use super::model::ExactModel;
 use crate::error::{Error, ErrorKind};
 use crate::infer::fit::Fit;
-use crate::infer::saved::{check_hypers, data_json, header, restore_full_data};
+use crate::infer::saved::{data_json, header, read_theta, restore_full_data};
 use crate::infer::saved_json::Field;
 use crate::infer::settings::{EngineConfig, Settings};
 use crate::ir::bind::Bound;
@@ -47,19 +47,9 @@ pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Boun
     let sec = root.get("exact");
     sec.object()?;
     let model = ExactModel::new(Arc::new(bound.clone()), &s)?;
-    let theta_field = sec.get("theta");
-    let theta = theta_field.numbers(
-        Some(model.layout.len),
-        "the learned hypers on the unconstrained scale",
-    )?;
-    // The hypers written beside θ must be its (an edit of either names
-    // the field); then θ must reproduce the run.
-    check_hypers(
-        &root,
-        &theta_field,
-        &bound,
-        &model.layout.values::<f64>(&bound, &theta),
-    )?;
+    // θ, and the hypers written beside it (an edit of either is named
+    // at its field); then θ must reproduce the run.
+    let theta = read_theta(&root, &sec.get("theta"), &bound, &model.layout)?;
     let saved = sec.get("log_marginal_likelihood").number()?;
     let state = model.lml(&theta).map_err(|e| {
         e.with_note(format!(

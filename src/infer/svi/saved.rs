@@ -24,9 +24,7 @@ use super::fit::{Learned, SviFit, TracePoint};
 use super::sets::InducingSets;
 use super::sparse::Inducing;
 use crate::error::Error;
-use crate::infer::saved::{
-    check_header, check_hypers, data_json, header, restore_bound, rows_json,
-};
+use crate::infer::saved::{check_header, data_json, header, read_theta, restore_bound, rows_json};
 use crate::infer::saved_json::Field;
 use crate::infer::settings::{EngineConfig, Settings};
 use crate::infer::vi::expect::{Rule, RuleError};
@@ -113,17 +111,9 @@ impl SviFit {
         let s = SviSettings::from_config(&cfg)?;
         let base = Arc::new(base);
         let model = ViModel::sparse(base.clone(), s.learn_hypers, s.jitter, "svi")?;
-        let theta_field = root.get("theta");
-        let theta = theta_field.numbers(
-            Some(model.layout.len),
-            "the learned hypers on the unconstrained scale",
-        )?;
-        check_hypers(
-            &root,
-            &theta_field,
-            &base,
-            &model.layout.values::<f64>(&base, &theta),
-        )?;
+        // θ, and the hypers written beside it (an edit of either is named
+        // at its field).
+        let theta = read_theta(&root, &root.get("theta"), &base, &model.layout)?;
         let net = match &model.deep {
             Some(d) => {
                 let n = svi.get("network");

@@ -10,7 +10,7 @@ use super::model::ViModel;
 use super::posterior::Whitened;
 use crate::error::{Error, ErrorKind};
 use crate::infer::fit::Fit;
-use crate::infer::saved::{check_hypers, data_json, header, restore_full_data, rows_json};
+use crate::infer::saved::{data_json, header, read_theta, restore_full_data, rows_json};
 use crate::infer::saved_json::Field;
 use crate::infer::settings::{EngineConfig, Settings};
 use crate::ir::bind::Bound;
@@ -59,19 +59,9 @@ pub fn restore(
     let root = Field::root(file, j);
     let sec = root.get("vi");
     sec.object()?;
-    let theta_field = sec.get("theta");
-    let theta = theta_field.numbers(
-        Some(model.layout.len),
-        "the learned hypers on the unconstrained scale",
-    )?;
-    // The hypers written beside θ must be its (an edit of either names
-    // the field); then θ and q must reproduce the run's ELBO.
-    check_hypers(
-        &root,
-        &theta_field,
-        &bound,
-        &model.layout.values::<f64>(&bound, &theta),
-    )?;
+    // θ, and the hypers written beside it (an edit of either is named
+    // at its field); then θ and q must reproduce the run's ELBO.
+    let theta = read_theta(&root, &sec.get("theta"), &bound, &model.layout)?;
     let n = model.inputs.len();
     let latents = model.latents;
     let mut core = Core::new(model, &s)?;
