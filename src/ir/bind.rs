@@ -962,14 +962,18 @@ pub fn check_param_shapes(base: &Bound, test: &Bound) -> Result<(), Error> {
 
 /// Bind test data (for prediction) like the training data in `base`:
 /// declarations missing from the test data keep their training values where
-/// their shapes still fit, and are absent otherwise.
+/// their shapes still fit, and are absent otherwise. The labels of a
+/// `categorical_logit` outcome must be among the model's classes
+/// ([`super::classes::check_test_labels`]).
 pub fn bind_test(base: &Bound, data: &Data) -> Result<Bound> {
-    bind_inner(
+    let test = bind_inner(
         (*base.graph).clone(),
         data,
         &Overrides::default(),
         Some(base),
-    )
+    )?;
+    super::classes::check_test_labels(&test)?;
+    Ok(test)
 }
 
 fn bind_inner(
@@ -1483,26 +1487,8 @@ fn dry_run(bound: &Bound) -> Result<()> {
     for (oi, o) in g.observations.iter().enumerate() {
         env.observation_terms(oi)?;
         env.temperature_of(oi)?;
-        if let DistRef::Builtin(Dist::CategoricalLogit) = o.dist.dist
-            && let Value::Matrix(m) = env.eval(&o.dist.args[0])?
-        {
-            let labels = bound.data[o.data].flatten();
-            if let Some(k) = labels.iter().position(|&y| y as usize >= m.ncols()) {
-                let d = &g.data[o.data];
-                let (row, col) = element_location(&bound.data[o.data], k, &d.name, &d.source);
-                return Err(Error::new(
-                    ErrorKind::Data,
-                    format!(
-                        "label {} is outside the classes 0..{} of `categorical_logit`",
-                        labels[k],
-                        m.ncols() - 1
-                    ),
-                )
-                .in_data(bound.location(row, col))
-                .with_span(o.span)
-                .with_label("observed here")
-                .into());
-            }
+        if matches!(o.dist.dist, DistRef::Builtin(Dist::CategoricalLogit)) {
+            super::classes::check_labels(bound, &env, oi, false)?;
         }
     }
     for p in &g.priors {

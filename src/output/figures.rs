@@ -47,16 +47,11 @@ pub fn exact(f: &ExactFit, path: &Path) -> Result<(), Error> {
         Some(t) => one_column(t)?,
         None => vec![],
     };
-    let (lo, hi) = xs
-        .iter()
-        .chain(&test_xs)
-        .filter(|v| v.is_finite())
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
-    let pad = 0.05 * (hi - lo).max(1e-9);
+    let (lo, hi) =
+        crate::output::axis::extent(xs.iter().chain(&test_xs).copied()).unwrap_or((0.0, 1.0));
+    let (lo, hi) = crate::output::axis::padded(lo, hi, 0.05);
     let grid: Vec<f64> = (0..GRID)
-        .map(|i| lo - pad + (hi - lo + 2.0 * pad) * i as f64 / (GRID - 1) as f64)
+        .map(|i| lo + (hi - lo) * i as f64 / (GRID - 1) as f64)
         .collect();
     let gi = Inputs::from_rows(&grid.iter().map(|&g| vec![g]).collect::<Vec<_>>());
     let p = f.predict_inputs(&gi).map_err(|e| {

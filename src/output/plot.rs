@@ -2,6 +2,7 @@
 //! 1-D regression fit, a reliability diagram of a classifier's test
 //! predictions, and ELBO traces of variational runs.
 
+use super::axis;
 use crate::error::{Error, ErrorKind};
 use crate::infer::band::Band;
 use crate::infer::vi::predict::Bin;
@@ -56,10 +57,8 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
     let root = BitMapBackend::new(path, (960, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
     let (lo, hi) = (&p.y.q2_5, &p.y.q97_5);
-    let all_x = p.train.0.iter().chain(p.grid);
-    let (x0, x1) = all_x.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-        (a.min(x), b.max(x))
-    });
+    let all_x = p.train.0.iter().chain(p.grid).copied();
+    let (x0, x1) = axis::extent(all_x).unwrap_or((0.0, 1.0));
     let test_ys: Vec<f64> = p
         .test
         .map(|(tx, ty)| {
@@ -70,17 +69,32 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
                 .collect()
         })
         .unwrap_or_default();
-    let ys = p.train.1.iter().chain(lo).chain(hi).chain(&test_ys);
-    let (y0, y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &y| {
-        (a.min(y), b.max(y))
-    });
-    let pad = 0.05 * (y1 - y0).max(1e-9);
+    let ys = p
+        .train
+        .1
+        .iter()
+        .chain(lo)
+        .chain(hi)
+        .chain(&test_ys)
+        .copied();
+    let (y0, y1) = axis::extent(ys).unwrap_or((0.0, 1.0));
+    let (y0, y1) = axis::padded(y0, y1, 0.05);
+    let (x0, x1) = if x1 > x0 {
+        (x0, x1)
+    } else {
+        axis::padded(x0, x1, 0.05)
+    };
+    // Every point drawn lies in the axes: values beyond them (non-finite,
+    // or beyond ±axis::LIMIT) are drawn at the edge or left out.
+    let at = |x: f64, y: f64| -> Option<(f64, f64)> {
+        (axis::drawable(x) && !y.is_nan()).then(|| (x.clamp(x0, x1), y.clamp(y0, y1)))
+    };
     let mut chart = ChartBuilder::on(&root)
         .caption(p.title, ("sans-serif", 24))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+        .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(|e| plot_err(path, e))?;
     chart
         .configure_mesh()
@@ -94,8 +108,8 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
         p.grid
             .iter()
             .zip(hi)
-            .map(|(&x, &y)| (x, y))
-            .chain(p.grid.iter().zip(lo).rev().map(|(&x, &y)| (x, y)))
+            .filter_map(|(&x, &y)| at(x, y))
+            .chain(p.grid.iter().zip(lo).rev().filter_map(|(&x, &y)| at(x, y)))
             .collect()
     };
     for (lo, hi, shade, label) in [
@@ -114,7 +128,7 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
         for (k, side) in [lo, hi].into_iter().enumerate() {
             let drawn = chart
                 .draw_series(DashedLineSeries::new(
-                    p.grid.iter().copied().zip(side.iter().copied()),
+                    p.grid.iter().zip(side).filter_map(|(&x, &y)| at(x, y)),
                     6,
                     4,
                     style,
@@ -129,7 +143,7 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
     }
     chart
         .draw_series(LineSeries::new(
-            p.grid.iter().copied().zip(p.y.mean.iter().copied()),
+            p.grid.iter().zip(&p.y.mean).filter_map(|(&x, &y)| at(x, y)),
             BLUE.stroke_width(2),
         ))
         .map_err(|e| plot_err(path, e))?
@@ -141,7 +155,8 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
                 .0
                 .iter()
                 .zip(p.train.1)
-                .map(|(&x, &y)| Circle::new((x, y), 3, BLACK.filled())),
+                .filter_map(|(&x, &y)| at(x, y))
+                .map(|q| Circle::new(q, 3, BLACK.filled())),
         )
         .map_err(|e| plot_err(path, e))?
         .label("training data")
@@ -153,7 +168,7 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
             .iter()
             .zip(ty)
             .filter(|(x, _)| (x0..=x1).contains(*x))
-            .map(|(&x, &y)| (x, y))
+            .filter_map(|(&x, &y)| at(x, y))
             .collect();
         let outside = tx.len() - inside.len();
         let label = if outside > 0 {
@@ -527,11 +542,13 @@ pub fn traces_xy(
     let longest = lens.iter().copied().max().unwrap_or(0);
     let shortest = lens.iter().copied().min().unwrap_or(0);
     let log_x = x_label.is_none() && longest >= 101 && longest >= 10 * shortest;
+    // Points that cannot be placed on the axes (non-finite, beyond
+    // ±axis::LIMIT, or at a step below 1 on a logarithmic step axis) are
+    // left out.
     let pts: Vec<Vec<(f64, f64)>> = series
         .iter()
         .map(|(_, t)| {
             t.iter()
-                .skip(usize::from(log_x))
                 .filter_map(|&(x, v)| {
                     let y = if log_gap {
                         let gap = best - v;
@@ -539,18 +556,14 @@ pub fn traces_xy(
                     } else {
                         v
                     };
-                    (y.is_finite() && x.is_finite()).then_some((x, y))
+                    (axis::drawable(y) && axis::drawable(x) && (!log_x || x >= 1.0))
+                        .then_some((x, y))
                 })
                 .collect()
         })
         .collect();
     let all = pts.iter().flatten();
-    let (y0, y1) = all
-        .clone()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
-            (a.min(p.1), b.max(p.1))
-        });
-    if !y0.is_finite() {
+    let Some((y0, y1)) = axis::extent(all.clone().map(|p| p.1)) else {
         return Err(Error::new(
             ErrorKind::Data,
             if log_gap {
@@ -559,12 +572,14 @@ pub fn traces_xy(
                 "nothing to plot: the traces have no finite ELBO".to_string()
             },
         ));
-    }
+    };
     let x1 = all
+        .clone()
         .map(|p| p.0)
         .fold(if x_label.is_some() { 0.0 } else { 1.0 }, f64::max);
     let x1 = if x1 > 0.0 { x1 } else { 1.0 };
-    let pad = 0.06 * (y1 - y0).max(1e-9 * y1.abs().max(1.0));
+    // A continuous axis starts at 0 unless a point lies before it.
+    let x0 = all.map(|p| p.0).fold(0.0, f64::min);
     let caption = if log_gap {
         format!("{title}  (best ELBO {best:.6})")
     } else {
@@ -578,7 +593,8 @@ pub fn traces_xy(
         .margin(14)
         .x_label_area_size(48)
         .y_label_area_size(80);
-    let y_range = (y0 - pad)..(y1 + pad);
+    let (ya, yb) = axis::padded(y0, y1, 0.06);
+    let y_range = ya..yb;
     let spec = TraceSpec {
         series,
         pts: &pts,
@@ -604,7 +620,7 @@ pub fn traces_xy(
         )?;
     } else {
         let chart = builder
-            .build_cartesian_2d(0.0..x1 * 1.01, y_range)
+            .build_cartesian_2d(x0..x1 * 1.01, y_range)
             .map_err(e)?;
         draw_traces(path, &root, chart, &spec, x_label.unwrap_or("step"))?;
     }
@@ -623,8 +639,19 @@ struct TraceSpec<'a> {
     x_span: Option<f64>,
 }
 
-/// A tick label with as many decimals as the axis span needs.
+/// A tick label with as many decimals as the axis span needs; values of
+/// magnitude 1e15 or more in scientific notation, with as many digits as
+/// the span needs.
 fn tick(v: f64, span: f64) -> String {
+    let mag = v.abs();
+    if mag >= 1e15 {
+        let digits = if span > 0.0 {
+            ((mag / span).log10().ceil() + 1.0).clamp(1.0, 12.0) as usize
+        } else {
+            3
+        };
+        return format!("{v:.digits$e}");
+    }
     let decimals = if span > 0.0 {
         (1.0 - span.log10().floor()).clamp(0.0, 8.0) as usize
     } else {

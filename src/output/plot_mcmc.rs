@@ -207,14 +207,7 @@ fn axis_range(lo: f64, hi: f64, frac: f64) -> (f64, f64) {
     if !lo.is_finite() || !hi.is_finite() || lo > hi {
         return (-1.0, 1.0);
     }
-    let mag = lo.abs().max(hi.abs());
-    let span = hi - lo;
-    let pad = if span > 1e-12 * mag && span > 0.0 {
-        frac * span
-    } else {
-        frac * mag.max(1.0)
-    };
-    let (a, b) = (lo - pad, hi + pad);
+    let (a, b) = super::axis::padded(lo, hi, frac);
     if a.is_finite() && b.is_finite() && a < b {
         (a, b)
     } else {

@@ -48,6 +48,29 @@ pub fn assert_rel(a: f64, b: f64, tol: f64, what: &str) {
     );
 }
 
+/// Run the `tempest` binary from the repository root with its output
+/// captured, killed (and the test failed as a hang) once it runs past
+/// `limit`.
+pub fn tempest_within(args: &[&str], limit: std::time::Duration) -> std::process::Output {
+    let start = std::time::Instant::now();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tempest"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("RUST_BACKTRACE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start tempest");
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("`tempest {}` ran past {limit:?}", args.join(" "));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
 /// Run the `tempest` binary from the repository root.
 pub fn tempest(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_tempest"))

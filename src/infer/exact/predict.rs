@@ -142,14 +142,26 @@ impl ExactModel {
         {
             let m = y.len() as f64;
             let se: f64 = y.iter().zip(&p.mean).map(|(a, b)| (a - b).powi(2)).sum();
-            let lpd: f64 = y
+            let lpd: Vec<f64> = y
                 .iter()
                 .zip(p.mean.iter().zip(&p.var_y))
                 .map(|(yi, (mu, v))| {
                     -0.5 * (yi - mu).powi(2) / v - 0.5 * (2.0 * std::f64::consts::PI * v).ln()
                 })
-                .sum();
-            p.rmse = Some((se / m).sqrt());
+                .collect();
+            crate::infer::finite::test_log_densities(&lpd, test, obs.data, |i| {
+                format!(
+                    "predictive mean {}, sd {}",
+                    crate::infer::finite::show(p.mean[i]),
+                    crate::infer::finite::show(p.var_y[i].sqrt())
+                )
+            })?;
+            let lpd: f64 = lpd.iter().sum();
+            p.rmse = Some(crate::infer::finite::number(
+                "the test RMSE",
+                (se / m).sqrt(),
+                || crate::infer::vi::predict::OVERFLOW.to_string(),
+            )?);
             let y: Vec<f64> = y.iter().copied().collect();
             let (c50, c95) = p.predictive.coverage(&y);
             p.coverage_50 = Some(c50);

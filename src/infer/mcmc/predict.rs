@@ -452,6 +452,11 @@ pub fn predict(
         let y: Option<Vec<f64>> = outcome(test, o.data)
             .map(|v| v.flatten())
             .filter(|v| v.len() == n);
+        if let (Some(_), Some(ld)) = (&y, &log_density) {
+            crate::infer::finite::test_log_densities(ld, test, o.data, |i| {
+                draws_prediction(probabilities.as_deref(), predictive.as_ref(), i, s)
+            })?;
+        }
         let metrics = match (&y, &log_density) {
             (Some(y), Some(ld)) => Some(metrics(
                 y,
@@ -461,6 +466,11 @@ pub fn predict(
             )),
             _ => None,
         };
+        if let Some(rmse) = metrics.as_ref().and_then(|m| m.rmse) {
+            crate::infer::finite::number("the test RMSE", rmse, || {
+                crate::infer::vi::predict::OVERFLOW.to_string()
+            })?;
+        }
         preds.push(OutcomePredictions {
             name: g.data[o.data].name.clone(),
             points: n,
@@ -477,6 +487,21 @@ pub fn predict(
         inputs: x.or(ode_x),
         outcomes: preds,
     })
+}
+
+/// What `s` draws predicted at point `i`, for errors: the class
+/// probabilities, or the predictive mean and sd.
+fn draws_prediction(probs: Option<&[Vec<f64>]>, band: Option<&Band>, i: usize, s: usize) -> String {
+    use crate::infer::finite::{list, show};
+    match (probs, band) {
+        (Some(p), _) => format!("class probabilities {} over {s} draws", list(&p[i])),
+        (None, Some(b)) => format!(
+            "predictive mean {}, sd {} over {s} draws",
+            show(b.mean[i]),
+            show(b.sd[i])
+        ),
+        (None, None) => format!("over {s} draws"),
+    }
 }
 
 /// The metrics of predictions against outcomes `y`.

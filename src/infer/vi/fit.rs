@@ -74,11 +74,21 @@ impl VariationalFit {
             None => None,
         };
         let rule_error = RuleError::new(&core.rule, total, finer);
+        let elbo = *trace.last().unwrap_or(&f64::NAN);
+        crate::infer::finite::number("the ELBO", elbo, || {
+            let kl: f64 = qs.iter().map(|q| q.kl()).sum();
+            let show = crate::infer::finite::show;
+            format!(
+                "the expected log-likelihood is {} and the KL divergence of q from the prior {}",
+                show(total),
+                show(kl)
+            )
+        })?;
         Ok(VariationalFit {
             rule_error,
             log_prior,
             engine,
-            elbo: *trace.last().unwrap_or(&f64::NAN),
+            elbo,
             core,
             qs,
             trace,

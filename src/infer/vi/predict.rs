@@ -12,6 +12,7 @@ use super::model::{LikArgs, ViModel};
 use super::posterior::Whitened;
 use crate::error::{Error, ErrorKind};
 use crate::infer::band::Band;
+use crate::infer::finite;
 use crate::ir::bind::Bound;
 use crate::ir::graph::DistRef;
 use crate::model::dist::{Dist, Support};
@@ -268,6 +269,16 @@ pub fn outcome_predictions(
         ),
         _ => None,
     };
+    if let Some(ld) = &log_density {
+        finite::test_log_densities(ld, test, obs.data, |i| match &probs {
+            Some(p) => format!("class probabilities {}", finite::list(&p[i])),
+            None => format!(
+                "latent mean {}, variance {}",
+                finite::list(&mean.row(i).iter().copied().collect::<Vec<_>>()),
+                finite::list(&var.row(i).iter().copied().collect::<Vec<_>>())
+            ),
+        })?;
+    }
     let predictive = match (&obs.dist.dist, classes) {
         (DistRef::Builtin(d), None) if c == 1 => {
             Some(y_band(model, *d, lik, test, mean, var, &obs.dist.options)?)
@@ -279,7 +290,9 @@ pub fn outcome_predictions(
             let mut t = metrics(y, ld, probs.as_deref(), n_bins);
             if let Some(b) = &predictive {
                 let (c50, c95) = b.coverage(y);
-                t.rmse = Some(b.rmse(y));
+                t.rmse = Some(finite::number("the test RMSE", b.rmse(y), || {
+                    OVERFLOW.to_string()
+                })?);
                 t.coverage_50 = Some(c50);
                 t.coverage_95 = Some(c95);
             }
@@ -362,6 +375,10 @@ fn y_band(
     }
     Ok(band)
 }
+
+/// Why a root mean squared error overflows.
+pub const OVERFLOW: &str =
+    "the squared errors overflow: a test outcome lies 1e154 or more from its predictive mean";
 
 /// Accuracy, mean log predictive density, ECE and MCE.
 pub fn metrics(
