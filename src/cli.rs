@@ -61,6 +61,11 @@ enum Command {
         /// --split (the same split on every machine).
         #[arg(long, value_name = "SEED")]
         shuffle: Option<u64>,
+        /// Write the rows the run trains and tests on to this CSV file
+        /// (`row,part`: each row's number, as data errors number rows, and
+        /// `train` or `test`), before it starts; needs --split or --shuffle.
+        #[arg(long = "split-out", value_name = "ROWS.csv")]
+        split_out: Option<PathBuf>,
         /// Override a data scalar, a hyper's value or an engine setting.
         #[arg(long = "set", value_name = "NAME=VALUE")]
         set: Vec<String>,
@@ -485,6 +490,7 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             test_rows,
             split,
             shuffle,
+            split_out,
             set,
             engine,
             seed,
@@ -499,6 +505,19 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             if let Some(p) = &save {
                 command::check_output_path("--save", p)?;
             }
+            if let Some(p) = &split_out {
+                if split.is_none() && shuffle.is_none() {
+                    return Err(Error::new(
+                        ErrorKind::Settings,
+                        format!(
+                            "--split-out {}: there is no split to write; give --split FRACTION (and --shuffle SEED) to hold out rows",
+                            p.display()
+                        ),
+                    )
+                    .into());
+                }
+                command::check_output_path("--split-out", p)?;
+            }
             let src = source.insert(read_source(&model)?);
             let graph = command::compile(src, registry)?;
             let train = match &data {
@@ -506,6 +525,15 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 None => command::no_data(&graph, rows.is_some()).map_err(sourced)?,
             };
             let (train, held_out) = command::split_data(train, split, shuffle)?;
+            if let Some(p) = &split_out {
+                let text = command::split_rows_csv(&train, held_out.as_ref().map(|h| &h.0))?;
+                std::fs::write(p, text).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Io,
+                        format!("--split-out: cannot write `{}`: {e}", p.display()),
+                    )
+                })?;
+            }
             let test_data = match (&test, &held_out) {
                 (Some(t), _) => Some(
                     command::load_data(t, test_rows.as_deref(), "--test-rows").map_err(sourced)?,
@@ -526,6 +554,9 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                     s.shuffle
                         .map_or(String::new(), |k| format!(" (shuffled with seed {k})"))
                 ))?;
+            }
+            if let Some(p) = &split_out {
+                out(&format!("rows of the split written to {}\n", p.display()))?;
             }
             for line in command::label_lines(&bound) {
                 out(&format!("{line}\n"))?;

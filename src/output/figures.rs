@@ -202,14 +202,22 @@ pub fn fit_at_points(
 /// The names of a latent GP's input and of an observed variable, for axis
 /// labels.
 fn axis_labels(g: &crate::ir::Graph, site: usize, obs: usize) -> (String, String) {
-    let x = match g.sites.get(site) {
-        Some(s) => crate::ir::print::expr_in(&s.input, g),
+    (
+        input_label(g, Some(site)),
+        g.data[g.observations[obs].data].name.clone(),
+    )
+}
+
+/// A latent GP's input at `site` as written (`year`, `year - 1900`), or
+/// without such a site an `ode` solution's output times, else `input`.
+pub(crate) fn input_label(g: &crate::ir::Graph, site: Option<usize>) -> String {
+    match site.and_then(|s| g.sites.get(s)) {
+        Some(s) => infix(&s.input, g),
         None => crate::ir::ode::first_times(g)
             .map(|t| infix(&t, g))
             .unwrap_or_else(|| "input".into()),
     }
-    .replace("data:", "");
-    (x, g.data[g.observations[obs].data].name.clone())
+    .replace("data:", "")
 }
 
 /// A short expression of data and numbers as written (`year - 1900`), for

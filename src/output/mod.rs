@@ -5,6 +5,7 @@ pub mod plot;
 pub mod plot_box;
 pub mod plot_evidence;
 pub mod plot_mcmc;
+pub mod predictions;
 pub mod progress;
 pub mod report;
 pub mod stan_csv;

@@ -72,6 +72,8 @@ pub struct OutcomePredictions {
     pub name: String,
     /// Test points (outcomes) M.
     pub points: usize,
+    /// The data row of each point \[M\] ([`Bound::row_numbers`]).
+    pub rows: Vec<usize>,
     /// The draws of y* summarised per point (absent for likelihoods
     /// written in the model file or in Rust, which cannot be drawn from).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -79,6 +81,11 @@ pub struct OutcomePredictions {
     /// Class probabilities per point \[M\]\[K\] (binary: K = 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probabilities: Option<Vec<Vec<f64>>>,
+    /// Binary outcomes: P(y* = 1) per point, summarised over the draws of
+    /// the probability p(y* = 1 | θₛ, f*ₛ) (its mean is
+    /// `probabilities[i][1]`; its quantiles the interval of P(y* = 1)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probability: Option<Band>,
     /// The test outcomes, when the test data has them \[M\].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub y: Option<Vec<f64>>,
@@ -99,9 +106,12 @@ pub struct SamplerPredictions {
     /// (class); empty without a latent GP.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub latent: Vec<Band>,
-    /// The test inputs of the latent GP \[M, D\] (for plots).
+    /// The test inputs of the latent GP \[M, D\] (for plots and tables).
     #[serde(skip)]
     pub inputs: Option<Inputs>,
+    /// The names of the input columns (for tables).
+    #[serde(skip)]
+    pub input_names: Vec<String>,
     /// One entry per sampling statement of the model, in order.
     pub outcomes: Vec<OutcomePredictions>,
 }
@@ -441,6 +451,21 @@ pub fn predict(
                     })
                     .collect()
             });
+        // Binary outcomes: the draws of p(y* = 1) summarised per point.
+        let probability: Option<Band> = probabilities
+            .as_ref()
+            .filter(|p| p.first().is_some_and(|r| r.len() == 2))
+            .map(|_| {
+                let mut b = Band::default();
+                for i in 0..n {
+                    let col: Vec<f64> = outs
+                        .iter()
+                        .filter_map(|d| d.probs[j].as_ref().map(|p| p[i][1]))
+                        .collect();
+                    b.push_draws(&col);
+                }
+                b
+            });
         let log_density: Option<Vec<f64>> = logps.map(|lp| {
             (0..n)
                 .map(|i| {
@@ -464,17 +489,29 @@ pub fn predict(
         preds.push(OutcomePredictions {
             name: g.data[o.data].name.clone(),
             points: n,
+            rows: test.row_numbers(n),
             predictive,
             probabilities,
+            probability,
             y,
             log_density,
             metrics,
         });
     }
+    let site = match density.gp_parts() {
+        (_, Some(mg)) => Some(mg.model.site),
+        (Some(lt), None) => Some(lt.site),
+        (None, None) => None,
+    };
+    let inputs = x.or(ode_x);
+    let input_names = inputs.as_ref().map_or(vec![], |x| {
+        crate::output::predictions::input_names(g, site, x.dim())
+    });
     Ok(SamplerPredictions {
         draws: s,
         latent,
-        inputs: x.or(ode_x),
+        inputs,
+        input_names,
         outcomes: preds,
     })
 }
@@ -544,32 +581,33 @@ impl SamplerPredictions {
                 }
             }
             r.line(head);
-            let show = o.points.min(10);
-            if let Some(b) = &o.predictive {
-                let mut t = crate::output::report::Table::new(2, None, 2, &[6, 12, 12, 12, 12, 12]);
-                t.header(&["point", "mean", "sd", "2.5%", "50%", "97.5%"]);
-                for i in 0..show {
-                    t.row(
-                        "",
-                        vec![
-                            i.to_string(),
-                            format!("{:.4}", b.mean[i]),
-                            format!("{:.4}", b.sd[i]),
-                            format!("{:.4}", b.q2_5[i]),
-                            format!("{:.4}", b.q50[i]),
-                            format!("{:.4}", b.q97_5[i]),
-                        ],
-                    );
+            let index = crate::output::predictions::PointIndex::new(
+                &o.rows,
+                self.inputs.as_ref(),
+                &self.input_names,
+            );
+            use crate::output::predictions::{
+                band_cells, band_heads, class_cells, prediction_table,
+            };
+            let n = o.points;
+            match (&o.probability, &o.probabilities, &o.predictive) {
+                (Some(b), _, _) => {
+                    let heads = band_heads(&format!("P({}=1)", o.name));
+                    prediction_table(r, &index, &heads, n, |i| band_cells(b, i));
                 }
-                r.table(t);
-                if o.points > show {
-                    r.line(format!("  ... {} more in the JSON output", o.points - show));
+                (None, Some(p), _) => {
+                    let heads = ["class".to_string(), "P(class)".to_string()];
+                    prediction_table(r, &index, &heads, n, |i| class_cells(&p[i]));
                 }
-            } else {
-                r.note(format!(
-                    "`{}`'s likelihood is not a built-in distribution, so outcomes cannot be drawn from it: the predictions give its log predictive density only",
-                    o.name
-                ));
+                (None, None, Some(b)) => {
+                    prediction_table(r, &index, &band_heads("mean"), n, |i| band_cells(b, i));
+                }
+                (None, None, None) => {
+                    r.note(format!(
+                        "`{}`'s likelihood is not a built-in distribution, so outcomes cannot be drawn from it: the predictions give its log predictive density only",
+                        o.name
+                    ));
+                }
             }
         }
         r.field_ser("predictions", self);

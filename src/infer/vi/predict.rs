@@ -25,6 +25,8 @@ use serde::Serialize;
 /// Predictions at M points.
 #[derive(Clone, Debug, Serialize)]
 pub struct Predictions {
+    /// The data row of each point \[M\] ([`Bound::row_numbers`]).
+    pub rows: Vec<usize>,
     /// Latent means, M rows of C values (written flat, M numbers, when C = 1,
     /// as the exact engine writes its means).
     #[serde(serialize_with = "rows_or_flat")]
@@ -36,6 +38,12 @@ pub struct Predictions {
     /// with a fixed number of classes (binary or categorical).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probabilities: Option<Vec<Vec<f64>>>,
+    /// Binary outcomes: P(y* = 1) = p(y* = 1 | f*) under q(f*) per point:
+    /// its mean (`probabilities[i][1]`) and sd by the engine's
+    /// Gauss–Hermite rule, its quantiles p(1 | f*) at the quantiles of
+    /// q(f*) (exact: p is monotone in f*).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probability: Option<Band>,
     /// Log predictive density of each test outcome, when the test data has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_density: Option<Vec<f64>>,
@@ -48,9 +56,15 @@ pub struct Predictions {
     /// The test outcomes, when the test data has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub y: Option<Vec<f64>>,
-    /// The test inputs of the latent GP \[M, D\] (for plots).
+    /// The test inputs of the latent GP \[M, D\] (for plots and tables).
     #[serde(skip)]
     pub inputs: Option<crate::model::kernel::Inputs>,
+    /// The names of the input columns (for tables).
+    #[serde(skip)]
+    pub input_names: Vec<String>,
+    /// The outcome's name (for tables).
+    #[serde(skip)]
+    pub outcome: String,
 }
 
 /// Draws per test point of the outcome's predictive distribution, for
@@ -146,6 +160,11 @@ pub fn predict(
         &var,
         n_bins,
     )?;
+    p.input_names = crate::output::predictions::input_names(
+        &model.bound.graph,
+        Some(model.latent.site),
+        x.dim(),
+    );
     p.inputs = Some(x);
     Ok((p, metrics))
 }
@@ -253,6 +272,10 @@ pub fn outcome_predictions(
         }
         probs = Some(rows);
     }
+    let probability = match (rule, classes) {
+        (Rule::Quadrature(gh), Some(2)) if c == 1 => Some(binary_band(model, gh, lik, mean, var)?),
+        _ => None,
+    };
     let log_density = match (&y, &probs) {
         (Some(y), Some(p)) => Some(
             y.iter()
@@ -290,16 +313,66 @@ pub fn outcome_predictions(
     let rows = |a: &DMatrix<f64>| (0..m).map(|i| a.row(i).iter().copied().collect()).collect();
     Ok((
         Predictions {
+            rows: test.row_numbers(m),
             mean_f: rows(mean),
             var_f: rows(var),
             probabilities: probs,
+            probability,
             log_density,
             predictive,
             y,
             inputs: None,
+            input_names: Vec::new(),
+            outcome: model.bound.graph.data[obs.data].name.clone(),
         },
         metrics,
     ))
+}
+
+/// The standard normal quantiles of the five quantiles of a [`Band`].
+const BAND_Z: [f64; 5] = [
+    -1.959_963_984_540_054,
+    -0.674_489_750_196_081_7,
+    0.0,
+    0.674_489_750_196_081_7,
+    1.959_963_984_540_054,
+];
+
+/// P(y = 1) under q(f) ~ N(mean, var) [M, 1] at each point, for a binary
+/// likelihood: its mean and sd by the Gauss–Hermite rule `gh`, its
+/// quantiles p(1 | f) at the quantiles of q(f) (p is monotone in f for the
+/// binary likelihoods, so these are its exact quantiles).
+fn binary_band(
+    model: &ViModel,
+    gh: &crate::math::quadrature::GaussHermite,
+    lik: &LikArgs<f64>,
+    mean: &DMatrix<f64>,
+    var: &DMatrix<f64>,
+) -> Result<Band, Error> {
+    let mut band = Band::default();
+    for i in 0..mean.nrows() {
+        let sd = var[(i, 0)].max(0.0).sqrt();
+        let p1 = |f: f64| lik.log_lik(model, i, 1.0, &[f]).map(f64::exp);
+        let (mut m1, mut m2) = (0.0, 0.0);
+        for (z, w) in gh.points.iter().zip(&gh.weights) {
+            let p = p1(mean[(i, 0)] + sd * z)?;
+            m1 += w * p;
+            m2 += w * p * p;
+        }
+        let mut q = BAND_Z
+            .iter()
+            .map(|z| p1(mean[(i, 0)] + sd * z))
+            .collect::<Result<Vec<f64>, _>>()?;
+        q.sort_by(f64::total_cmp);
+        band.mean.push(m1);
+        band.sd.push((m2 - m1 * m1).max(0.0).sqrt());
+        band.q2_5.push(q[0]);
+        band.q25.push(q[1]);
+        band.q50.push(q[2]);
+        band.q75.push(q[3]);
+        band.q97_5.push(q[4]);
+    }
+    Ok(band)
 }
 
 /// The predictive distribution of the outcome at each of the M points,
