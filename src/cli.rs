@@ -91,6 +91,11 @@ enum Command {
         /// rung means against t.
         #[arg(long, value_name = "OUT.png")]
         plot: Option<PathBuf>,
+        /// Samplers: the params the trace and pair plots draw, by name,
+        /// separated by commas: a whole param (`tau`) or one element
+        /// (`a[3]`); checked against the model before the run.
+        #[arg(long = "plot-params", value_name = "NAMES", requires = "plot")]
+        plot_params: Option<String>,
         /// Samplers: stream each chain's draws to `PREFIX_1.csv`,
         /// `PREFIX_2.csv`, ... (Stan CSV, readable by ArviZ's from_cmdstan).
         #[arg(long, value_name = "PREFIX")]
@@ -480,7 +485,13 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 ("model", serde_json::json!(src.name)),
                 ("test_data", serde_json::json!(test.display().to_string())),
             ];
-            write_outputs(fit.as_ref(), json.as_deref(), plot.as_deref(), &files)
+            write_outputs(
+                fit.as_ref(),
+                json.as_deref(),
+                plot.as_deref(),
+                &Default::default(),
+                &files,
+            )
         }
         Command::Run {
             model,
@@ -497,6 +508,7 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             chain_offset,
             json,
             plot,
+            plot_params,
             csv,
             save,
             quiet,
@@ -593,6 +605,12 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             if !quiet {
                 options.observers.push(Box::new(BarProgress::new()));
             }
+            let plot_options = crate::infer::fit::PlotOptions {
+                params: plot_params
+                    .as_deref()
+                    .map(crate::output::plot_params::split_names),
+            };
+            crate::api::check_plot_options(&bound, &options, &plot_options).map_err(sourced)?;
             let cfg = crate::engine_config(&bound.graph, &options).ok();
             if save.is_some()
                 && let Some(cfg) = &cfg
@@ -629,7 +647,13 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             if !bound.labels.is_empty() {
                 files.push(("labels", command::labels_json(&bound)));
             }
-            write_outputs(fit.as_ref(), json.as_deref(), plot.as_deref(), &files)?;
+            write_outputs(
+                fit.as_ref(),
+                json.as_deref(),
+                plot.as_deref(),
+                &plot_options,
+                &files,
+            )?;
             if let Some(path) = &save {
                 let cfg = cfg.ok_or_else(|| Error::internal("a saved fit without settings"))?;
                 let j = fit
@@ -766,6 +790,7 @@ fn write_outputs(
     fit: &dyn crate::Fit,
     json: Option<&Path>,
     plot: Option<&Path>,
+    plot_options: &crate::infer::fit::PlotOptions,
     fields: &[(&str, serde_json::Value)],
 ) -> Result<(), Failure> {
     if let Some(path) = json {
@@ -776,7 +801,7 @@ fn write_outputs(
         write_json(path, &j)?;
     }
     if let Some(path) = plot {
-        for written in fit.plot(path)? {
+        for written in fit.plot_with(path, plot_options)? {
             out(&format!("plot written to {}\n", written.display()))?;
         }
     }

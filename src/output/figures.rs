@@ -5,6 +5,8 @@
 
 use super::plot::{RegressionPlot, regression_1d, reliability_diagram, traces, traces_xy};
 use super::plot_mcmc::{ChainSeries, trace_density};
+use super::plot_pairs::pair_plot;
+use super::plot_params::{DEFAULT_SHOWN, select};
 use crate::error::{Error, ErrorKind};
 use crate::infer::band::Band;
 use crate::infer::evidence::fit::EvidenceFit;
@@ -18,9 +20,6 @@ use crate::infer::vi::model::ViModel;
 use crate::infer::vi::predict::{Predictions, TestMetrics};
 use crate::model::kernel::Inputs;
 use std::path::{Path, PathBuf};
-
-/// The most variables a sampler's plot shows.
-const PLOT_VARS: usize = 8;
 
 /// Points of the grid a 1-D regression is drawn on: fine enough for a
 /// seasonal term over several decades.
@@ -381,30 +380,49 @@ pub fn svi(f: &SviFit, path: &Path) -> Result<(), Error> {
     )
 }
 
-/// A sampling fit: trace and density of the first params (at most
-/// `PLOT_VARS`) per chain, at `path`; for a model with a latent GP on one
-/// input column and numeric outcomes also the fit (the posterior
-/// predictive's bands at the training and test points) beside it, at
+/// A sampling fit: trace and density per chain of the first params (at
+/// most [`DEFAULT_SHOWN`]), or of the params `chosen` (names as
+/// `--plot-params` takes them; see [`crate::output::plot_params`]), with
+/// divergent transitions marked, at `path`; the same params' pair plot
+/// (when there are two or more) at `STEM_pairs.png`; for a model with a
+/// latent GP on one input column and numeric outcomes the fit (the
+/// posterior predictive's bands at the training and test points) at
 /// `STEM_fit.png`. The files written.
 ///
-/// Errors: a model with nothing sampled.
-pub fn mcmc(f: &McmcFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
-    let total = f.density.param_columns();
-    let shown = total.clamp(1, PLOT_VARS).min(f.names.len());
-    if shown == 0 {
+/// Errors: a model with nothing sampled; a chosen name that is not a param.
+pub fn mcmc(f: &McmcFit, path: &Path, chosen: Option<&[String]>) -> Result<Vec<PathBuf>, Error> {
+    let total = f.density.param_columns().min(f.names.len());
+    let columns: Vec<usize> = match chosen {
+        Some(names) => select(&f.names[..total], names)?,
+        None => (0..total.min(DEFAULT_SHOWN)).collect(),
+    };
+    if columns.is_empty() {
         return Err(Error::new(
             ErrorKind::Unsupported,
             "--plot: the model has nothing sampled to plot",
         ));
     }
-    let vars: Vec<ChainSeries> = (0..shown)
-        .map(|k| ChainSeries {
-            name: f.names[k].clone(),
-            chains: f.column(k),
+    let divergent: Vec<Vec<usize>> = f
+        .draws
+        .iter()
+        .map(|c| {
+            c.iter()
+                .enumerate()
+                .filter(|(_, d)| d.stats.divergent)
+                .map(|(i, _)| i)
+                .collect()
         })
         .collect();
-    let more = if total > shown {
-        format!(" (first {shown} of {total} params)")
+    let vars: Vec<ChainSeries> = columns
+        .iter()
+        .map(|&k| ChainSeries {
+            name: f.names[k].clone(),
+            chains: f.column(k),
+            divergent: divergent.clone(),
+        })
+        .collect();
+    let more = if chosen.is_none() && total > columns.len() {
+        format!(" (first {} of {total} params)", columns.len())
     } else {
         String::new()
     };
@@ -416,10 +434,23 @@ pub fn mcmc(f: &McmcFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
     );
     trace_density(path, &vars, &title)?;
     let mut written = vec![path.to_path_buf()];
+    if vars.len() >= 2 {
+        let pairs = beside(path, "pairs");
+        pair_plot(&pairs, &vars, &title)?;
+        written.push(pairs);
+    }
     if let Some(fit) = mcmc_fit(f, path)? {
         written.push(fit);
     }
     Ok(written)
+}
+
+/// The file beside `path` named `STEM_tag.png`.
+fn beside(path: &Path, tag: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map_or("plot".into(), |s| s.to_string_lossy().to_string());
+    path.with_file_name(format!("{stem}_{tag}.png"))
 }
 
 /// The outcome of a sampler's predictions drawn in a fit plot (the first
@@ -498,10 +529,7 @@ pub fn sampler_fit(d: &SamplerDraws, fit_path: &Path) -> Result<bool, Error> {
 
 /// The fit plot of a sampling fit beside `path`, at `STEM_fit.png`.
 fn mcmc_fit(f: &McmcFit, path: &Path) -> Result<Option<PathBuf>, Error> {
-    let stem = path
-        .file_stem()
-        .map_or("plot".into(), |s| s.to_string_lossy().to_string());
-    let fit_path = path.with_file_name(format!("{stem}_fit.png"));
+    let fit_path = beside(path, "fit");
     let draws = SamplerDraws {
         engine: f.engine,
         density: &f.density,

@@ -4,6 +4,7 @@
 
 use super::plot::{PALETTE, plot_err, register_font};
 use crate::error::{Error, ErrorKind};
+use crate::output::ticks::Axis;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -83,10 +84,13 @@ pub fn box_plots(
         .y_label_area_size(90)
         .build_cartesian_2d(-0.5..(n as f64 - 0.5), (y0 - pad)..(y1 + pad))
         .map_err(e)?;
+    let ya = Axis::new(y0 - pad, y1 + pad, 10);
     chart
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
+        .y_labels(10)
+        .y_label_formatter(&|y| ya.label(*y))
         .y_desc(y_label)
         .draw()
         .map_err(e)?;
