@@ -300,8 +300,72 @@ fn variational_fit(
 /// classification test metrics; for one input column and numeric outcomes
 /// the fit (bands of y and f at the training and test points); else the
 /// ELBO trace.
-pub fn variational(f: &VariationalFit, path: &Path) -> Result<(), Error> {
+pub fn variational(f: &VariationalFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
     let what = engine_words(f.engine);
+    let lik = f.core.pieces.lik.untempered();
+    let latent =
+        |x: &Inputs| crate::infer::vi::predict::latent_at(&f.core, &f.qs, &f.core.pieces.kernel, x);
+    let title = format!("{what}: class probabilities");
+    let map = classifier_map(&f.core.model, &f.core.rule, &lik, &latent, &title, path)?;
+    variational_figure(f, what, path)?;
+    Ok(std::iter::once(path.to_path_buf()).chain(map).collect())
+}
+
+/// The probability map of a classifier with two input columns at
+/// `STEM_map.png` (`None` for other models, and for likelihoods whose
+/// other arguments differ from point to point, which have no value
+/// between the data): the class probabilities under q over the inputs'
+/// plane, `latent` giving the latent means and variances at any inputs.
+fn classifier_map(
+    model: &ViModel,
+    rule: &crate::infer::vi::expect::Rule,
+    lik: &crate::infer::vi::model::LikArgs<f64>,
+    latent: &dyn Fn(&Inputs) -> Result<(nalgebra::DMatrix<f64>, nalgebra::DMatrix<f64>), Error>,
+    title: &str,
+    path: &Path,
+) -> Result<Option<PathBuf>, Error> {
+    use crate::infer::vi::predict::{class_probabilities, classes, pointless_arguments};
+    let Some(k) = classes(model) else {
+        return Ok(None);
+    };
+    if model.inputs.dim() != 2 || !pointless_arguments(model, lik) {
+        return Ok(None);
+    }
+    let n = model.inputs.len();
+    let x0: Vec<f64> = (0..n).map(|i| model.inputs.row(i)[0]).collect();
+    let x1: Vec<f64> = (0..n).map(|i| model.inputs.row(i)[1]).collect();
+    let extent = super::plot_map::extent(&x0, &x1);
+    let grid = Inputs::from_rows(&super::plot_map::grid_points(extent));
+    let (mean, var) = latent(&grid)?;
+    let Some(probs) = class_probabilities(model, rule, lik, &mean, &var)? else {
+        return Ok(None);
+    };
+    let g = &model.bound.graph;
+    let data = g.observations[model.latent.obs].data;
+    let names = match model.bound.labels.get(&data) {
+        Some(ls) if ls.len() == k => ls.clone(),
+        _ => (0..k).map(|c| c.to_string()).collect(),
+    };
+    let input = input_label(g, Some(model.latent.site));
+    let (l0, l1) = (format!("{input}[0]"), format!("{input}[1]"));
+    let map_path = beside(path, "map");
+    super::plot_map::probability_map(
+        &map_path,
+        &super::plot_map::ProbabilityMap {
+            title,
+            extent,
+            probs: &probs,
+            train: (&x0, &x1, &model.y),
+            labels: (&l0, &l1),
+            classes: names,
+            outcome: &g.data[data].name,
+        },
+    )?;
+    Ok(Some(map_path))
+}
+
+/// A variational fit's main figure at `path` (see [`variational`]).
+fn variational_figure(f: &VariationalFit, what: &str, path: &Path) -> Result<(), Error> {
     if let Some(drawn) = reliability(f.test.as_ref(), what, path) {
         return drawn;
     }
@@ -349,7 +413,27 @@ fn reliability(t: Option<&TestMetrics>, what: &str, path: &Path) -> Option<Resul
 /// An `svi` fit: the reliability diagram on the test data for
 /// classification, else the ELBO (epoch means of the minibatch estimates,
 /// then the whole-data ELBO of the polishing steps) against seconds.
-pub fn svi(f: &SviFit, path: &Path) -> Result<(), Error> {
+pub fn svi(f: &SviFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
+    let lik = f
+        .model
+        .pieces::<f64>(&f.theta, &f.model.bound)?
+        .lik
+        .untempered();
+    let latent = |x: &Inputs| f.latent_at(x);
+    let map = classifier_map(
+        &f.model,
+        &f.rule,
+        &lik,
+        &latent,
+        "svi: class probabilities",
+        path,
+    )?;
+    svi_figure(f, path)?;
+    Ok(std::iter::once(path.to_path_buf()).chain(map).collect())
+}
+
+/// An `svi` fit's main figure at `path` (see [`svi`]).
+fn svi_figure(f: &SviFit, path: &Path) -> Result<(), Error> {
     if let Some(drawn) = reliability(f.test.as_ref(), "svi", path) {
         return drawn;
     }

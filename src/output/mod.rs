@@ -4,6 +4,7 @@ pub mod figures;
 pub mod plot;
 pub mod plot_box;
 pub mod plot_evidence;
+pub mod plot_map;
 pub mod plot_mcmc;
 pub mod plot_pairs;
 pub mod plot_params;

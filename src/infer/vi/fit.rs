@@ -145,8 +145,7 @@ impl crate::infer::fit::Fit for VariationalFit {
     }
 
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
-        crate::output::figures::variational(self, path)?;
-        Ok(vec![path.to_path_buf()])
+        crate::output::figures::variational(self, path)
     }
 
     fn report(&self) -> Report {

@@ -140,17 +140,7 @@ pub fn predict(
     let hypers = model.layout.values::<f64>(&model.bound, &core.theta);
     let x = test_inputs(model, &hypers, test)?;
     let pieces = model.pieces::<f64>(&core.theta, test)?;
-    let ks = pieces.kernel.cross(&model.inputs, &x)?;
-    let kss = pieces.kernel.diag(&x)?;
-    let u = core.prior.whiten(&ks);
-    let (m, c) = (x.len(), qs.len());
-    let mut mean = DMatrix::zeros(m, c);
-    let mut var = DMatrix::zeros(m, c);
-    for (j, q) in qs.iter().enumerate() {
-        let (mu, v) = q.predict(&core.prior, &u, &kss);
-        mean.set_column(j, &mu);
-        var.set_column(j, &v);
-    }
+    let (mean, var) = latent_at(core, qs, &pieces.kernel, &x)?;
     let (mut p, metrics) = outcome_predictions(
         model,
         &core.rule,
@@ -167,6 +157,34 @@ pub fn predict(
     );
     p.inputs = Some(x);
     Ok((p, metrics))
+}
+
+/// The latent means and variances [M, C] of the posteriors `qs` at inputs
+/// `x` [M, D], with the kernel at the fit's hypers.
+pub fn latent_at(
+    core: &Core,
+    qs: &[Whitened],
+    kernel: &crate::model::kernel::KernelValue<f64>,
+    x: &crate::model::kernel::Inputs,
+) -> Result<(DMatrix<f64>, DMatrix<f64>), Error> {
+    let (m, c) = (x.len(), qs.len());
+    crate::limits::check_memory(&[crate::limits::Request::new(
+        "the cross-covariance between training and predicted points",
+    )
+    .times("training points", core.model.inputs.len())
+    .times("predicted points", m)
+    .times("copies", 3)])?;
+    let ks = kernel.cross(&core.model.inputs, x)?;
+    let kss = kernel.diag(x)?;
+    let u = core.prior.whiten(&ks);
+    let mut mean = DMatrix::zeros(m, c);
+    let mut var = DMatrix::zeros(m, c);
+    for (j, q) in qs.iter().enumerate() {
+        let (mu, v) = q.predict(&core.prior, &u, &kss);
+        mean.set_column(j, &mu);
+        var.set_column(j, &v);
+    }
+    Ok((mean, var))
 }
 
 /// The latent GP's inputs at the test data [M, D], with an error when they
@@ -209,69 +227,9 @@ pub fn outcome_predictions(
     let y: Option<Vec<f64>> = test.present[obs.data]
         .then(|| test.data[obs.data].flatten())
         .filter(|y| y.len() == m);
-    let expect_exp = |i: usize, yv: f64| -> Result<f64, Error> {
-        // log E[p(y | f)] by the engine's rule, stably.
-        let mut terms = Vec::new();
-        let mut weights = Vec::new();
-        match rule {
-            Rule::Quadrature(gh) => {
-                for (z, w) in gh.points.iter().zip(&gh.weights) {
-                    let f = mean[(i, 0)] + var[(i, 0)].sqrt() * z;
-                    terms.push(lik.log_lik(model, i, yv, &[f])?);
-                    weights.push(*w);
-                }
-            }
-            // The softmax (the only model with several latent values per
-            // point) predicts through its product rule below; Monte Carlo
-            // serves only svi's minibatch steps.
-            Rule::Softmax(_) | Rule::MonteCarlo(_) => {
-                return Err(Error::internal(
-                    "the softmax's probabilities come from its product rule",
-                ));
-            }
-        }
-        let mx = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        if !mx.is_finite() {
-            return Ok(mx);
-        }
-        Ok(mx
-            + terms
-                .iter()
-                .zip(&weights)
-                .map(|(t, w)| w * (t - mx).exp())
-                .sum::<f64>()
-                .ln())
-    };
-    let classes = match model.support() {
-        Support::Binary => Some(2),
-        Support::Category => Some(model.classes),
-        _ => None,
-    };
-    let mut probs: Option<Vec<Vec<f64>>> = None;
-    if let Some(k) = classes {
-        let mut rows = Vec::with_capacity(m);
-        let (mut mi, mut vi) = (vec![0.0; c], vec![0.0; c]);
-        for i in 0..m {
-            for j in 0..c {
-                mi[j] = mean[(i, j)];
-                vi[j] = var[(i, j)];
-            }
-            let row: Vec<f64> = if let Rule::Softmax(r) = rule {
-                // E[softmax_c(f)] = ∂ E[log Σ exp f]/∂m_c.
-                r.eval(&mi, &vi).dm
-            } else if let (Rule::MonteCarlo(eps), Some(a)) = (rule, lik.mixing(model)) {
-                // Mixed latent GPs: E[softmax(Aᵀf)] by the rule's draws.
-                crate::infer::vi::expect::mixed_probabilities(a, eps, &mi, &vi)
-            } else {
-                (0..k)
-                    .map(|r| expect_exp(i, r as f64).map(f64::exp))
-                    .collect::<Result<_, _>>()?
-            };
-            let s: f64 = row.iter().sum();
-            rows.push(row.iter().map(|p| p / s).collect());
-        }
-        probs = Some(rows);
-    }
+    let expect_exp = |i: usize, yv: f64| log_expected_lik(model, rule, lik, mean, var, i, yv);
+    let classes = classes(model);
+    let probs = class_probabilities(model, rule, lik, mean, var)?;
     let probability = match (rule, classes) {
         (Rule::Quadrature(gh), Some(2)) if c == 1 => Some(binary_band(model, gh, lik, mean, var)?),
         _ => None,
@@ -327,6 +285,110 @@ pub fn outcome_predictions(
         },
         metrics,
     ))
+}
+
+/// log E_q[p(y | f)] at point `i` under q(f) ~ N(mean, var) [M, 1] by the
+/// engine's Gauss–Hermite `rule`, computed stably.
+fn log_expected_lik(
+    model: &ViModel,
+    rule: &Rule,
+    lik: &LikArgs<f64>,
+    mean: &DMatrix<f64>,
+    var: &DMatrix<f64>,
+    i: usize,
+    yv: f64,
+) -> Result<f64, Error> {
+    let mut terms = Vec::new();
+    let mut weights = Vec::new();
+    match rule {
+        Rule::Quadrature(gh) => {
+            for (z, w) in gh.points.iter().zip(&gh.weights) {
+                let f = mean[(i, 0)] + var[(i, 0)].sqrt() * z;
+                terms.push(lik.log_lik(model, i, yv, &[f])?);
+                weights.push(*w);
+            }
+        }
+        // The softmax (the only model with several latent values per
+        // point) predicts through its product rule; Monte Carlo serves
+        // only svi's minibatch steps.
+        Rule::Softmax(_) | Rule::MonteCarlo(_) => {
+            return Err(Error::internal(
+                "the softmax's probabilities come from its product rule",
+            ));
+        }
+    }
+    let mx = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    if !mx.is_finite() {
+        return Ok(mx);
+    }
+    Ok(mx
+        + terms
+            .iter()
+            .zip(&weights)
+            .map(|(t, w)| w * (t - mx).exp())
+            .sum::<f64>()
+            .ln())
+}
+
+/// The classes K of a discrete outcome with a fixed number of classes
+/// (binary: 2), `None` for other outcomes.
+pub fn classes(model: &ViModel) -> Option<usize> {
+    match model.support() {
+        Support::Binary => Some(2),
+        Support::Category => Some(model.classes),
+        _ => None,
+    }
+}
+
+/// Class probabilities p(y = k) = E_q[p(k | f)] at M points from the latent
+/// means and variances [M, C] there, each row summing to one (`None` for
+/// outcomes that are not classes): the softmax by its product rule, mixed
+/// latent GPs by the rule's draws, else by Gauss–Hermite.
+pub fn class_probabilities(
+    model: &ViModel,
+    rule: &Rule,
+    lik: &LikArgs<f64>,
+    mean: &DMatrix<f64>,
+    var: &DMatrix<f64>,
+) -> Result<Option<Vec<Vec<f64>>>, Error> {
+    let Some(k) = classes(model) else {
+        return Ok(None);
+    };
+    let (m, c) = mean.shape();
+    let mut rows = Vec::with_capacity(m);
+    let (mut mi, mut vi) = (vec![0.0; c], vec![0.0; c]);
+    for i in 0..m {
+        for j in 0..c {
+            mi[j] = mean[(i, j)];
+            vi[j] = var[(i, j)];
+        }
+        let row: Vec<f64> = if let Rule::Softmax(r) = rule {
+            // E[softmax_c(f)] = ∂ E[log Σ exp f]/∂m_c.
+            r.eval(&mi, &vi).dm
+        } else if let (Rule::MonteCarlo(eps), Some(a)) = (rule, lik.mixing(model)) {
+            // Mixed latent GPs: E[softmax(Aᵀf)] by the rule's draws.
+            crate::infer::vi::expect::mixed_probabilities(a, eps, &mi, &vi)
+        } else {
+            (0..k)
+                .map(|r| log_expected_lik(model, rule, lik, mean, var, i, r as f64).map(f64::exp))
+                .collect::<Result<_, _>>()?
+        };
+        let s: f64 = row.iter().sum();
+        rows.push(row.iter().map(|p| p / s).collect());
+    }
+    Ok(Some(rows))
+}
+
+/// Whether the likelihood's arguments other than the latent GP are the
+/// same at every point (numbers, or the mixing matrix), so that class
+/// probabilities can be computed at inputs that are no data rows (a
+/// probability map's grid).
+pub fn pointless_arguments(model: &ViModel, lik: &LikArgs<f64>) -> bool {
+    use crate::ir::value::Value;
+    lik.args.iter().enumerate().all(|(k, a)| {
+        matches!(a, Value::Real(_) | Value::Int(_))
+            || (k == model.latent.latent_arg && model.latent.mixing.is_some())
+    })
 }
 
 /// The standard normal quantiles of the five quantiles of a [`Band`].
