@@ -189,6 +189,19 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Box<dyn Fit>> {
     Ok(fit)
 }
 
+/// What the engine a run would use says before it starts on `bound`
+/// ([`crate::infer::registry::EngineDef::preflight`]): warnings, such as a
+/// dense variational run's estimated time when it is long (the command
+/// line prints them before the run); the error the run would give when the
+/// engine refuses to start (a run estimated to exceed `max_minutes`).
+pub fn preflight(bound: &Bound, options: &RunOptions) -> Result<Vec<String>> {
+    let cfg = engine_config(&bound.graph, options)?;
+    match registry::find(&cfg.name) {
+        Some(def) if def.schema().implemented => Ok(def.preflight(Arc::new(bound.clone()), &cfg)?),
+        _ => Ok(Vec::new()),
+    }
+}
+
 /// Check a run's figure choices before it starts: `--plot-params` names
 /// (see [`crate::output::plot_params`]) need an engine whose figure draws
 /// params (the samplers and `sample_prior`) and must name the model's

@@ -611,6 +611,10 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                     .map(crate::output::plot_params::split_names),
             };
             crate::api::check_plot_options(&bound, &options, &plot_options).map_err(sourced)?;
+            // What the engine says before it starts (a long run's estimate).
+            for w in crate::api::preflight(&bound, &options).map_err(sourced)? {
+                let _ = writeln!(std::io::stderr(), "warning: {w}");
+            }
             let cfg = crate::engine_config(&bound.graph, &options).ok();
             if save.is_some()
                 && let Some(cfg) = &cfg

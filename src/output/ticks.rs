@@ -58,8 +58,12 @@ impl Axis {
         } else {
             v + 0.0
         };
-        if self.whole && (v - v.round()).abs() > 1e-9 * v.abs().max(1.0) {
-            return String::new();
+        if self.whole {
+            return if (v - v.round()).abs() > 1e-9 * v.abs().max(1.0) {
+                String::new()
+            } else {
+                format!("{v:.0}")
+            };
         }
         if self.mag >= LARGE || (self.mag > 0.0 && self.mag < SMALL) {
             if v == 0.0 {

@@ -189,6 +189,12 @@ impl crate::infer::fit::Fit for VariationalFit {
             r.line("hypers:");
             r.lines(hypers_table(b, &self.hypers, &self.core.model.layout));
         }
+        if let Some(c) = &self.core.cost {
+            if let Some(w) = c.warning() {
+                r.warning(w);
+            }
+            r.field_ser("cost_estimate", c);
+        }
         for n in self.notes() {
             r.note(n);
         }
