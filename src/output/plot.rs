@@ -760,3 +760,27 @@ where
         .map_err(e)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_training_edges_are_marked_where_the_test_inputs_pass_them() {
+        let train = [1820.0, 1850.0, 1900.0, f64::NAN];
+        assert_eq!(
+            training_edges(&train, &[1901.0, 1920.0]),
+            vec![(1900.0, "end of the training data")]
+        );
+        assert_eq!(
+            training_edges(&train, &[1800.0, 1930.0]),
+            vec![
+                (1820.0, "start of the training data"),
+                (1900.0, "end of the training data")
+            ]
+        );
+        // Test inputs among the training inputs: no forecast, no line.
+        assert!(training_edges(&train, &[1830.0, 1900.0]).is_empty());
+        assert!(training_edges(&train, &[]).is_empty());
+    }
+}
