@@ -33,6 +33,9 @@ struct Cli {
     command: Command,
 }
 
+// `Run` carries every option of a run; the command is parsed once per
+// process, so its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Fit a model to data and report the results.

@@ -311,6 +311,10 @@ pub fn variational(f: &VariationalFit, path: &Path) -> Result<Vec<PathBuf>, Erro
     Ok(std::iter::once(path.to_path_buf()).chain(map).collect())
 }
 
+/// The latent means and variances [M, C] of a fit at any inputs [M, D].
+type LatentAt<'a> =
+    &'a dyn Fn(&Inputs) -> Result<(nalgebra::DMatrix<f64>, nalgebra::DMatrix<f64>), Error>;
+
 /// The probability map of a classifier with two input columns at
 /// `STEM_map.png` (`None` for other models, and for likelihoods whose
 /// other arguments differ from point to point, which have no value
@@ -320,7 +324,7 @@ fn classifier_map(
     model: &ViModel,
     rule: &crate::infer::vi::expect::Rule,
     lik: &crate::infer::vi::model::LikArgs<f64>,
-    latent: &dyn Fn(&Inputs) -> Result<(nalgebra::DMatrix<f64>, nalgebra::DMatrix<f64>), Error>,
+    latent: LatentAt,
     title: &str,
     path: &Path,
 ) -> Result<Option<PathBuf>, Error> {
