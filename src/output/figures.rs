@@ -299,7 +299,8 @@ fn variational_fit(
 /// A variational fit: the reliability diagram when there are
 /// classification test metrics; for one input column and numeric outcomes
 /// the fit (bands of y and f at the training and test points); else the
-/// ELBO trace.
+/// ELBO trace; for a classifier on two input columns also its probability
+/// map at `STEM_map.png`. The files written.
 pub fn variational(f: &VariationalFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
     let what = engine_words(f.engine);
     let lik = f.core.pieces.lik.untempered();
@@ -415,23 +416,31 @@ fn reliability(t: Option<&TestMetrics>, what: &str, path: &Path) -> Option<Resul
 }
 
 /// An `svi` fit: the reliability diagram on the test data for
-/// classification, else the ELBO (epoch means of the minibatch estimates,
-/// then the whole-data ELBO of the polishing steps) against seconds.
+/// classification, the fit for one input column and numeric outcomes,
+/// else the ELBO (epoch means of the minibatch estimates, then the
+/// whole-data ELBO of the polishing steps) against seconds; for a
+/// classifier on two input columns also its probability map at
+/// `STEM_map.png`. The files written.
 pub fn svi(f: &SviFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
-    let lik = f
-        .model
-        .pieces::<f64>(&f.theta, &f.model.bound)?
-        .lik
-        .untempered();
-    let latent = |x: &Inputs| f.latent_at(x);
-    let map = classifier_map(
-        &f.model,
-        &f.rule,
-        &lik,
-        &latent,
-        "svi: class probabilities",
-        path,
-    )?;
+    // A saved fit keeps one training row (the base for test data): no map.
+    let map = if f.loaded_from.is_none() {
+        let lik = f
+            .model
+            .pieces::<f64>(&f.theta, &f.model.bound)?
+            .lik
+            .untempered();
+        let latent = |x: &Inputs| f.latent_at(x);
+        classifier_map(
+            &f.model,
+            &f.rule,
+            &lik,
+            &latent,
+            "svi: class probabilities",
+            path,
+        )?
+    } else {
+        None
+    };
     svi_figure(f, path)?;
     Ok(std::iter::once(path.to_path_buf()).chain(map).collect())
 }
