@@ -302,6 +302,45 @@ fn a_two_input_classifier_gets_its_probability_map_and_p_of_one() {
     assert_eq!(numbers(&p["rows"])[0], 300.0);
 }
 
+/// A GP classifier on two inputs whose hypers are sampled with the
+/// latent function; `OFFSET` is replaced by the likelihood's other term.
+const SAMPLED_CLASSIFIER2: &str = r#"
+data { n : int  X : matrix[n, 2] = columns("x0", "x1")  off : vector[n] = column("x2")  y : int<lower=0, upper=1>[n] }
+param { ell : positive ~ lognormal(log(2), 0.5)  sf : positive ~ lognormal(0, 0.5) }
+model {
+  f ~ gp(0, sf^2 * rbf(ell))
+  y ~ bernoulli_logit(f(X) OFFSET)
+}
+infer nuts { chains = 1  warmup = 40  draws = 40  seed = 1 }
+"#;
+
+#[test]
+fn a_sampled_two_input_classifier_gets_its_map_unless_its_likelihood_reads_point_data() {
+    let dir = out_dir("outputs_sampler_map");
+    let data = shared().join("data").join("breast_cancer_prepared.csv");
+    for (tag, offset, drawn) in [("plain", "+ 0.5 * sf", true), ("offset", "+ off", false)] {
+        let model = dir.join(format!("{tag}.tempest"));
+        std::fs::write(&model, SAMPLED_CLASSIFIER2.replace("OFFSET", offset)).unwrap();
+        let png = dir.join(format!("{tag}.png"));
+        let out = assert_ok(&tempest(&[
+            "run",
+            model.to_str().unwrap(),
+            "--data",
+            data.to_str().unwrap(),
+            "--rows",
+            "0..19",
+            "-q",
+            "--plot",
+            png.to_str().unwrap(),
+        ]));
+        let map = dir.join(format!("{tag}_map.png"));
+        assert_eq!(map.exists(), drawn, "{tag}: {out}");
+        if drawn {
+            assert_eq!(&std::fs::read(&map).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+        }
+    }
+}
+
 #[test]
 fn plot_params_choose_the_sampler_plots_and_unknown_names_are_refused() {
     let dir = out_dir("outputs_plot_params");

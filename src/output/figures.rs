@@ -13,7 +13,7 @@ use crate::infer::evidence::fit::EvidenceFit;
 use crate::infer::exact::fit::ExactFit;
 use crate::infer::mcmc::density::Density;
 use crate::infer::mcmc::fit::McmcFit;
-use crate::infer::mcmc::predict::SamplerPredictions;
+use crate::infer::mcmc::predict::{SamplerPredictions, class_probabilities_at};
 use crate::infer::svi::fit::SviFit;
 use crate::infer::vi::fit::VariationalFit;
 use crate::infer::vi::model::ViModel;
@@ -330,28 +330,68 @@ fn classifier_map(
     path: &Path,
 ) -> Result<Option<PathBuf>, Error> {
     use crate::infer::vi::predict::{class_probabilities, classes, pointless_arguments};
-    let Some(k) = classes(model) else {
-        return Ok(None);
-    };
-    if model.inputs.dim() != 2 || !pointless_arguments(model, lik) {
+    if classes(model).is_none() || !pointless_arguments(model, lik) {
         return Ok(None);
     }
-    let n = model.inputs.len();
-    let x0: Vec<f64> = (0..n).map(|i| model.inputs.row(i)[0]).collect();
-    let x1: Vec<f64> = (0..n).map(|i| model.inputs.row(i)[1]).collect();
-    let extent = super::plot_map::extent(&x0, &x1);
-    let grid = Inputs::from_rows(&super::plot_map::grid_points(extent));
-    let (mean, var) = latent(&grid)?;
-    let Some(probs) = class_probabilities(model, rule, lik, &mean, &var)? else {
-        return Ok(None);
+    let probs_at = |x: &Inputs| {
+        let (mean, var) = latent(x)?;
+        class_probabilities(model, rule, lik, &mean, &var)
     };
     let g = &model.bound.graph;
     let data = g.observations[model.latent.obs].data;
-    let names = match model.bound.labels.get(&data) {
+    let on = MapOf {
+        bound: &model.bound,
+        site: model.latent.site,
+        data,
+        inputs: &model.inputs,
+        y: &model.y,
+    };
+    probability_map_beside(path, &on, &probs_at, title)
+}
+
+/// The class probabilities \[M\]\[K\] of a fit at any inputs [M, D], when
+/// it has them there.
+type ProbsAt<'a> = &'a dyn Fn(&Inputs) -> Result<Option<Vec<Vec<f64>>>, Error>;
+
+/// What a probability map is drawn of: the bound training data, the
+/// latent GP's site, the outcome (a data index), the training inputs
+/// [N, D] and classes \[N\].
+struct MapOf<'a> {
+    bound: &'a crate::ir::bind::Bound,
+    site: usize,
+    data: usize,
+    inputs: &'a Inputs,
+    y: &'a [f64],
+}
+
+/// The probability map at `STEM_map.png` of a classifier on two input
+/// columns (`None` for other inputs, or when `probs_at` — the class
+/// probabilities at any inputs — gives none): the map's grid over the
+/// training inputs, the training points on top.
+fn probability_map_beside(
+    path: &Path,
+    on: &MapOf,
+    probs_at: ProbsAt,
+    title: &str,
+) -> Result<Option<PathBuf>, Error> {
+    let x = on.inputs;
+    if x.dim() != 2 {
+        return Ok(None);
+    }
+    let x0: Vec<f64> = (0..x.len()).map(|i| x.row(i)[0]).collect();
+    let x1: Vec<f64> = (0..x.len()).map(|i| x.row(i)[1]).collect();
+    let extent = super::plot_map::extent(&x0, &x1);
+    let grid = Inputs::from_rows(&super::plot_map::grid_points(extent));
+    let Some(probs) = probs_at(&grid)? else {
+        return Ok(None);
+    };
+    let k = probs.first().map_or(0, Vec::len);
+    let g = &on.bound.graph;
+    let names = match on.bound.labels.get(&on.data) {
         Some(ls) if ls.len() == k => ls.clone(),
         _ => (0..k).map(|c| c.to_string()).collect(),
     };
-    let input = input_label(g, Some(model.latent.site));
+    let input = input_label(g, Some(on.site));
     let (l0, l1) = (format!("{input}[0]"), format!("{input}[1]"));
     let map_path = beside(path, "map");
     super::plot_map::probability_map(
@@ -360,10 +400,10 @@ fn classifier_map(
             title,
             extent,
             probs: &probs,
-            train: (&x0, &x1, &model.y),
+            train: (&x0, &x1, on.y),
             labels: (&l0, &l1),
             classes: names,
-            outcome: &g.data[data].name,
+            outcome: &g.data[on.data].name,
         },
     )?;
     Ok(Some(map_path))
@@ -539,7 +579,39 @@ pub fn mcmc(f: &McmcFit, path: &Path, chosen: Option<&[String]>) -> Result<Vec<P
     if let Some(fit) = mcmc_fit(f, path)? {
         written.push(fit);
     }
+    if let Some(map) = mcmc_map(f, path)? {
+        written.push(map);
+    }
     Ok(written)
+}
+
+/// Draws a sampler's probability map averages over.
+const MAP_DRAWS: usize = 200;
+
+/// The probability map of a sampled classifier on two input columns at
+/// `STEM_map.png` (see [`class_probabilities_at`]).
+fn mcmc_map(f: &McmcFit, path: &Path) -> Result<Option<PathBuf>, Error> {
+    let g = &f.density.bound.graph;
+    let (Some(x), [o]) = (f.density.gp_inputs(), g.observations.as_slice()) else {
+        return Ok(None);
+    };
+    let y = f.density.bound.data[o.data].flatten();
+    let qs: Vec<&[f64]> = f.draws.iter().flatten().map(|d| d.q.as_slice()).collect();
+    let probs_at = |grid: &Inputs| class_probabilities_at(&f.density, &qs, grid, MAP_DRAWS, f.seed);
+    let on = MapOf {
+        bound: &f.density.bound,
+        // A sampled model has at most one latent GP site.
+        site: 0,
+        data: o.data,
+        inputs: x,
+        y: &y,
+    };
+    let title = format!(
+        "{}: class probabilities ({} draws)",
+        f.engine,
+        qs.len().min(MAP_DRAWS)
+    );
+    probability_map_beside(path, &on, &probs_at, &title)
 }
 
 /// The file beside `path` named `STEM_tag.png`.
