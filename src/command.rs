@@ -119,6 +119,10 @@ pub struct Split {
     pub train_rows: usize,
     /// Test rows.
     pub test_rows: usize,
+    /// The test rows' numbers, in the order they were predicted at (CSV
+    /// rows numbered as data errors number them: 0 for the first row after
+    /// the header).
+    pub test_row_numbers: Vec<usize>,
 }
 
 /// `--split F` (with `--shuffle SEED`): the rows of a CSV file (after
@@ -179,8 +183,35 @@ pub fn split_data(
         shuffle,
         train_rows: k,
         test_rows: n - k,
+        test_row_numbers: test.row_numbers().unwrap_or_default().to_vec(),
     };
     Ok((data.take_rows(&order[..k])?, Some((test, split))))
+}
+
+/// `--split-out FILE`: the rows a run trains and tests on, as CSV with
+/// the header `row,part`, one line per row: its number (as data errors
+/// number rows: 0 for the first row after the header) and `train` or
+/// `test`, the training rows first, each part in the order the run used
+/// it. `train` and `test` are CSV data (an error names other sources).
+pub fn split_rows_csv(train: &Data, test: Option<&Data>) -> Result<String, Error> {
+    fn rows(d: &Data) -> Result<&[usize], Error> {
+        d.row_numbers().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Settings,
+                format!(
+                    "--split-out writes row numbers of CSV files, not of {}",
+                    d.file()
+                ),
+            )
+        })
+    }
+    let mut out = String::from("row,part\n");
+    for (d, part) in std::iter::once((train, "train")).chain(test.map(|t| (t, "test"))) {
+        for r in rows(d)? {
+            out.push_str(&format!("{r},{part}\n"));
+        }
+    }
+    Ok(out)
 }
 
 /// The most labels [`label_lines`] lists one by one.

@@ -99,6 +99,16 @@ impl Data {
         }
     }
 
+    /// The row numbers of a CSV table's rows, in their order (0 for the
+    /// first row after the header, as data errors number them; rows keep
+    /// their numbers through every selection); `None` for other sources.
+    pub fn row_numbers(&self) -> Option<&[usize]> {
+        match self {
+            Data::Csv(t) => Some(&t.row_ids),
+            _ => None,
+        }
+    }
+
     /// A row selection of a CSV table; an error for other sources.
     fn csv_rows(self, select: impl FnOnce(CsvTable) -> Result<CsvTable>) -> Result<Data> {
         match self {

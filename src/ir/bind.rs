@@ -1326,6 +1326,19 @@ fn describe_shape(ty: &Ty, shape: (usize, usize)) -> String {
 }
 
 impl Bound {
+    /// The data row numbers of `m` points of this data, numbered as data
+    /// errors number them: for a CSV file the row in the file as read (0
+    /// for the first row after the header, on line 2), whatever `--rows`,
+    /// `--test-rows`, `--split` or `--shuffle` kept; for JSON or Rust
+    /// values, and whenever the points are not one per row, 0..m.
+    pub fn row_numbers(&self, m: usize) -> Vec<usize> {
+        if self.row_ids.len() == m {
+            self.row_ids.clone()
+        } else {
+            (0..m).collect()
+        }
+    }
+
     /// A location in the bound data: `row` is the index among the bound rows.
     pub fn location(&self, row: Option<usize>, column: String) -> DataLocation {
         DataLocation {

@@ -6,6 +6,7 @@ use super::axis;
 use crate::error::{Error, ErrorKind};
 use crate::infer::band::Band;
 use crate::infer::vi::predict::Bin;
+use crate::output::ticks::Axis;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -96,14 +97,35 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
         .y_label_area_size(60)
         .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(|e| plot_err(path, e))?;
+    let (xa, ya) = (Axis::new(x0, x1, 10), Axis::new(y0, y1, 10));
     chart
         .configure_mesh()
         .x_desc(p.labels.0)
         .y_desc(p.labels.1)
+        .x_labels(10)
+        .y_labels(10)
+        .x_label_formatter(&|x| xa.label(*x))
+        .y_label_formatter(&|y| ya.label(*y))
         .light_line_style(RGBColor(238, 238, 238))
         .label_style(("sans-serif", 14))
         .draw()
         .map_err(|e| plot_err(path, e))?;
+    // Where the training data end (or start) when the test inputs go past
+    // them: a forecast (or backcast) is read from that line on.
+    let test_x = p.test.map_or(&[][..], |t| t.0);
+    for (edge, label) in training_edges(p.train.0, test_x) {
+        let style = RGBColor(90, 90, 90).stroke_width(2);
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(edge, y0), (edge, y1)],
+                8,
+                5,
+                style,
+            ))
+            .map_err(|e| plot_err(path, e))?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], style));
+    }
     let band = |lo: &[f64], hi: &[f64]| -> Vec<(f64, f64)> {
         p.grid
             .iter()
@@ -198,6 +220,30 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
     Ok(())
 }
 
+/// The edges of the training inputs `train` that the test inputs `test`
+/// go past, each with its legend label: the last training input when a
+/// test input lies beyond it (a forecast), the first when one lies before
+/// it. Non-finite inputs are ignored.
+pub fn training_edges(train: &[f64], test: &[f64]) -> Vec<(f64, &'static str)> {
+    let finite = |v: &[f64]| {
+        v.iter()
+            .filter(|x| x.is_finite())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                (a.min(x), b.max(x))
+            })
+    };
+    let (lo, hi) = finite(train);
+    let (tlo, thi) = finite(test);
+    let mut out = Vec::new();
+    if lo.is_finite() && tlo < lo {
+        out.push((lo, "start of the training data"));
+    }
+    if hi.is_finite() && thi > hi {
+        out.push((hi, "end of the training data"));
+    }
+    out
+}
+
 /// Colours for overlaid series (the Tableau 10 palette).
 pub(crate) const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
@@ -244,6 +290,7 @@ pub fn reliability_diagram(
 
     let blue = RGBColor(31, 119, 180);
     let red = RGBColor(214, 39, 40);
+    let unit = Axis::new(0.0, 1.0, 11);
     let mut chart = ChartBuilder::on(&top)
         .margin(8)
         .x_label_area_size(28)
@@ -255,8 +302,8 @@ pub fn reliability_diagram(
         .y_desc("accuracy (fraction correct)")
         .x_labels(11)
         .y_labels(11)
-        .x_label_formatter(&|x| format!("{x:.1}"))
-        .y_label_formatter(&|y| format!("{y:.1}"))
+        .x_label_formatter(&|x| unit.label(*x))
+        .y_label_formatter(&|y| unit.label(*y))
         .light_line_style(RGBColor(238, 238, 238))
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
@@ -315,6 +362,7 @@ pub fn reliability_diagram(
 
     let n: usize = bins.iter().map(|b| b.count).sum();
     let max_count = bins.iter().map(|b| b.count).max().unwrap_or(1).max(1) as f64;
+    let count_axis = Axis::new(0.0, max_count * 1.22, 4).whole();
     let mut counts = ChartBuilder::on(&bottom)
         .margin(8)
         .x_label_area_size(48)
@@ -327,8 +375,8 @@ pub fn reliability_diagram(
         .y_desc("test points")
         .x_labels(11)
         .y_labels(4)
-        .x_label_formatter(&|x| format!("{x:.1}"))
-        .y_label_formatter(&|y| format!("{y:.0}"))
+        .x_label_formatter(&|x| unit.label(*x))
+        .y_label_formatter(&|y| count_axis.label(*y))
         .light_line_style(RGBColor(238, 238, 238))
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
@@ -595,17 +643,24 @@ pub fn traces_xy(
         .y_label_area_size(80);
     let (ya, yb) = axis::padded(y0, y1, 0.06);
     let y_range = ya..yb;
+    let x_labels = if x_label.is_some() {
+        11
+    } else {
+        (x1 as usize + 1).clamp(2, 11)
+    };
+    let x_axis = Axis::new(x0, x1 * 1.01, x_labels);
     let spec = TraceSpec {
         series,
         pts: &pts,
         y_label,
-        y_span: y1 - y0,
-        x_labels: if x_label.is_some() {
-            11
+        y_axis: Axis::new(ya, yb, 10),
+        x_labels,
+        // Steps are whole numbers: label only whole ticks.
+        x_axis: if x_label.is_some() {
+            x_axis
         } else {
-            (x1 as usize + 1).clamp(2, 11)
+            x_axis.whole()
         },
-        x_span: x_label.map(|_| x1),
     };
     if log_x {
         let chart = builder
@@ -633,31 +688,10 @@ struct TraceSpec<'a> {
     series: &'a [(String, Vec<(f64, f64)>)],
     pts: &'a [Vec<(f64, f64)>],
     y_label: &'a str,
-    y_span: f64,
+    y_axis: Axis,
     x_labels: usize,
-    /// The span of a continuous x axis (`None`: whole steps).
-    x_span: Option<f64>,
-}
-
-/// A tick label with as many decimals as the axis span needs; values of
-/// magnitude 1e15 or more in scientific notation, with as many digits as
-/// the span needs.
-fn tick(v: f64, span: f64) -> String {
-    let mag = v.abs();
-    if mag >= 1e15 {
-        let digits = if span > 0.0 {
-            ((mag / span).log10().ceil() + 1.0).clamp(1.0, 12.0) as usize
-        } else {
-            3
-        };
-        return format!("{v:.digits$e}");
-    }
-    let decimals = if span > 0.0 {
-        (1.0 - span.log10().floor()).clamp(0.0, 8.0) as usize
-    } else {
-        2
-    };
-    format!("{v:.decimals$}")
+    /// The x axis' labels (whole numbers only for steps).
+    x_axis: Axis,
 }
 
 fn draw_traces<'a, X>(
@@ -671,20 +705,14 @@ where
     X: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     let e = |err| plot_err(path, err);
-    let span = spec.y_span;
-    let y_fmt = move |y: &f64| tick(*y, span);
     chart
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(spec.y_label)
         .x_labels(spec.x_labels)
-        .x_label_formatter(&|x| match spec.x_span {
-            Some(span) => tick(*x, span),
-            // Steps are whole numbers: label only whole ticks.
-            None if (x - x.round()).abs() < 1e-9 => format!("{x:.0}"),
-            None => String::new(),
-        })
-        .y_label_formatter(&y_fmt)
+        .y_labels(10)
+        .x_label_formatter(&|x| spec.x_axis.label(*x))
+        .y_label_formatter(&|y| spec.y_axis.label(*y))
         .light_line_style(RGBColor(238, 238, 238))
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
@@ -747,4 +775,28 @@ where
         .draw()
         .map_err(e)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_training_edges_are_marked_where_the_test_inputs_pass_them() {
+        let train = [1820.0, 1850.0, 1900.0, f64::NAN];
+        assert_eq!(
+            training_edges(&train, &[1901.0, 1920.0]),
+            vec![(1900.0, "end of the training data")]
+        );
+        assert_eq!(
+            training_edges(&train, &[1800.0, 1930.0]),
+            vec![
+                (1820.0, "start of the training data"),
+                (1900.0, "end of the training data")
+            ]
+        );
+        // Test inputs among the training inputs: no forecast, no line.
+        assert!(training_edges(&train, &[1830.0, 1900.0]).is_empty());
+        assert!(training_edges(&train, &[]).is_empty());
+    }
 }

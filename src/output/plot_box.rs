@@ -5,6 +5,7 @@
 use super::axis;
 use super::plot::{PALETTE, plot_err, register_font};
 use crate::error::{Error, ErrorKind};
+use crate::output::ticks::Axis;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -87,10 +88,13 @@ pub fn box_plots(
         .y_label_area_size(90)
         .build_cartesian_2d(-0.5..(n as f64 - 0.5), lo..hi)
         .map_err(e)?;
+    let ya = Axis::new(lo, hi, 10);
     chart
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
+        .y_labels(10)
+        .y_label_formatter(&|y| ya.label(*y))
         .y_desc(y_label)
         .draw()
         .map_err(e)?;

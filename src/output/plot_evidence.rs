@@ -5,6 +5,7 @@ use super::axis;
 use super::plot::{PALETTE, plot_err, register_font};
 use crate::error::{Error, ErrorKind};
 use crate::infer::evidence::fit::EvidenceFit;
+use crate::output::ticks::Axis;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -46,10 +47,15 @@ pub fn rung_means(path: &Path, fit: &EvidenceFit, title: &str) -> Result<(), Err
         .y_label_area_size(90)
         .build_cartesian_2d(0.0..1.0, y0..y1)
         .map_err(e)?;
+    let (xa, ya) = (Axis::new(0.0, 1.0, 10), Axis::new(y0, y1, 10));
     chart
         .configure_mesh()
         .x_desc("t (power of the likelihood)")
         .y_desc("E_t[log p(y | x)]")
+        .x_labels(10)
+        .y_labels(10)
+        .x_label_formatter(&|x| xa.label(*x))
+        .y_label_formatter(&|y| ya.label(*y))
         .draw()
         .map_err(e)?;
     let blue = PALETTE[0];

@@ -16,6 +16,11 @@ use serde::Serialize;
 /// Predictions at M test points.
 #[derive(Clone, Debug, Serialize)]
 pub struct Predictions {
+    /// The data row of each test point \[M\]
+    /// ([`Bound::row_numbers`]; empty for points that are not data rows,
+    /// such as a plot's grid).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<usize>,
     /// Predictive mean of y (and of f + offset), \[M\].
     pub mean: Vec<f64>,
     /// Latent predictive variance, \[M\].
@@ -83,6 +88,7 @@ impl ExactModel {
             predictive.push_normal(*m, v.sqrt());
         }
         Ok(Predictions {
+            rows: Vec::new(),
             mean,
             var_f,
             var_y,
@@ -116,6 +122,7 @@ impl ExactModel {
             ));
         }
         let mut p = self.predict_at(theta, state, &x, test)?;
+        p.rows = test.row_numbers(p.mean.len());
         let bad = (0..p.mean.len()).find(|&i| {
             !(p.mean[i].is_finite() && p.var_f[i].is_finite() && p.var_y[i].is_finite())
         });

@@ -313,7 +313,15 @@ impl crate::infer::fit::Fit for McmcFit {
     }
 
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
-        crate::output::figures::mcmc(self, path)
+        crate::output::figures::mcmc(self, path, None)
+    }
+
+    fn plot_with(
+        &self,
+        path: &std::path::Path,
+        options: &crate::infer::fit::PlotOptions,
+    ) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
+        crate::output::figures::mcmc(self, path, options.params.as_deref())
     }
 
     /// The summary table, estimates, control variates and warnings.
