@@ -591,7 +591,13 @@ pub(crate) fn string_range(a: &str, b: &str) -> Result<Vec<String>, String> {
             } else {
                 0
             };
-            Ok((x..=y).map(|i| format!("{pa}{i:0width$}")).collect())
+            Ok((x..=y)
+                .map(|i| {
+                    let digits = i.to_string();
+                    let zeros = "0".repeat(width.saturating_sub(digits.len()));
+                    format!("{pa}{zeros}{digits}")
+                })
+                .collect())
         }
         (Some(_), Some(_)) if pa == pb => Err(format!(
             "the range \"{a}\"..\"{b}\" is empty: its end comes before its start"
