@@ -355,6 +355,8 @@ fn sourced(errors: Errors) -> Failure {
 }
 
 fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Result<(), Failure> {
+    // A memory budget that cannot be read is refused before any work.
+    crate::limits::memory_budget()?;
     match cli.command {
         Command::PlotTrace {
             out,

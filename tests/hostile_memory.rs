@@ -11,13 +11,51 @@ use std::time::Duration;
 
 /// The longest a refusal may take (debug build, 2 shared cores): a size is
 /// refused before the work it would cause, not after.
-#[allow(dead_code)]
 const FAST: Duration = Duration::from_secs(5);
 
 /// The longest any run here may take before it counts as a hang.
 const LIMIT: Duration = Duration::from_secs(120);
 
 const MCYCLE: &str = "examples/data/mcycle.csv";
+const IRIS: &str = "examples/data/iris.csv";
+
+/// `tempest check MODEL --data DATA` and `tempest run MODEL --data DATA -q`
+/// with `env`: each must fail cleanly within [`FAST`], saying `says`, with
+/// a caret under `at` on line `line` of the model. The errors, check's
+/// first.
+fn refused_fast(
+    model: &str,
+    data: &str,
+    env: &[(&str, &str)],
+    says: &str,
+    (line, at): (usize, &str),
+) -> Vec<String> {
+    let text = std::fs::read_to_string(model).expect("model");
+    let source_line = text.lines().nth(line - 1).expect("line");
+    let column = source_line.find(at).expect("`at` on the line") + 1;
+    let place = format!("{model}:{line}:{column}");
+    let mut errors = Vec::new();
+    for cmd in [
+        vec!["check", model, "--data", data],
+        vec!["run", model, "--data", data, "-q"],
+    ] {
+        let (o, took) = tempest_within(&cmd, env, LIMIT);
+        let err = assert_clean_failure(&o);
+        assert!(took < FAST, "`{}` took {took:?}: {err}", cmd.join(" "));
+        assert!(err.contains(says), "{err}");
+        assert!(err.contains(&place), "not at {place}: {err}");
+        // The caret line underlines exactly the size.
+        let caret = err
+            .lines()
+            .skip_while(|l| !l.contains(source_line.trim()))
+            .nth(1)
+            .unwrap_or_default();
+        let under: String = caret.chars().filter(|c| *c == '─' || *c == '┬').collect();
+        assert_eq!(under.chars().count(), at.chars().count(), "{err}");
+        errors.push(err);
+    }
+    errors
+}
 
 #[test]
 fn names_of_65536_characters_are_reported_and_written() {
@@ -64,7 +102,7 @@ fn names_of_65536_characters_are_reported_and_written() {
         if tag == "nuts" {
             args.extend(["--csv", prefix.to_str().unwrap()]);
         }
-        let (o, _) = tempest_within(&args, LIMIT);
+        let (o, _) = tempest_within(&args, &[], LIMIT);
         let out = assert_ok(&o);
         // The summary lists the long name, aligned like any other.
         assert!(out.contains(&long), "{tag}: the name is not in the summary");
@@ -89,6 +127,7 @@ fn names_of_65536_characters_are_reported_and_written() {
             "--json",
             json.to_str().unwrap(),
         ],
+        &[],
         LIMIT,
     );
     assert!(assert_ok(&o).contains(&long));
@@ -113,6 +152,158 @@ fn a_zero_padded_column_range_of_any_width_expands() {
              model {{ f ~ gp(0, rbf(1.0))\n y ~ normal(f(X), 1.0) }}\ninfer exact {{}}\n"
         ),
     );
-    let (o, _) = tempest_within(&["check", &model, "--data", &data], LIMIT);
+    let (o, _) = tempest_within(&["check", &model, "--data", &data], &[], LIMIT);
     assert_ok(&o);
+}
+
+#[test]
+fn network_widths_beyond_the_limit_are_refused_at_the_width() {
+    let dir = out_dir("hostile_memory_widths");
+    for (k, widths, at) in [
+        (0, "[4294967296]", "4294967296"),
+        (1, "[2, 4294967296]", "4294967296"),
+        (2, "[9223372036854775807]", "9223372036854775807"),
+        (3, "[1000000000, 2]", "1000000000"),
+        (4, "[64, 1000000]", "1000000"),
+    ] {
+        let model = write_file(
+            &dir,
+            &format!("net{k}.tempest"),
+            &format!(
+                "data {{ n : int\n t : vector[n] = column(\"times\")\n accel : vector[n] }}\n\
+                 hyper {{ sigma : positive = 20.0 }}\n\
+                 model {{ f ~ gp(0, deep(rbf(1.0), mlp({widths})))\n accel ~ normal(f(t), sigma) }}\n\
+                 guide {{ f : inducing(m = 10) }}\ninfer svi {{}}\n"
+            ),
+        );
+        refused_fast(
+            &model,
+            MCYCLE,
+            &[],
+            "a feature network has at most 50000000 weights",
+            (5, at),
+        );
+        // Without data, `check` refuses it too.
+        let (o, took) = tempest_within(&["check", &model], &[], LIMIT);
+        assert!(assert_clean_failure(&o).contains("this width"));
+        assert!(took < FAST, "{took:?}");
+    }
+}
+
+#[test]
+fn hyper_and_param_vectors_are_refused_before_allocation() {
+    let dir = out_dir("hostile_memory_vectors");
+    let data = "data { n : int\n t : vector[n] = column(\"times\")\n accel : vector[n] }\n";
+    for n in ["10000000", "1000000000"] {
+        let hyper = write_file(
+            &dir,
+            &format!("hyper{n}.tempest"),
+            &format!(
+                "{data}hyper {{ w : vector[{n}] = 0.0\n sigma : positive = 20.0 }}\n\
+                 model {{ f ~ gp(0, rbf(1.0))\n accel ~ normal(f(t), sigma) }}\n\
+                 infer exact {{}}\n"
+            ),
+        );
+        let param = write_file(
+            &dir,
+            &format!("param{n}.tempest"),
+            &format!(
+                "{data}param {{ w : vector[{n}] ~ normal(0, 1)\n s : positive ~ lognormal(3, 1) }}\n\
+                 model {{ accel ~ normal(w[0] * t, s) }}\ninfer nuts {{}}\n"
+            ),
+        );
+        // Under a budget the values alone (and the copies binding makes)
+        // do not fit: refused at the size before any is allocated.
+        for (model, kind) in [(&hyper, "hyper"), (&param, "param")] {
+            let errs = refused_fast(
+                model,
+                MCYCLE,
+                &[("TEMPEST_MEMORY", "100MB")],
+                &format!("the {kind} `w` would need"),
+                (4, n),
+            );
+            assert!(errs[0].contains("the budget set with TEMPEST_MEMORY is 100.0 MB"));
+        }
+    }
+    // With the machine's memory, ten million params are refused by the
+    // draws they would fill, pointing at the param.
+    let param = dir.join("param10000000.tempest");
+    let (o, _) = tempest_within(
+        &["check", param.to_str().unwrap(), "--data", MCYCLE],
+        &[],
+        LIMIT,
+    );
+    let err = assert_clean_failure(&o);
+    assert!(
+        err.contains("keeping the draws would need 960.0 GB")
+            && err.contains("10000000 values of `w`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_budget_that_is_not_a_byte_count_is_refused() {
+    let (o, _) = tempest_within(
+        &["check", "examples/mcycle.tempest", "--data", MCYCLE],
+        &[("TEMPEST_MEMORY", "plenty")],
+        LIMIT,
+    );
+    let err = assert_clean_failure(&o);
+    assert!(
+        err.contains("TEMPEST_MEMORY=plenty: expected a number of bytes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn inducing_grids_and_class_counts_are_refused_at_their_size() {
+    let dir = out_dir("hostile_memory_guides");
+    let mcycle = "data { n : int\n t : vector[n] = column(\"times\")\n accel : vector[n] }\n\
+                  hyper { sigma : positive = 20.0 }\n\
+                  model { f ~ gp(0, rbf(1.0))\n accel ~ normal(f(t), sigma) }\n";
+    for m in ["4294967296", "9223372036854775807"] {
+        let model = write_file(
+            &dir,
+            &format!("grid{m}.tempest"),
+            &format!("{mcycle}guide {{ f : grid(m = {m}) }}\ninfer svi {{}}\n"),
+        );
+        refused_fast(
+            &model,
+            MCYCLE,
+            &[],
+            "inducing points",
+            (7, &format!("f : grid(m = {m})")),
+        );
+        // Inducing points beyond the data are the data's points (a note,
+        // not an allocation of m).
+        let model = write_file(
+            &dir,
+            &format!("inducing{m}.tempest"),
+            &format!("{mcycle}guide {{ f : inducing(m = {m}) }}\ninfer svi {{ steps = 2 }}\n"),
+        );
+        let (o, took) = tempest_within(&["run", &model, "--data", MCYCLE, "-q"], &[], LIMIT);
+        assert!(assert_ok(&o).contains("Z is the training inputs"));
+        assert!(took < FAST, "{took:?}");
+    }
+    for k in ["1000000000", "4294967296", "9223372036854775807"] {
+        for engine in ["svi", "mirror_descent", "nuts"] {
+            let model = write_file(
+                &dir,
+                &format!("classes{k}{engine}.tempest"),
+                &format!(
+                    "data {{ n : int\n X : matrix[n, 4] = columns(except = [\"target\"])\n \
+                     y : int<lower=0>[n] = column(\"target\") }}\n\
+                     model {{ f ~ gp(0, rbf(1.0))[{k}]\n y ~ categorical_logit(f(X)) }}\n\
+                     infer {engine} {{}}\n"
+                ),
+            );
+            refused_fast(
+                &model,
+                IRIS,
+                &[],
+                "the latent values of `f` would need",
+                (4, k),
+            );
+        }
+    }
 }

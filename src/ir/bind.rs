@@ -761,21 +761,66 @@ pub fn concrete_shape(ty: &Ty, sizes: &BTreeMap<String, usize>) -> Option<(usize
     }
 }
 
+/// The copies of each hyper and param that binding and the evaluation of
+/// the model at its initial values hold at once: the values kept, the dry
+/// run's copy and the temporaries of an element-wise expression over them.
+const DECLARED_COPIES: u64 = 4;
+
+/// The memory a declared shape's values need, held [`DECLARED_COPIES`]
+/// times; `None` for a scalar.
+fn shape_request(kind: &str, name: &str, shape: (usize, usize)) -> Option<crate::limits::Request> {
+    let r = crate::limits::Request::new(format!("the {kind} `{name}`"));
+    let r = match shape {
+        (0, 0) => return None,
+        (n, 0) => r.times("entries", n),
+        (n, m) => r.times("rows", n).times("columns", m),
+    };
+    Some(r.times(
+        "copies (its values, the dry run's and an expression's temporaries)",
+        DECLARED_COPIES,
+    ))
+}
+
 /// Refuse a declared shape whose values would not fit in memory, naming
-/// the declaration.
+/// the declaration; the error points at `span`, where its sizes are written.
 pub fn check_shape_memory(
     kind: &str,
     name: &str,
     shape: (usize, usize),
     span: crate::syntax::ast::Span,
 ) -> Result<(), Error> {
-    let mut r = crate::limits::Request::new(format!("the {kind} `{name}`"));
-    match shape {
-        (0, 0) => return Ok(()),
-        (n, 0) => r = r.times("entries", n),
-        (n, m) => r = r.times("rows", n).times("columns", m),
-    }
-    crate::limits::check_memory(&[r]).map_err(|e| e.with_span(span).with_label("declared here"))
+    let Some(r) = shape_request(kind, name, shape) else {
+        return Ok(());
+    };
+    crate::limits::check_memory(&[r]).map_err(|e| e.with_span(span).with_label("this size"))
+}
+
+/// Refuse, before any is allocated, hypers and params whose values would
+/// not fit in memory together: the error names the largest and points at
+/// its sizes.
+fn check_declared_memory(g: &Graph, sizes: &BTreeMap<String, usize>) -> Result<(), Error> {
+    let hypers = g
+        .hypers
+        .iter()
+        .map(|h| ("hyper", &h.name, &h.ty, h.size_span));
+    let params = g
+        .params
+        .iter()
+        .map(|p| ("param", &p.name, &p.ty, p.size_span));
+    let (requests, spans): (Vec<_>, Vec<_>) = hypers
+        .chain(params)
+        .filter_map(|(kind, name, ty, span)| {
+            let shape = concrete_shape(ty, sizes)?;
+            Some((shape_request(kind, name, shape)?, span))
+        })
+        .unzip();
+    crate::limits::check_memory(&requests).map_err(|e| {
+        let biggest = (0..requests.len()).max_by_key(|&k| requests[k].bytes());
+        match biggest {
+            Some(k) => e.with_span(spans[k]).with_label("this size"),
+            None => e,
+        }
+    })
 }
 
 /// A value of the given shape filled with `x`.
@@ -927,6 +972,9 @@ fn bind_inner(
     if let Some(base) = base {
         bound.temperature = base.temperature;
     }
+    if base.is_none() {
+        check_declared_memory(&graph, &bound.sizes)?;
+    }
     init_hypers(&mut bound, overrides, base)?;
     if base.is_none() {
         dry_run(&bound)?;
@@ -1052,7 +1100,7 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
             bound.hyper_init.push(Value::Real(0.0));
             continue;
         };
-        if let Err(e) = check_shape_memory("hyper", &h.name, shape, h.span) {
+        if let Err(e) = check_shape_memory("hyper", &h.name, shape, h.size_span) {
             errors.push(e);
             bound.hyper_init.push(Value::Real(0.0));
             continue;
@@ -1213,7 +1261,7 @@ impl Bound {
                         format!("the size of `{}` is unknown", p.name),
                     )
                 })?;
-                check_shape_memory("param", &p.name, shape, p.span)?;
+                check_shape_memory("param", &p.name, shape, p.size_span)?;
                 Ok(filled(shape, &p.ty, b.constrain(0.0)))
             })
             .collect()
@@ -1275,6 +1323,10 @@ fn dry_run(bound: &Bound) -> Result<()> {
         let deep = g.deep_kernel(s.gp);
         let (k, dim) = match &deep {
             Some(d) => {
+                // The whole network, inputs counted, is within its limit
+                // before anything of its width is allocated.
+                crate::model::network::NetSpec::new(inputs.dim(), d.widths.to_vec(), d.activation)
+                    .map_err(|e| e.with_span(d.span).with_label("deep kernel"))?;
                 let features = d.widths.last().copied().unwrap_or(0);
                 let dim = match d.groups {
                     Some(g) => {
@@ -1323,7 +1375,11 @@ fn dry_run(bound: &Bound) -> Result<()> {
             gp.name
         ))
         .times("points", inputs.len())
-        .times("copies", c)])
+        .times("copies", c)
+        .times(
+            "working copies (the values and a likelihood's temporaries)",
+            2u64,
+        )])
         .map_err(|e| match &gp.replicas {
             Some(r) => e.with_span(r.span).with_label("the number of copies"),
             None => e.with_span(s.span),

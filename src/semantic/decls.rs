@@ -405,6 +405,7 @@ impl Checker<'_> {
                 fixed: d.fixed,
                 prior: None,
                 span: d.span,
+                size_span: size_span(&d.ty),
             });
             self.declare(
                 &d.name,
@@ -506,6 +507,7 @@ impl Checker<'_> {
                 ty: ty.clone(),
                 bounds,
                 span: d.span,
+                size_span: size_span(&d.ty),
             });
             self.declare(
                 &d.name,
@@ -566,6 +568,16 @@ fn column_names(e: &Expr) -> Result<Vec<String>, String> {
             "expected a column name in double quotes, a list of them, or a range \"x1\"..\"x8\""
                 .to_string(),
         ),
+    }
+}
+
+/// Where a declared type's sizes are written: from its first dimension to
+/// its last (`[1000, d]` without the brackets), or the whole type when it
+/// has none.
+fn size_span(ty: &TypeExpr) -> crate::syntax::ast::Span {
+    match (ty.dims.first(), ty.dims.last()) {
+        (Some(a), Some(b)) => a.span.join(b.span),
+        _ => ty.span,
     }
 }
 

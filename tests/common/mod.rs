@@ -57,11 +57,12 @@ pub fn tempest(args: &[&str]) -> std::process::Output {
         .expect("run tempest")
 }
 
-/// Run the `tempest` binary from the repository root, killing it past
-/// `limit` (which fails the caller as a hang). The output and the wall
-/// time.
+/// Run the `tempest` binary from the repository root with the environment
+/// variables `env` added, killing it past `limit` (which fails the caller
+/// as a hang). The output and the wall time.
 pub fn tempest_within(
     args: &[&str],
+    env: &[(&str, &str)],
     limit: std::time::Duration,
 ) -> (std::process::Output, std::time::Duration) {
     use std::process::Stdio;
@@ -70,6 +71,7 @@ pub fn tempest_within(
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_remove("RUST_BACKTRACE")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
