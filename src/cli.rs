@@ -465,7 +465,8 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             let (mut fit, base) =
                 crate::infer::saved::restore(graph, &j, &name).map_err(|e| sourced(e.into()))?;
             let data =
-                command::load_data(&test, test_rows.as_deref(), "--test-rows").map_err(sourced)?;
+                command::load_data_for(&base.graph, &test, test_rows.as_deref(), "--test-rows")
+                    .map_err(sourced)?;
             let test_bound = crate::ir::bind::bind_test(&base, &data).map_err(sourced)?;
             fit.attach_test(&test_bound)
                 .map_err(|e| sourced(e.into()))?;
@@ -504,13 +505,16 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             let src = source.insert(read_source(&model)?);
             let graph = command::compile(src, registry)?;
             let train = match &data {
-                Some(d) => command::load_data(d, rows.as_deref(), "--rows").map_err(sourced)?,
+                Some(d) => {
+                    command::load_data_for(&graph, d, rows.as_deref(), "--rows").map_err(sourced)?
+                }
                 None => command::no_data(&graph, rows.is_some()).map_err(sourced)?,
             };
             let (train, held_out) = command::split_data(train, split, shuffle)?;
             let test_data = match (&test, &held_out) {
                 (Some(t), _) => Some(
-                    command::load_data(t, test_rows.as_deref(), "--test-rows").map_err(sourced)?,
+                    command::load_data_for(&graph, t, test_rows.as_deref(), "--test-rows")
+                        .map_err(sourced)?,
                 ),
                 (None, Some((d, _))) => Some(d.clone()),
                 (None, None) => None,
@@ -520,6 +524,8 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 settings.push(("chain_offset".to_string(), k.to_string()));
             }
             let bound = crate::bind(graph, &train, &overrides).map_err(sourced)?;
+            // The table is bound; its memory goes back before the run.
+            drop(train);
             if let Some((_, s)) = &held_out {
                 out(&format!(
                     "split: {} training rows, {} test rows{}\n",

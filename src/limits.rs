@@ -181,14 +181,17 @@ impl Request {
             .iter()
             .fold(self.bytes_per_entry, |a, (_, n)| a.saturating_mul(*n))
     }
-    /// The product written out: `4 chains × 1000 draws × 62 columns × 8 bytes`.
+    /// The product written out: `4 chains × 1000 draws × 62 columns × 8 bytes`
+    /// (the bytes per entry left out when the factors count bytes).
     pub fn formula(&self) -> String {
         let mut parts: Vec<String> = self
             .factors
             .iter()
             .map(|(name, n)| format!("{n} {name}"))
             .collect();
-        parts.push(format!("{} bytes", self.bytes_per_entry));
+        if self.bytes_per_entry != 1 {
+            parts.push(format!("{} bytes", self.bytes_per_entry));
+        }
         parts.join(" × ")
     }
 }

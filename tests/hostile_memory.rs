@@ -307,3 +307,79 @@ fn inducing_grids_and_class_counts_are_refused_at_their_size() {
         }
     }
 }
+
+/// A CSV file of `rows` rows: `t`, `accel` and 40 columns the model does
+/// not use; row `bad` (0-based) has a field too many.
+fn wide_csv(dir: &Path, rows: usize, bad: usize) -> String {
+    let mut text = String::from("t,accel");
+    for j in 0..40 {
+        text.push_str(&format!(",unused{j}"));
+    }
+    text.push('\n');
+    for i in 0..rows {
+        text.push_str(&format!("{}.5,{}", i % 97, i % 13));
+        for j in 0..40 {
+            text.push_str(&format!(",{}", (i + j) % 10));
+        }
+        if i == bad {
+            text.push_str(",9");
+        }
+        text.push('\n');
+    }
+    write_file(dir, &format!("wide{rows}.csv"), &text)
+}
+
+#[test]
+fn a_data_file_too_large_for_memory_is_refused_before_it_is_read_whole() {
+    let dir = out_dir("hostile_memory_data");
+    let data = wide_csv(&dir, 20_000, 15_000);
+    let model = write_file(
+        &dir,
+        "m.tempest",
+        "data { n : int\n t : vector[n]\n accel : vector[n] }\n\
+         param { a : real ~ normal(0, 1)\n s : positive ~ lognormal(0, 1) }\n\
+         model { accel ~ normal(a * t, s) }\ninfer nuts {}\n",
+    );
+    // 20,000 rows × 2 used columns × 4 copies × 8 bytes = 1.3 MB: refused
+    // under a 1 MB budget after the first rows, before row 15,000 (whose
+    // extra field would be the error of a whole read).
+    for cmd in [
+        vec!["check", &model, "--data", &data],
+        vec!["run", &model, "--data", &data, "-q"],
+    ] {
+        let (o, took) = tempest_within(&cmd, &[("TEMPEST_MEMORY", "1MB")], LIMIT);
+        let err = assert_clean_failure(&o);
+        assert!(
+            err.contains(&format!("the data of `{data}` would need"))
+                && err.contains("rows (estimated from the file's size) × 2 columns used"),
+            "{err}"
+        );
+        assert!(took < FAST, "{took:?}");
+    }
+    // The 40 unused columns are not read: the two used ones fit a budget
+    // that all 42 would not (20,000 × 42 × 4 × 8 bytes = 27 MB).
+    let (o, _) = tempest_within(
+        &["check", &model, "--data", &data],
+        &[("TEMPEST_MEMORY", "4MB")],
+        LIMIT,
+    );
+    let err = assert_clean_failure(&o);
+    assert!(
+        err.contains("row 15000") && err.contains("this row has 43 fields"),
+        "{err}"
+    );
+    // JSON is checked from its size before it is parsed.
+    let values: Vec<String> = (0..20_000).map(|i| format!("{}.25", i % 97)).collect();
+    let json = write_file(
+        &dir,
+        "big.json",
+        &format!("{{\"t\": [{0}], \"accel\": [{0}]}}", values.join(",")),
+    );
+    let (o, _) = tempest_within(
+        &["check", &model, "--data", &json],
+        &[("TEMPEST_MEMORY", "1MB")],
+        LIMIT,
+    );
+    let err = assert_clean_failure(&o);
+    assert!(err.contains(&format!("reading `{json}`")), "{err}");
+}

@@ -645,28 +645,16 @@ impl Binder<'_> {
         let levels = match known {
             Some(l) => l,
             None => {
-                let text = t
-                    .rows
-                    .iter()
-                    .any(|r| !r[c].is_empty() && crate::data::parse_real(&r[c]).is_err());
-                if !text {
+                if !t.has_text(c)? {
                     return t.int_column(c);
                 }
-                let distinct: std::collections::BTreeSet<&String> =
-                    t.rows.iter().map(|r| &r[c]).collect();
-                distinct.into_iter().cloned().collect()
+                t.distinct_text(c)?
             }
         };
-        // One lookup per cell (a column of distinct IDs is N labels).
-        let index: std::collections::HashMap<&str, usize> = levels
-            .iter()
-            .enumerate()
-            .map(|(k, l)| (l.as_str(), k))
-            .collect();
-        let mut out = Vec::with_capacity(t.rows.len());
-        for (r, row) in t.rows.iter().enumerate() {
-            let cell = &row[c];
-            let Some(&k) = index.get(cell.as_str()) else {
+        // One lookup per distinct cell (a column of distinct IDs is N labels).
+        let out = match t.label_codes(c, &levels)? {
+            Ok(out) => out,
+            Err((r, cell)) => {
                 let shown: Vec<String> = levels.iter().take(20).map(|l| format!("`{l}`")).collect();
                 let whence = if d.levels.is_some() {
                     "the declared levels"
@@ -692,11 +680,18 @@ impl Binder<'_> {
                 .in_data(self.data.at(Some(t.row_ids[r]), &t.header[c]))
                 .with_span(d.span)
                 .with_label("declared here"));
-            };
-            out.push(k as i64);
-        }
+            }
+        };
         self.labels.insert(i, levels);
         Ok(out)
+    }
+
+    /// The bound model, the values moved into it (not copied).
+    fn into_bound(mut self) -> Bound {
+        let values = std::mem::take(&mut self.values);
+        let mut bound = self.snapshot();
+        bound.data = values;
+        bound
     }
 
     fn snapshot(&self) -> Bound {
@@ -950,9 +945,8 @@ fn bind_inner(
             }
         }
     }
-    let mut bound = b.snapshot();
-    drop(b);
-    let errors = check_data_bounds(&mut bound)?;
+    let mut bound = b.into_bound();
+    let errors = check_data_bounds(&bound)?;
     if !errors.is_empty() {
         return Err(Errors(errors));
     }
@@ -983,10 +977,9 @@ fn bind_inner(
 }
 
 /// Check declared bounds of data and the support of observed outcomes.
-fn check_data_bounds(bound: &mut Bound) -> Result<Vec<Error>> {
+fn check_data_bounds(bound: &Bound) -> Result<Vec<Error>> {
     let g = bound.graph.clone();
-    let env_b = bound.clone();
-    let env = Env::new(&env_b, &[], &[], &[]);
+    let env = Env::new(bound, &[], &[], &[]);
     let mut errors = Vec::new();
     for (i, d) in g.data.iter().enumerate() {
         if !bound.present[i] {
@@ -1079,8 +1072,10 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
         return Ok(());
     }
     let g = bound.graph.clone();
-    let snapshot = bound.clone();
-    let env = Env::new(&snapshot, &[], &[], &[]);
+    // Evaluated against the bound data itself (no copy of it); the results
+    // go into the bound at the end.
+    let (mut hyper_bounds, mut hyper_init, mut param_bounds) = (vec![], vec![], vec![]);
+    let env = Env::new(bound, &[], &[], &[]);
     let mut errors = Vec::new();
     for h in &g.hypers {
         let bounds = match eval_bounds(&env, &h.bounds) {
@@ -1090,19 +1085,19 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
                 Bounds::NONE
             }
         };
-        bound.hyper_bounds.push(bounds);
+        hyper_bounds.push(bounds);
         let Some(shape) = concrete_shape(&h.ty, &bound.sizes) else {
             errors.push(Error::at(
                 ErrorKind::Shape,
                 h.span,
                 format!("the size of `{}` is unknown", h.name),
             ));
-            bound.hyper_init.push(Value::Real(0.0));
+            hyper_init.push(Value::Real(0.0));
             continue;
         };
         if let Err(e) = check_shape_memory("hyper", &h.name, shape, h.size_span) {
             errors.push(e);
-            bound.hyper_init.push(Value::Real(0.0));
+            hyper_init.push(Value::Real(0.0));
             continue;
         }
         let default = match (bounds.lower, bounds.upper) {
@@ -1120,7 +1115,7 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
             Ok(v) => v,
             Err(e) => {
                 errors.push(e);
-                bound.hyper_init.push(Value::Real(0.0));
+                hyper_init.push(Value::Real(0.0));
                 continue;
             }
         };
@@ -1141,7 +1136,7 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
                 )
                 .with_label("initial value"),
             );
-            bound.hyper_init.push(v);
+            hyper_init.push(v);
             continue;
         }
         if let Some(x) = v.flatten().into_iter().find(|&x| !ok(x)) {
@@ -1173,17 +1168,21 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
             }
             errors.push(e);
         }
-        bound.hyper_init.push(v);
+        hyper_init.push(v);
     }
     for p in &g.params {
         match eval_bounds(&env, &p.bounds) {
-            Ok(b) => bound.param_bounds.push(b),
+            Ok(b) => param_bounds.push(b),
             Err(e) => {
                 errors.push(e);
-                bound.param_bounds.push(Bounds::NONE);
+                param_bounds.push(Bounds::NONE);
             }
         }
     }
+    drop(env);
+    bound.hyper_bounds = hyper_bounds;
+    bound.hyper_init = hyper_init;
+    bound.param_bounds = param_bounds;
     if errors.is_empty() {
         Ok(())
     } else {
