@@ -448,6 +448,10 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 )
                 .into());
             }
+            // Parsed whole: checked like a JSON data file from its size first.
+            if let Ok(meta) = std::fs::metadata(&fit) {
+                crate::data::JsonData::check_size(&fit.display().to_string(), meta.len())?;
+            }
             let text = std::fs::read_to_string(&fit).map_err(|e| {
                 Error::new(
                     ErrorKind::Io,

@@ -383,3 +383,41 @@ fn a_data_file_too_large_for_memory_is_refused_before_it_is_read_whole() {
     let err = assert_clean_failure(&o);
     assert!(err.contains(&format!("reading `{json}`")), "{err}");
 }
+
+#[test]
+fn a_saved_fit_is_checked_against_the_memory_before_it_is_parsed() {
+    let dir = out_dir("hostile_memory_fit");
+    let fit = dir.join("fit.json");
+    let fit = fit.to_str().unwrap();
+    let (o, _) = tempest_within(
+        &[
+            "run",
+            "examples/mcycle.tempest",
+            "--data",
+            MCYCLE,
+            "-q",
+            "--save",
+            fit,
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_ok(&o);
+    let size = std::fs::metadata(fit).expect("fit").len();
+    // A budget of twice its size: the parsed values would not fit.
+    let budget = (2 * size).to_string();
+    let (o, _) = tempest_within(
+        &[
+            "predict",
+            "examples/mcycle.tempest",
+            "--fit",
+            fit,
+            "--test",
+            MCYCLE,
+        ],
+        &[("TEMPEST_MEMORY", &budget)],
+        LIMIT,
+    );
+    let err = assert_clean_failure(&o);
+    assert!(err.contains(&format!("reading `{fit}`")), "{err}");
+}
