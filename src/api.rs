@@ -45,6 +45,7 @@ pub fn lower(checked: Checked) -> Result<Graph> {
 
 /// Bind data (and `--set` overrides of data scalars and hyper values).
 pub fn bind(graph: Graph, data: &Data, overrides: &Overrides) -> Result<Bound> {
+    crate::limits::memory_budget()?;
     bind::bind(graph, data, overrides)
 }
 
@@ -310,7 +311,7 @@ impl Model {
 
     /// Bind data to this model.
     pub fn bind(&self, data: &Data, overrides: &Overrides) -> Result<Bound> {
-        bind::bind(self.graph.clone(), data, overrides)
+        bind(self.graph.clone(), data, overrides)
     }
 
     /// Render errors against this model's source.

@@ -371,6 +371,8 @@ fn sourced(errors: Errors) -> Failure {
 }
 
 fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Result<(), Failure> {
+    // A memory budget that cannot be read is refused before any work.
+    crate::limits::memory_budget()?;
     match cli.command {
         Command::PlotTrace {
             out,
@@ -462,6 +464,10 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 )
                 .into());
             }
+            // Parsed whole: checked like a JSON data file from its size first.
+            if let Ok(meta) = std::fs::metadata(&fit) {
+                crate::data::JsonData::check_size(&fit.display().to_string(), meta.len())?;
+            }
             let text = std::fs::read_to_string(&fit).map_err(|e| {
                 Error::new(
                     ErrorKind::Io,
@@ -479,7 +485,8 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             let (mut fit, base) =
                 crate::infer::saved::restore(graph, &j, &name).map_err(|e| sourced(e.into()))?;
             let data =
-                command::load_data(&test, test_rows.as_deref(), "--test-rows").map_err(sourced)?;
+                command::load_data_for(&base.graph, &test, test_rows.as_deref(), "--test-rows")
+                    .map_err(sourced)?;
             let test_bound = crate::ir::bind::bind_test(&base, &data).map_err(sourced)?;
             fit.attach_test(&test_bound)
                 .map_err(|e| sourced(e.into()))?;
@@ -539,7 +546,9 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             let src = source.insert(read_source(&model)?);
             let graph = command::compile(src, registry)?;
             let train = match &data {
-                Some(d) => command::load_data(d, rows.as_deref(), "--rows").map_err(sourced)?,
+                Some(d) => {
+                    command::load_data_for(&graph, d, rows.as_deref(), "--rows").map_err(sourced)?
+                }
                 None => command::no_data(&graph, rows.is_some()).map_err(sourced)?,
             };
             let (train, held_out) = command::split_data(train, split, shuffle)?;
@@ -554,7 +563,8 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             }
             let test_data = match (&test, &held_out) {
                 (Some(t), _) => Some(
-                    command::load_data(t, test_rows.as_deref(), "--test-rows").map_err(sourced)?,
+                    command::load_data_for(&graph, t, test_rows.as_deref(), "--test-rows")
+                        .map_err(sourced)?,
                 ),
                 (None, Some((d, _))) => Some(d.clone()),
                 (None, None) => None,
@@ -564,6 +574,8 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 settings.push(("chain_offset".to_string(), k.to_string()));
             }
             let bound = crate::bind(graph, &train, &overrides).map_err(sourced)?;
+            // The table is bound; its memory goes back before the run.
+            drop(train);
             if let Some((_, s)) = &held_out {
                 out(&format!(
                     "split: {} training rows, {} test rows{}\n",

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// [`tempest_within`] a minute (debug build, 2 shared cores).
 fn run(args: &[&str]) -> Output {
-    tempest_within(args, Duration::from_secs(60))
+    tempest_within(args, &[], Duration::from_secs(60)).0
 }
 
 /// Write `text` to `name` in `dir`; its path.
@@ -89,12 +89,16 @@ fn test_labels_without_a_class_are_data_errors_before_any_engine_runs() {
         (&sites, "gradient_descent"),
         (&sparse, "svi"),
     ] {
-        let err = assert_clean_failure(&tempest_within(
-            &[
-                "run", model, "--data", IRIS, "--test", &test, "--engine", engine, "-q",
-            ],
-            Duration::from_secs(20),
-        ));
+        let err = assert_clean_failure(
+            &tempest_within(
+                &[
+                    "run", model, "--data", IRIS, "--test", &test, "--engine", engine, "-q",
+                ],
+                &[],
+                Duration::from_secs(20),
+            )
+            .0,
+        );
         assert_has(&err, &expect);
     }
     // The same from a saved fit.
@@ -313,7 +317,7 @@ fn plot_trace_draws_traces_with_extreme_values() {
             if gap {
                 args.push("--gap");
             }
-            assert_ok(&tempest_within(&args, Duration::from_secs(20)));
+            assert_ok(&tempest_within(&args, &[], Duration::from_secs(20)).0);
             assert!(std::fs::metadata(&out).unwrap().len() > 1000);
         }
     }

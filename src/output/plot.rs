@@ -116,12 +116,7 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
     for (edge, label) in training_edges(p.train.0, test_x) {
         let style = RGBColor(90, 90, 90).stroke_width(2);
         chart
-            .draw_series(DashedLineSeries::new(
-                [(edge, y0), (edge, y1)],
-                8,
-                5,
-                style,
-            ))
+            .draw_series(DashedLineSeries::new([(edge, y0), (edge, y1)], 8, 5, style))
             .map_err(|e| plot_err(path, e))?
             .label(label)
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], style));

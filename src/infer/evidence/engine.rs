@@ -78,8 +78,8 @@ impl EvidenceEngine {
         .times("draws per rung", draws)
         .times("numbers per draw", 2 * density.dim + 1)])
         .map_err(|e| {
-            s.written
-                .at(e, "rungs")
+            density
+                .at_largest(s.written.at(e, "rungs"))
                 .with_note("lower `rungs`, or the sampler's `draws` or `chains`")
         })?;
         Ok(EvidenceEngine {
