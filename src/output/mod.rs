@@ -1,5 +1,6 @@
 //! Output: plots, progress display and result files.
 
+pub mod atomic;
 pub mod figures;
 pub mod plot;
 pub mod plot_box;

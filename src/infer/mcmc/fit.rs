@@ -150,12 +150,29 @@ impl McmcFit {
             .iter()
             .map(|c| ebfmi(&c.iter().map(|d| d.stats.energy).collect::<Vec<_>>()))
             .collect();
-        let (mut estimates, series, owners) =
-            estimates(&density, &estimate_draws(&density, &draws)?);
+        // A stopped run reports its draws; the estimates and their control
+        // variates, which take more evaluations, only when they are done.
+        let mut skipped = None;
+        // A run stopped before this point still evaluates its estimates
+        // (except through an ODE solve, which reads the flag); a stop
+        // that comes during them ends them.
+        let check = !density.bound.stop.is_set();
+        let (mut estimates, series, owners) = match estimate_draws(&density, &draws, check) {
+            Ok(values) => estimates(&density, &values),
+            Err(e) if e.is_interrupted() => {
+                skipped = Some("the `estimate` block was not evaluated");
+                (Vec::new(), Vec::new(), Vec::new())
+            }
+            Err(e) => return Err(e),
+        };
         let spec = cv_spec(&density.bound.graph)?;
-        if !matches!(spec, CvSpec::Scalar(CvMethod::None)) {
-            let cols = task_coordinates(&density, engine, &owners);
-            apply_control_variates(&spec, &draws, &mut estimates, &density, &series, &cols)?;
+        if !matches!(spec, CvSpec::Scalar(CvMethod::None)) && !estimates.is_empty() {
+            if density.bound.stop.is_set() {
+                skipped = Some("the control variates of the estimates were not computed");
+            } else {
+                let cols = task_coordinates(&density, engine, &owners);
+                apply_control_variates(&spec, &draws, &mut estimates, &density, &series, &cols)?;
+            }
         }
         let mut fit = McmcFit {
             engine,
@@ -184,6 +201,10 @@ impl McmcFit {
             cfg,
         };
         fit.warnings = fit.warn();
+        if let Some(what) = skipped {
+            fit.warnings
+                .push(format!("{what}: the run was interrupted"));
+        }
         Ok(fit)
     }
 
@@ -697,11 +718,19 @@ pub fn estimate_values(density: &Density, x: &[f64]) -> Result<Vec<Vec<f64>>, Er
 /// chain, per draw, its components [estimates][chains][draws][components].
 type EstimateDraws = Vec<Vec<Vec<Vec<f64>>>>;
 
-fn estimate_draws(density: &Density, draws: &[Vec<Draw>]) -> Result<EstimateDraws, Error> {
+/// `check`: read the stop flag at every draw.
+fn estimate_draws(
+    density: &Density,
+    draws: &[Vec<Draw>],
+    check: bool,
+) -> Result<EstimateDraws, Error> {
     let k = density.bound.graph.estimates.len();
     let mut out: EstimateDraws = vec![vec![Vec::new(); draws.len()]; k];
     for (c, chain) in draws.iter().enumerate() {
         for d in chain {
+            if check && k > 0 {
+                density.bound.stop.check("evaluating the estimates")?;
+            }
             for (e, v) in estimate_values(density, &d.q)?.into_iter().enumerate() {
                 out[e][c].push(v);
             }

@@ -68,12 +68,19 @@ impl VariationalFit {
             .transpose()?;
         let (m, v) = core.marginals(&qs);
         let lik = &core.pieces.lik;
-        let total = expectations(&core.model, lik, &core.rule, &m, &v)?.total();
-        let finer = match core.rule.finer() {
-            Some(f) => Some(expectations(&core.model, lik, &f, &m, &v)?.total()),
-            None => None,
+        let totals = expectations(&core.model, lik, &core.rule, &m, &v).and_then(|e| {
+            let finer = match core.rule.finer() {
+                Some(f) => Some(expectations(&core.model, lik, &f, &m, &v)?.total()),
+                None => None,
+            };
+            Ok((e.total(), finer))
+        });
+        // A stopped run goes without the rule's error estimate.
+        let rule_error = match totals {
+            Ok((total, finer)) => RuleError::new(&core.rule, total, finer),
+            Err(e) if e.is_interrupted() => RuleError::new(&core.rule, 0.0, None),
+            Err(e) => return Err(e),
         };
-        let rule_error = RuleError::new(&core.rule, total, finer);
         Ok(VariationalFit {
             rule_error,
             log_prior,

@@ -273,6 +273,7 @@ impl Engine for GradientDescent {
         let mut why = String::new();
         let (mut opt_now, mut hyper_now) = (saved.1.clone(), saved.3.clone());
         for _ in 0..MAX_REJECTED {
+            let mut stopped = None;
             match self.attempt(&g) {
                 Ok((exps, elbo)) if elbo.is_finite() => {
                     self.exps = exps;
@@ -281,11 +282,23 @@ impl Engine for GradientDescent {
                     return Ok(stop_status(self.step, self.steps, self.tol, prev, elbo));
                 }
                 Ok((_, elbo)) => why = format!("an ELBO of {elbo}"),
+                // Stopped: the state goes back as for a rejection, and the
+                // step is not retried.
+                Err(e) if e.is_interrupted() => {
+                    stopped = Some(e);
+                    opt_now = saved.1.clone();
+                    hyper_now = saved.3.clone();
+                }
                 Err(e) => why = e.message,
             }
-            self.core.rejected += 1;
+            if stopped.is_none() {
+                self.core.rejected += 1;
+                opt_now.scale_lr(0.5);
+                if let Some(o) = &mut hyper_now {
+                    o.scale_lr(0.5);
+                }
+            }
             self.x = saved.0.clone();
-            opt_now.scale_lr(0.5);
             self.opt = opt_now.clone();
             if self.core.theta != saved.2 {
                 self.core.theta = saved.2.clone();
@@ -293,11 +306,12 @@ impl Engine for GradientDescent {
                 self.k_inv = saved.4.clone();
                 self.k_inv_diag = saved.5.clone();
             }
-            if let Some(o) = &mut hyper_now {
-                o.scale_lr(0.5);
-            }
             self.core.hyper_opt = hyper_now.clone();
             self.qs = self.posteriors();
+            if let Some(e) = stopped {
+                self.step -= 1;
+                return Err(e);
+            }
         }
         Ok(Status::Done(format!(
             "stopped at step {}: every step size tried led to {why}",

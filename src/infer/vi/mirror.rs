@@ -106,6 +106,14 @@ impl Engine for MirrorDescent {
                 .and_then(|qs| self.core.evaluate(&qs).map(|(e, l)| (qs, e, l)));
             let fell = match &tried {
                 Ok((_, _, elbo)) => *elbo < prev,
+                // Stopped: the step is not taken.
+                Err(e) if e.is_interrupted() => {
+                    let e = e.clone();
+                    self.lambda1 = old1;
+                    self.lambda2 = old2;
+                    self.step -= 1;
+                    return Err(e);
+                }
                 Err(_) => true,
             };
             if !self.backtrack || !fell {
@@ -123,17 +131,39 @@ impl Engine for MirrorDescent {
             }
             rho *= 0.5;
         };
+        let (exps, elbo) = if self.core.hyper_opt.is_some() {
+            let (theta, hyper_opt) = (self.core.theta.clone(), self.core.hyper_opt.clone());
+            let stepped = self.core.hyper_step(&qs).and_then(|_| {
+                let qs = self.posteriors()?;
+                let (e, l) = self.core.evaluate(&qs)?;
+                Ok((qs, e, l))
+            });
+            match stepped {
+                Ok((qs, e, l)) => {
+                    self.qs = qs;
+                    (e, l)
+                }
+                // Stopped: q and the hypers stay as they were.
+                Err(e) if e.is_interrupted() => {
+                    self.lambda1 = old1;
+                    self.lambda2 = old2;
+                    self.step -= 1;
+                    if self.core.theta != theta {
+                        self.core.theta = theta;
+                        self.core.refresh()?;
+                    }
+                    self.core.hyper_opt = hyper_opt;
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            }
+        } else {
+            self.qs = qs;
+            (exps, elbo)
+        };
         // Grow back towards the requested step after a damped one.
         self.rho_now = (2.0 * rho).min(self.rho);
         self.rho_trace.push(rho);
-        self.qs = qs;
-        let (exps, elbo) = if self.core.hyper_opt.is_some() {
-            self.core.hyper_step(&self.qs)?;
-            self.qs = self.posteriors()?;
-            self.core.evaluate(&self.qs)?
-        } else {
-            (exps, elbo)
-        };
         self.exps = exps;
         self.trace.push(elbo);
         Ok(stop_status(self.step, self.steps, self.tol, prev, elbo))

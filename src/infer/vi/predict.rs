@@ -233,6 +233,7 @@ pub fn outcome_predictions(
         let mut rows = Vec::with_capacity(m);
         let (mut mi, mut vi) = (vec![0.0; c], vec![0.0; c]);
         for i in 0..m {
+            test.stop.check("predicting at the test data")?;
             for j in 0..c {
                 mi[j] = mean[(i, j)];
                 vi[j] = var[(i, j)];
