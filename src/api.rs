@@ -62,7 +62,8 @@ pub struct RunOptions {
     pub test: Option<Data>,
     /// Observers of the run (progress bars, traces).
     pub observers: Vec<Box<dyn Observer>>,
-    /// Stop early when set (Ctrl-C).
+    /// Stop early when set (Ctrl-C, SIGTERM): every long loop of the run
+    /// reads it ([`crate::interrupt`]), and the run keeps its result so far.
     pub cancel: Option<Arc<AtomicBool>>,
     /// Samplers: stream each chain's draws to `PREFIX_<chain>.csv` (Stan CSV).
     pub csv: Option<std::path::PathBuf>,

@@ -179,8 +179,8 @@ enum Stage {
 
 /// Run the command line (the process's arguments) with the likelihoods and
 /// kernels of `registry`; the exit status: 0, 1 after an error, 2 for a
-/// malformed command line, 130 after Ctrl-C, 141 when standard output was
-/// closed.
+/// malformed command line, 130 after Ctrl-C, SIGTERM or SIGHUP, 141 when
+/// standard output was closed.
 pub fn main_with(registry: Registry) -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         let msg = info
@@ -327,25 +327,34 @@ fn stop_on_signals() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
 
 /// The failure after an interruption: exit status 130, and what was kept.
 fn interrupted(errors: Option<Errors>, csv: bool, in_source: bool) -> Failure {
-    let mut errors = errors.unwrap_or_else(|| {
-        let mut e = Error::new(
-            ErrorKind::Interrupted,
-            format!("interrupted ({SIGNALS}): the results above are from the run up to the stop"),
-        );
-        if csv {
-            e = e.with_note(
-                "the Stan CSV files hold the draws summarised above (every chain cut to the same number)",
-            );
+    let errors = match errors {
+        // The error of a run stopped before it had results, or of an
+        // output the stop cut short.
+        Some(mut errors) => {
+            if let Some(first) = errors.0.first_mut() {
+                first.notes.push(if first.kind == ErrorKind::Interrupted {
+                    format!("stopped by {SIGNALS}")
+                } else {
+                    format!("the run was interrupted ({SIGNALS})")
+                });
+            }
+            errors
         }
-        e.into()
-    });
-    if let Some(first) = errors.0.first_mut()
-        && first.kind != ErrorKind::Interrupted
-    {
-        first
-            .notes
-            .push(format!("the run was interrupted ({SIGNALS})"));
-    }
+        None => {
+            let mut e = Error::new(
+                ErrorKind::Interrupted,
+                format!(
+                    "interrupted ({SIGNALS}): the results above are from the run up to the stop"
+                ),
+            );
+            if csv {
+                e = e.with_note(
+                    "the Stan CSV files hold the draws summarised above (every chain cut to the same number)",
+                );
+            }
+            e.into()
+        }
+    };
     Failure {
         errors,
         in_source,

@@ -103,6 +103,12 @@ fn draws_in(path: &Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |t| draw_lines(&t))
 }
 
+/// Draws written so far to chain `chain`'s file, under either name.
+fn draws_so_far(prefix: &Path, chain: usize) -> usize {
+    let (f, p) = csv_paths(prefix, chain);
+    draws_in(&p).max(draws_in(&f))
+}
+
 /// `PREFIX_K.csv`, and its name while the run writes it.
 fn csv_paths(prefix: &Path, chain: usize) -> (PathBuf, PathBuf) {
     let f = PathBuf::from(format!("{}_{chain}.csv", prefix.display()));
@@ -266,23 +272,13 @@ fn a_stopped_run_leaves_csv_files_that_agree_with_its_report() {
         let _ = std::fs::remove_file(&json);
         let child = sampling_run(&dir, &prefix, warmup, Some(&json));
         wait_for("draws in the CSV files", || {
-            let n: Vec<usize> = (1..=2)
-                .map(|c| draws_in(&csv_paths(&prefix, c).1))
-                .collect();
+            let n: Vec<usize> = (1..=2).map(|c| draws_so_far(&prefix, c)).collect();
             n.iter().any(|&k| k >= some) && n.iter().all(|&k| k >= both)
         });
         signal(&child, "INT");
         let (o, _) = finish(child, PROMPT, "SIGINT while sampling");
         let (out, err) = assert_interrupted(&o);
-        let in_files: Vec<usize> = (1..=2)
-            .map(|c| {
-                let (f, p) = csv_paths(&prefix, c);
-                assert!(!p.exists(), "{} left behind", p.display());
-                let t = std::fs::read_to_string(&f).expect("CSV file");
-                assert!(t.contains("# Stopped early (cancelled)"), "{t}");
-                draw_lines(&t)
-            })
-            .collect();
+        let in_files: Vec<usize> = (1..=2).map(|c| draws_so_far(&prefix, c)).collect();
         if err.contains("no draws were kept") {
             // Some chain was still warming up: no summary, no draws.
             assert!(out.is_empty(), "{out}");
@@ -296,16 +292,22 @@ fn a_stopped_run_leaves_csv_files_that_agree_with_its_report() {
         let j: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let kept = j["draws"].as_u64().expect("draws") as usize;
-        assert_eq!(j["interrupted"], serde_json::json!(true));
         assert!(
             out.contains(&format!("stopped early (cancelled): {kept} of 1000000")),
             "{out}"
         );
         assert_eq!(in_files, vec![kept, kept], "{out}");
+        assert_eq!(j["interrupted"], serde_json::json!(true));
         assert!(
             err.contains("the Stan CSV files hold the draws summarised above"),
             "{err}"
         );
+        for c in 1..=2 {
+            let (f, p) = csv_paths(&prefix, c);
+            assert!(!p.exists(), "{} left behind", p.display());
+            let t = std::fs::read_to_string(&f).expect("CSV file");
+            assert!(t.contains("# Stopped early (cancelled)"), "{t}");
+        }
         if kept < 2 {
             continue;
         }
@@ -340,7 +342,8 @@ fn a_second_run_cannot_write_the_same_csv_files() {
     clear(&prefix, 2);
     let first = sampling_run(&dir, &prefix, 20, None);
     wait_for("the first run's CSV file", || {
-        csv_paths(&prefix, 1).1.exists()
+        let (f, p) = csv_paths(&prefix, 1);
+        f.exists() || p.exists()
     });
     let second = sampling_run(&dir, &prefix, 20, None);
     let (o, took) = finish(second, PROMPT, "the second run");
@@ -349,7 +352,7 @@ fn a_second_run_cannot_write_the_same_csv_files() {
     assert!(err.contains("shared_1.csv"), "{err}");
     assert!(took < Duration::from_secs(10), "{took:?}");
     wait_for("draws in both files", || {
-        (1..=2).all(|c| draws_in(&csv_paths(&prefix, c).1) >= 5)
+        (1..=2).all(|c| draws_so_far(&prefix, c) >= 5)
     });
     signal(&first, "INT");
     let (o, _) = finish(first, PROMPT, "the first run");

@@ -439,7 +439,7 @@ impl crate::infer::fit::Fit for SviFit {
             ));
             r.field("saved_fit", file.clone());
         }
-        let elbo = if self.elbo.is_nan() && self.loaded_from.is_none() {
+        let elbo = if self.elbo.is_nan() {
             "not computed (interrupted)".to_string()
         } else {
             fixed(self.elbo, 6)

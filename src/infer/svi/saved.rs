@@ -212,7 +212,12 @@ impl SviFit {
             },
         );
         fit.n_train = num("n").ok_or_else(|| bad("n"))? as usize;
-        fit.elbo = num("elbo").ok_or_else(|| bad("elbo"))?;
+        // A fit saved from a run stopped before its whole-data pass has no
+        // ELBO (null).
+        fit.elbo = match svi.get("elbo") {
+            Some(Json::Null) => f64::NAN,
+            _ => num("elbo").ok_or_else(|| bad("elbo"))?,
+        };
         fit.run.steps = num("steps").unwrap_or(0.0) as usize;
         fit.run.seconds = num("seconds").unwrap_or(0.0);
         fit.run.reason = svi
