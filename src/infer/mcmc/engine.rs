@@ -382,23 +382,24 @@ impl Engine for McmcEngine {
         }
         if kept == 0 {
             let warming: Vec<&Chain> = this.chains.iter().filter(|c| c.warming_up()).collect();
-            let slowest = warming
-                .iter()
-                .min_by_key(|c| c.iter)
-                .map(|c| (c.id + 1, c.iter))
-                .unwrap_or((1, 0));
             let warmup = this.cfg.warmup;
             let past = this.draws.iter().map(Vec::len).max().unwrap_or(0);
             let mut e = Error::new(
                 ErrorKind::Interrupted,
-                format!(
-                    "the run stopped ({reason}) during warm-up, at iteration {} of {warmup} in the slowest chain (chain {}): no draws were kept",
-                    slowest.1, slowest.0
-                ),
+                match warming.iter().min_by_key(|c| c.iter) {
+                    Some(c) => format!(
+                        "the run stopped ({reason}) during warm-up, at iteration {} of {warmup} in the slowest chain (chain {}): no draws were kept",
+                        c.iter,
+                        c.id + 1
+                    ),
+                    None => format!(
+                        "the run stopped ({reason}) before its first draw: no draws were kept"
+                    ),
+                },
             );
-            if warming.len() < this.chains.len() {
+            if past > 0 {
                 e = e.with_note(format!(
-                    "{} of {} chains were still warming up; every chain is cut to the draws of the slowest, so the {past} draws the others had taken are dropped",
+                    "{} of {} chains were still warming up; every chain is cut to the draws of the slowest, so the draws the others had taken (up to {past} per chain) are dropped",
                     warming.len(),
                     this.chains.len()
                 ));

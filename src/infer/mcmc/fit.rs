@@ -167,11 +167,11 @@ impl McmcFit {
         };
         let spec = cv_spec(&density.bound.graph)?;
         if !matches!(spec, CvSpec::Scalar(CvMethod::None)) && !estimates.is_empty() {
-            if density.bound.stop.is_set() {
-                skipped = Some("the control variates of the estimates were not computed");
-            } else {
-                let cols = task_coordinates(&density, engine, &owners);
-                apply_control_variates(&spec, &draws, &mut estimates, &density, &series, &cols)?;
+            let cols = task_coordinates(&density, engine, &owners);
+            let done = !density.bound.stop.is_set()
+                && apply_control_variates(&spec, &draws, &mut estimates, &density, &series, &cols)?;
+            if !done {
+                skipped = Some("the control variates of the estimates were not all computed");
             }
         }
         let mut fit = McmcFit {
@@ -628,7 +628,8 @@ pub fn cv_spec(g: &crate::ir::graph::Graph) -> Result<CvSpec, Error> {
 }
 
 /// Control variates for every estimate component, from the draws x (on
-/// the unconstrained scale) and their scores ∇log π(x).
+/// the unconstrained scale) and their scores ∇log π(x). `false` when the
+/// run's stop flag left some without.
 fn apply_control_variates(
     spec: &CvSpec,
     draws: &[Vec<Draw>],
@@ -636,7 +637,7 @@ fn apply_control_variates(
     density: &Density,
     f: &[Vec<f64>],
     cols: &[Option<Vec<usize>>],
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let all: Vec<&Draw> = draws.iter().flatten().collect();
     let n = all.len();
     let d = density.dim;
@@ -656,7 +657,12 @@ fn apply_control_variates(
                 u,
                 chains: draws.iter().map(Vec::len).collect(),
             };
+            // One estimate at a time (each may take seconds): a stop
+            // leaves the rest without.
             for (e, fk) in estimates.iter_mut().zip(f) {
+                if density.bound.stop.is_set() {
+                    return Ok(false);
+                }
                 e.cv = Some(crate::mc::control_variates::estimate(m, &samples, fk)?);
             }
         }
@@ -690,7 +696,7 @@ fn apply_control_variates(
             }
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Every estimate's integrand at x, flattened, in one environment (the
