@@ -374,6 +374,16 @@ mod tests {
     use crate::math::scalar::Dual1;
     use ad_trait::AD;
 
+    /// A solve from t0 = 0 that is never stopped.
+    fn from_zero<T: Real>(
+        f: &mut Rhs<'_, T>,
+        x0: &[T],
+        ts: &[f64],
+        s: &OdeSettings,
+    ) -> Result<Vec<T>, OdeFailure> {
+        solve(f, x0, 0.0, ts, s, &StopFlag::default())
+    }
+
     fn vdp<T: Real>(theta: T) -> impl FnMut(f64, &[T], &mut [T]) -> Result<(), String> {
         move |_t, x, dx| {
             dx[0] = x[1];
@@ -395,7 +405,7 @@ mod tests {
             dx[0] = -2.0 * x[0];
             Ok(())
         };
-        let x = solve(&mut decay, &[1.5], 0.0, &ts, &s, &StopFlag::default()).unwrap();
+        let x = from_zero(&mut decay, &[1.5], &ts, &s).unwrap();
         for (i, t) in ts.iter().enumerate() {
             assert!((x[i] - 1.5 * (-2.0 * t).exp()).abs() < 1e-10, "{t}");
         }
@@ -404,7 +414,7 @@ mod tests {
             dx[1] = -x[0];
             Ok(())
         };
-        let x = solve(&mut osc, &[0.0, 1.0], 0.0, &ts, &s, &StopFlag::default()).unwrap();
+        let x = from_zero(&mut osc, &[0.0, 1.0], &ts, &s).unwrap();
         for (i, t) in ts.iter().enumerate() {
             assert!((x[2 * i] - t.sin()).abs() < 1e-8, "{t}");
             assert!((x[2 * i + 1] - t.cos()).abs() < 1e-8, "{t}");
@@ -420,15 +430,7 @@ mod tests {
             atol: 1e-12,
             ..Default::default()
         };
-        let truth: Vec<f64> = solve(
-            &mut vdp(1.0),
-            &[0.0, 2.0],
-            0.0,
-            &ts,
-            &tight,
-            &StopFlag::default(),
-        )
-        .unwrap();
+        let truth: Vec<f64> = from_zero(&mut vdp(1.0), &[0.0, 2.0], &ts, &tight).unwrap();
         let mut last = f64::INFINITY;
         for tol in [1e-4, 1e-6, 1e-8] {
             let s = OdeSettings {
@@ -436,15 +438,7 @@ mod tests {
                 atol: tol,
                 ..Default::default()
             };
-            let x: Vec<f64> = solve(
-                &mut vdp(1.0),
-                &[0.0, 2.0],
-                0.0,
-                &ts,
-                &s,
-                &StopFlag::default(),
-            )
-            .unwrap();
+            let x: Vec<f64> = from_zero(&mut vdp(1.0), &[0.0, 2.0], &ts, &s).unwrap();
             let e = x
                 .iter()
                 .zip(&truth)
@@ -460,24 +454,14 @@ mod tests {
         let ts = [1.0, 4.0, 10.0];
         let s = OdeSettings::default();
         let th = 0.8;
-        let xd = solve(
+        let xd = from_zero(
             &mut vdp(Dual1::new(th, [1.0])),
             &[Dual1::constant(0.0), Dual1::constant(2.0)],
-            0.0,
             &ts,
             &s,
-            &StopFlag::default(),
         )
         .unwrap();
-        let xv = solve(
-            &mut vdp(th),
-            &[0.0, 2.0],
-            0.0,
-            &ts,
-            &s,
-            &StopFlag::default(),
-        )
-        .unwrap();
+        let xv = from_zero(&mut vdp(th), &[0.0, 2.0], &ts, &s).unwrap();
         for (d, v) in xd.iter().zip(&xv) {
             assert_eq!(d.value(), *v);
         }
@@ -488,24 +472,8 @@ mod tests {
             ..Default::default()
         };
         let h = 1e-6;
-        let up = solve(
-            &mut vdp(th + h),
-            &[0.0, 2.0],
-            0.0,
-            &ts,
-            &tight,
-            &StopFlag::default(),
-        )
-        .unwrap();
-        let dn = solve(
-            &mut vdp(th - h),
-            &[0.0, 2.0],
-            0.0,
-            &ts,
-            &tight,
-            &StopFlag::default(),
-        )
-        .unwrap();
+        let up = from_zero(&mut vdp(th + h), &[0.0, 2.0], &ts, &tight).unwrap();
+        let dn = from_zero(&mut vdp(th - h), &[0.0, 2.0], &ts, &tight).unwrap();
         for i in 0..xd.len() {
             let fd = (up[i] - dn[i]) / (2.0 * h);
             assert!(
@@ -530,7 +498,7 @@ mod tests {
         // before the first step.
         let mut ts: Vec<f64> = (0..=2000).map(|i| i as f64 * 1e-3).collect();
         ts.push(2.0);
-        let e = solve(&mut decay, &[1.0], 0.0, &ts, &s, &StopFlag::default()).unwrap_err();
+        let e = from_zero(&mut decay, &[1.0], &ts, &s).unwrap_err();
         assert_eq!(
             e,
             OdeFailure::Times {
@@ -552,7 +520,7 @@ mod tests {
             max_steps: 905,
             ..s
         };
-        let e = solve(&mut decay, &[1.0], 0.0, &ts, &s, &StopFlag::default()).unwrap_err();
+        let e = from_zero(&mut decay, &[1.0], &ts, &s).unwrap_err();
         assert!(matches!(e, OdeFailure::Steps { .. }), "{e:?}");
         let m = e.to_string();
         assert!(m.contains("output times themselves"), "{m}");
@@ -560,7 +528,7 @@ mod tests {
             max_steps: 850,
             ..s
         };
-        let e = solve(&mut decay, &[1.0], 0.0, &ts, &s, &StopFlag::default()).unwrap_err();
+        let e = from_zero(&mut decay, &[1.0], &ts, &s).unwrap_err();
         assert!(matches!(e, OdeFailure::Times { times: 900, .. }), "{e:?}");
     }
 
@@ -591,15 +559,7 @@ mod tests {
             dx[0] = x[0] * x[0];
             Ok(())
         };
-        let e = solve(
-            &mut blow,
-            &[1.0],
-            0.0,
-            &[2.0],
-            &OdeSettings::default(),
-            &StopFlag::default(),
-        )
-        .unwrap_err();
+        let e = from_zero(&mut blow, &[1.0], &[2.0], &OdeSettings::default()).unwrap_err();
         assert!(
             matches!(
                 e,
@@ -618,13 +578,13 @@ mod tests {
             max_steps: 1000,
             ..Default::default()
         };
-        let e = solve(&mut stiff, &[0.0], 0.0, &[100.0], &s, &StopFlag::default()).unwrap_err();
+        let e = from_zero(&mut stiff, &[0.0], &[100.0], &s).unwrap_err();
         assert!(matches!(e, OdeFailure::Steps { .. }), "{e:?}");
         assert!(e.to_string().contains("stiff"), "{e}");
         // A right-hand side that fails.
         let mut bad = |_t: f64, _x: &[f64], _dx: &mut [f64]| Err("no".to_string());
         assert_eq!(
-            solve(&mut bad, &[0.0], 0.0, &[1.0], &s, &StopFlag::default()).unwrap_err(),
+            from_zero(&mut bad, &[0.0], &[1.0], &s).unwrap_err(),
             OdeFailure::Rhs("no".into())
         );
         // Output at t0 is the initial state.
@@ -633,15 +593,7 @@ mod tests {
             Ok(())
         };
         assert_eq!(
-            solve(
-                &mut decay,
-                &[3.0],
-                0.0,
-                &[0.0, 0.0],
-                &s,
-                &StopFlag::default()
-            )
-            .unwrap(),
+            from_zero(&mut decay, &[3.0], &[0.0, 0.0], &s).unwrap(),
             vec![3.0, 3.0]
         );
     }
