@@ -633,7 +633,7 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             let mut report = fit.report();
             if predictions_stopped.is_some() {
                 report.warning(
-                    "the predictions at the test data were not made: the run was interrupted while making them",
+                    "the predictions at the test data were not made: the run was interrupted",
                 );
             }
             out(&report.text())?;

@@ -428,3 +428,43 @@ fn ode_test_data_are_checked_before_sampling() {
         );
     }
 }
+
+/// From Rust, `RunOptions::cancel` reaches the same loops: a flag set from
+/// another thread ends a run inside a long ODE solve at once.
+#[test]
+fn the_cancel_flag_of_run_options_stops_a_long_solve() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let m = model(STIFF);
+    let data = tempest::Data::read(
+        &write(
+            &out_dir("signals_api"),
+            "stiff.csv",
+            "ts,y\n1,1\n50,1\n100,1\n",
+        )
+        .into(),
+    )
+    .expect("data");
+    let b = bind(&m, &data);
+    let flag = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let cancel = flag.clone();
+    std::thread::spawn(move || {
+        let r = tempest::run(
+            &b,
+            tempest::RunOptions {
+                cancel: Some(cancel),
+                ..Default::default()
+            },
+        );
+        let _ = tx.send(r.map(|_| ()));
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    flag.store(true, Ordering::SeqCst);
+    let r = rx
+        .recv_timeout(PROMPT)
+        .expect("the run went on after the flag was set");
+    let e = r.expect_err("a run stopped before its first draw has no fit");
+    assert!(e.first().is_interrupted(), "{e}");
+    assert!(e.first().message.contains("solving the ODE"), "{e}");
+}

@@ -66,16 +66,22 @@ impl VariationalFit {
         let log_prior = has_priors(b, layout)
             .then(|| log_prior_value(b, layout, &core.theta))
             .transpose()?;
-        let (m, v) = core.marginals(&qs);
-        let lik = &core.pieces.lik;
-        let totals = expectations(&core.model, lik, &core.rule, &m, &v).and_then(|e| {
+        let totals = || {
+            let (m, v) = core.marginals(&qs);
+            let lik = &core.pieces.lik;
+            let e = expectations(&core.model, lik, &core.rule, &m, &v)?;
             let finer = match core.rule.finer() {
                 Some(f) => Some(expectations(&core.model, lik, &f, &m, &v)?.total()),
                 None => None,
             };
             Ok((e.total(), finer))
-        });
+        };
         // A stopped run goes without the rule's error estimate.
+        let stop = &core.model.bound.stop;
+        let totals = match stop.check("estimating the expectation rule's error") {
+            Ok(()) => totals(),
+            Err(e) => Err(e),
+        };
         let rule_error = match totals {
             Ok((total, finer)) => RuleError::new(&core.rule, total, finer),
             Err(e) if e.is_interrupted() => RuleError::new(&core.rule, 0.0, None),

@@ -226,6 +226,8 @@ impl GradientDescent {
     /// One optimiser step from the current state with gradient `g`: the
     /// new q, the hyper step when hypers are learned, and the ELBO there.
     fn attempt(&mut self, g: &[f64]) -> Result<(Expectations, f64), Error> {
+        let stop = self.core.model.bound.stop.clone();
+        stop.check("taking a gradient step")?;
         self.opt.step(&mut self.x, g);
         self.qs = self.posteriors();
         if self.core.hyper_opt.is_some() {
@@ -245,6 +247,7 @@ impl GradientDescent {
             self.k_inv_diag = self.k_inv.diagonal();
             self.qs = self.posteriors();
         }
+        stop.check("taking a gradient step")?;
         self.core.evaluate(&self.qs)
     }
 }

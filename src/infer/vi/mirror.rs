@@ -87,6 +87,9 @@ impl MirrorDescent {
     }
 }
 
+/// What a stop during a step interrupts.
+const STEPPING: &str = "taking a mirror-descent step";
+
 impl Engine for MirrorDescent {
     fn step(&mut self) -> Result<Status, Error> {
         self.step += 1;
@@ -101,9 +104,15 @@ impl Engine for MirrorDescent {
                 self.lambda1[j] = (1.0 - rho) * old1[j] + rho * target1;
                 self.lambda2[j] = (1.0 - rho) * old2[j] + rho * e.gv[j];
             }
-            let tried = self
-                .posteriors()
-                .and_then(|qs| self.core.evaluate(&qs).map(|(e, l)| (qs, e, l)));
+            // Each factorises N × N: the stop flag is read before each.
+            let stop = &self.core.model.bound.stop;
+            let tried = stop
+                .check(STEPPING)
+                .and_then(|_| self.posteriors())
+                .and_then(|qs| {
+                    stop.check(STEPPING)?;
+                    self.core.evaluate(&qs).map(|(e, l)| (qs, e, l))
+                });
             let fell = match &tried {
                 Ok((_, _, elbo)) => *elbo < prev,
                 // Stopped: the step is not taken.
