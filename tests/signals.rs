@@ -436,15 +436,12 @@ fn the_cancel_flag_of_run_options_stops_a_long_solve() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     let m = model(STIFF);
-    let data = tempest::Data::read(
-        &write(
-            &out_dir("signals_api"),
-            "stiff.csv",
-            "ts,y\n1,1\n50,1\n100,1\n",
-        )
-        .into(),
-    )
-    .expect("data");
+    let csv = write(
+        &out_dir("signals_api"),
+        "stiff.csv",
+        "ts,y\n1,1\n50,1\n100,1\n",
+    );
+    let data = tempest::Data::read(Path::new(&csv)).expect("data");
     let b = bind(&m, &data);
     let flag = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel();
