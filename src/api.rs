@@ -19,6 +19,7 @@ use crate::infer::fit::Fit;
 use crate::infer::registry::{self, BuildCx, TestData};
 use crate::infer::settings::EngineConfig;
 use crate::infer::sink::{DrawSinks, StanCsvSinks};
+use crate::interrupt::StopFlag;
 use crate::ir::bind::{self, Bound, Overrides};
 use crate::ir::graph::Graph;
 use crate::model::custom::Registry;
@@ -62,7 +63,8 @@ pub struct RunOptions {
     pub test: Option<Data>,
     /// Observers of the run (progress bars, traces).
     pub observers: Vec<Box<dyn Observer>>,
-    /// Stop early when set (Ctrl-C).
+    /// Stop early when set (Ctrl-C, SIGTERM): every long loop of the run
+    /// reads it ([`crate::interrupt`]), and the run keeps its result so far.
     pub cancel: Option<Arc<AtomicBool>>,
     /// Samplers: stream each chain's draws to `PREFIX_<chain>.csv` (Stan CSV).
     pub csv: Option<std::path::PathBuf>,
@@ -122,7 +124,18 @@ pub fn engine_config(graph: &Graph, options: &RunOptions) -> Result<EngineConfig
 ///
 /// The engine is found in [`crate::infer::registry::ENGINES`]; what it does
 /// not accept (test data, draw sinks) is refused before anything runs.
-pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Box<dyn Fit>> {
+///
+/// When `options.cancel` is set during the run, the engine stops at its
+/// next check and its result so far comes back (an `E-interrupted` error
+/// where there is none, e.g. a sampler still in warm-up); set during the
+/// predictions, the fit comes back without them ([`run_outcome`] says so).
+pub fn run(bound: &Bound, options: RunOptions) -> Result<Box<dyn Fit>> {
+    run_outcome(bound, options).map(|o| o.fit)
+}
+
+/// [`run`], saying whether the predictions at the test data were stopped
+/// by `options.cancel`.
+pub fn run_outcome(bound: &Bound, mut options: RunOptions) -> Result<Outcome> {
     let cfg = engine_config(&bound.graph, &options)?;
     let def =
         registry::find(&cfg.name).ok_or_else(|| Error::internal("engine without definition"))?;
@@ -167,15 +180,20 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Box<dyn Fit>> {
         )
         .into());
     }
+    let stop = StopFlag::new(options.cancel.clone());
     let test = match &options.test {
         Some(d) => {
-            let t = bind::bind_test(bound, d)?;
+            let mut t = bind::bind_test(bound, d)?;
             bind::check_param_shapes(bound, &t)?;
+            t.stop = stop.clone();
+            crate::ir::check_test::check_test(bound, &t)?;
             Some(t)
         }
         None => None,
     };
-    let engine = def.build(Arc::new(bound.clone()), &cfg, &cx)?;
+    let mut bound = bound.clone();
+    bound.stop = stop;
+    let engine = def.build(Arc::new(bound), &cfg, &cx)?;
     let mut exec = Executor::new();
     for o in std::mem::take(&mut options.observers) {
         exec = exec.observe(o);
@@ -184,10 +202,27 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Box<dyn Fit>> {
         exec = exec.cancel_on(c.clone());
     }
     let mut fit = exec.run(engine)?;
+    let mut predictions_stopped = None;
     if let Some(t) = &test {
-        fit.attach_test(t)?;
+        match fit.attach_test(t) {
+            Err(e) if e.is_interrupted() => predictions_stopped = Some(e),
+            r => r?,
+        }
     }
-    Ok(fit)
+    Ok(Outcome {
+        fit,
+        predictions_stopped,
+    })
+}
+
+/// What [`run_outcome`] gives: the fit, and whether the stop flag
+/// (`RunOptions::cancel`) cut its predictions short.
+pub struct Outcome {
+    /// The fit (with its predictions at the test data, unless stopped).
+    pub fit: Box<dyn Fit>,
+    /// The interruption that stopped the predictions at the test data (the
+    /// fit then has none).
+    pub predictions_stopped: Option<Error>,
 }
 
 /// What the engine a run would use says before it starts on `bound`

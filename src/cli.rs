@@ -195,8 +195,8 @@ enum Stage {
 
 /// Run the command line (the process's arguments) with the likelihoods and
 /// kernels of `registry`; the exit status: 0, 1 after an error, 2 for a
-/// malformed command line, 130 after Ctrl-C, 141 when standard output was
-/// closed.
+/// malformed command line, 130 after Ctrl-C, SIGTERM or SIGHUP, 141 when
+/// standard output was closed.
 pub fn main_with(registry: Registry) -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         let msg = info
@@ -313,23 +313,64 @@ fn check_png(flag: &str, p: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The failure after Ctrl-C: exit status 130, and what was kept.
-fn interrupted(errors: Option<Errors>, csv: bool, in_source: bool) -> Failure {
-    let mut errors = errors.unwrap_or_else(|| {
-        let mut e = Error::new(
-            ErrorKind::Interrupted,
-            "interrupted (Ctrl-C): the results above are from the run up to the stop",
-        );
-        if csv {
-            e = e.with_note("the Stan CSV files keep every draw written before the stop");
+/// What stops a run from outside, as messages name it.
+const SIGNALS: &str = "Ctrl-C, SIGTERM or SIGHUP";
+
+/// Set the returned flag on SIGINT (Ctrl-C), SIGTERM and SIGHUP: the run
+/// stops at its next check and keeps its result so far. A second signal
+/// while the flag is set ends the process at once (exit status 130), unless
+/// it comes within a second of the first: `timeout` and a terminal send the
+/// same signal to the process and to its group, so one request can arrive
+/// twice. A handler may already be installed (a program embedding the
+/// command line); the signals then keep their behaviour and the flag is
+/// never set.
+fn stop_on_signals() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = cancel.clone();
+    let mut first: Option<std::time::Instant> = None;
+    let _ = ctrlc::set_handler(move || {
+        let again = flag.swap(true, std::sync::atomic::Ordering::SeqCst);
+        match first {
+            Some(t) if again && t.elapsed() >= std::time::Duration::from_secs(1) => {
+                std::process::exit(130)
+            }
+            Some(_) if again => {}
+            _ => first = Some(std::time::Instant::now()),
         }
-        e.into()
     });
-    if let Some(first) = errors.0.first_mut()
-        && first.kind != ErrorKind::Interrupted
-    {
-        first.notes.push("the run was interrupted (Ctrl-C)".into());
-    }
+    cancel
+}
+
+/// The failure after an interruption: exit status 130, and what was kept.
+fn interrupted(errors: Option<Errors>, csv: bool, in_source: bool) -> Failure {
+    let errors = match errors {
+        // The error of a run stopped before it had results, or of an
+        // output the stop cut short.
+        Some(mut errors) => {
+            if let Some(first) = errors.0.first_mut() {
+                first.notes.push(if first.kind == ErrorKind::Interrupted {
+                    format!("stopped by {SIGNALS}")
+                } else {
+                    format!("the run was interrupted ({SIGNALS})")
+                });
+            }
+            errors
+        }
+        None => {
+            let mut e = Error::new(
+                ErrorKind::Interrupted,
+                format!(
+                    "interrupted ({SIGNALS}): the results above are from the run up to the stop"
+                ),
+            );
+            if csv {
+                e = e.with_note(
+                    "the Stan CSV files hold the draws summarised above (every chain cut to the same number)",
+                );
+            }
+            e.into()
+        }
+    };
     Failure {
         errors,
         in_source,
@@ -487,19 +528,27 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             let data =
                 command::load_data_for(&base.graph, &test, test_rows.as_deref(), "--test-rows")
                     .map_err(sourced)?;
-            let test_bound = crate::ir::bind::bind_test(&base, &data).map_err(sourced)?;
-            fit.attach_test(&test_bound)
-                .map_err(|e| sourced(e.into()))?;
+            let mut test_bound = crate::ir::bind::bind_test(&base, &data).map_err(sourced)?;
+            test_bound.stop = crate::interrupt::StopFlag::new(Some(stop_on_signals()));
+            fit.attach_test(&test_bound).map_err(|e| {
+                if e.is_interrupted() {
+                    interrupted(Some(e.into()), false, true)
+                } else {
+                    sourced(e.into())
+                }
+            })?;
             for line in command::label_lines(&base) {
                 out(&format!("{line}\n"))?;
             }
-            out(&fit.summary())?;
+            let report = fit.report();
+            out(&report.text())?;
             let files = [
                 ("model", serde_json::json!(src.name)),
                 ("test_data", serde_json::json!(test.display().to_string())),
             ];
             write_outputs(
                 fit.as_ref(),
+                &report,
                 json.as_deref(),
                 plot.as_deref(),
                 &Default::default(),
@@ -591,31 +640,18 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             for line in command::label_lines(&bound) {
                 out(&format!("{line}\n"))?;
             }
-            // Ctrl-C stops the run at the end of the current step and keeps
-            // the result so far (every draw already streamed stays on disk).
-            let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            {
-                let flag = cancel.clone();
-                // A handler may already be installed (embedding); then Ctrl-C
-                // keeps its default behaviour.
-                // A second Ctrl-C stops at once.
-                let _ = ctrlc::set_handler(move || {
-                    if flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                        std::process::exit(130);
-                    }
-                });
-            }
-            let was_cancelled = {
-                let c = cancel.clone();
-                move || c.load(std::sync::atomic::Ordering::SeqCst)
-            };
+            // A signal stops the run at its next check and keeps the result
+            // so far (the draw files hold the draws it keeps).
+            let cancel = stop_on_signals();
+            let flag = cancel.clone();
+            let was_cancelled = move || flag.load(std::sync::atomic::Ordering::SeqCst);
             let wrote_csv = csv.is_some();
             let mut options = RunOptions {
                 engine,
                 settings,
                 seed,
                 test: test_data,
-                cancel: Some(cancel),
+                cancel: Some(cancel.clone()),
                 csv,
                 model_name: model.file_stem().map(|s| s.to_string_lossy().into_owned()),
                 ..Default::default()
@@ -647,12 +683,26 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 )
                 .into());
             }
-            let fit = match crate::run(&bound, options) {
-                Ok(fit) => fit,
+            let crate::Outcome {
+                fit,
+                predictions_stopped,
+            } = match crate::run_outcome(&bound, options) {
+                Ok(o) => o,
                 Err(e) if was_cancelled() => return Err(interrupted(Some(e), wrote_csv, true)),
                 Err(e) => return Err(sourced(e)),
             };
-            out(&fit.summary())?;
+            // What the run kept is written in full: the flag is cleared for
+            // the outputs (a plot predicts along its axis), and a signal
+            // during them stops them.
+            let stopped = was_cancelled();
+            cancel.store(false, std::sync::atomic::Ordering::SeqCst);
+            let mut report = fit.report();
+            if predictions_stopped.is_some() {
+                report.warning(
+                    "the predictions at the test data were not made: the run was interrupted",
+                );
+            }
+            out(&report.text())?;
             let mut files = vec![
                 ("model", serde_json::json!(src.name)),
                 (
@@ -669,8 +719,12 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             if !bound.labels.is_empty() {
                 files.push(("labels", command::labels_json(&bound)));
             }
+            if stopped {
+                files.push(("interrupted", serde_json::json!(true)));
+            }
             write_outputs(
                 fit.as_ref(),
+                &report,
                 json.as_deref(),
                 plot.as_deref(),
                 &plot_options,
@@ -684,7 +738,7 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 write_json_as(path, &j, false)?;
                 out(&format!("fit saved to {}\n", path.display()))?;
             }
-            if was_cancelled() {
+            if stopped || was_cancelled() {
                 return Err(interrupted(None, wrote_csv, false));
             }
             Ok(())
@@ -806,25 +860,42 @@ fn plot_trace(
     Ok(())
 }
 
-/// A fit's `--json` file (its report with `fields` added) and `--plot`
-/// figure, when asked for.
+/// A fit's `--json` file (its `report` with `fields` added) and `--plot`
+/// figure, when asked for; each file appears whole or not at all.
 fn write_outputs(
     fit: &dyn crate::Fit,
+    report: &crate::output::report::Report,
     json: Option<&Path>,
     plot: Option<&Path>,
     plot_options: &crate::infer::fit::PlotOptions,
     fields: &[(&str, serde_json::Value)],
 ) -> Result<(), Failure> {
     if let Some(path) = json {
-        let mut j = fit.to_json();
+        let mut j = report.json();
         for (k, v) in fields {
             j[*k] = v.clone();
         }
         write_json(path, &j)?;
     }
     if let Some(path) = plot {
-        for written in fit.plot_with(path, plot_options)? {
-            out(&format!("plot written to {}\n", written.display()))?;
+        // Drawn beside the path under a temporary name, then renamed.
+        let tmp = crate::output::atomic::temporary_like(path);
+        let written = fit.plot_with(&tmp, plot_options).map_err(|e| {
+            if e.is_interrupted() {
+                interrupted(Some(e.into()), false, false)
+            } else {
+                e.into()
+            }
+        })?;
+        for w in written {
+            let to = crate::output::atomic::final_name(&tmp, path, &w);
+            std::fs::rename(&w, &to).map_err(|e| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("cannot write `{}`: {e}", to.display()),
+                )
+            })?;
+            out(&format!("plot written to {}\n", to.display()))?;
         }
     }
     Ok(())
@@ -844,7 +915,7 @@ fn write_json_as(path: &Path, j: &serde_json::Value, pretty: bool) -> Result<(),
     }
     .context("serialising results")
     .map_err(|e| Error::internal(e.to_string()))?;
-    std::fs::write(path, text + "\n").map_err(|e| {
+    crate::output::atomic::write_whole(path, (text + "\n").as_bytes()).map_err(|e| {
         Error::new(
             ErrorKind::Io,
             format!("cannot write `{}`: {e}", path.display()),

@@ -26,6 +26,7 @@ pub mod command;
 pub mod data;
 pub mod error;
 pub mod infer;
+pub mod interrupt;
 pub mod ir;
 pub mod limits;
 pub mod math;
@@ -35,7 +36,10 @@ pub mod output;
 pub mod semantic;
 pub mod syntax;
 
-pub use api::{Model, Rendered, RunOptions, bind, check, engine_config, lower, parse, run};
+pub use api::{
+    Model, Outcome, Rendered, RunOptions, bind, check, engine_config, lower, parse, run,
+    run_outcome,
+};
 pub use data::{Data, DataValue};
 pub use error::{Error, ErrorKind, Errors, Result};
 pub use infer::fit::Fit;

@@ -331,6 +331,7 @@ fn ctrl_c_keeps_what_was_written_and_exits_130() {
         let prefix = dir.join(format!("draws{warmup}"));
         let first = PathBuf::from(format!("{}_1.csv", prefix.display()));
         let _ = std::fs::remove_file(&first);
+        let _ = std::fs::remove_file(format!("{}.partial", first.display()));
         let child = Command::new(env!("CARGO_BIN_EXE_tempest"))
             .args([
                 "run",
@@ -346,10 +347,12 @@ fn ctrl_c_keeps_what_was_written_and_exits_130() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start");
-        // The CSV files appear once sampling is set up (the handler is
-        // installed before); give the sampler a moment to make draws.
+        // The CSV files appear (as `.partial` until the run ends) once
+        // sampling is set up (the handler is installed before); give the
+        // sampler a moment to make draws.
+        let partial = PathBuf::from(format!("{}.partial", first.display()));
         let start = Instant::now();
-        while !first.exists() {
+        while !partial.exists() {
             assert!(start.elapsed() < LIMIT, "no CSV file appeared");
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -359,7 +362,7 @@ fn ctrl_c_keeps_what_was_written_and_exits_130() {
             // still warming up keeps no draws): wait for draw rows, not
             // comment lines, in both chains' files.
             let draw_rows = |chain: usize| {
-                let path = format!("{}_{chain}.csv", prefix.display());
+                let path = format!("{}_{chain}.csv.partial", prefix.display());
                 std::fs::read_to_string(path).map_or(0, |t| {
                     t.lines()
                         .filter(|l| l.starts_with(|c: char| c.is_ascii_digit() || c == '-'))
@@ -387,7 +390,7 @@ fn ctrl_c_keeps_what_was_written_and_exits_130() {
             assert!(out.is_empty(), "{out}");
         } else {
             assert!(out.contains("stopped early (cancelled)"), "{out}");
-            assert!(err.contains("Stan CSV files keep every draw"), "{err}");
+            assert!(err.contains("Stan CSV files hold the draws"), "{err}");
         }
         assert!(first.exists());
     }

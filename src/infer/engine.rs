@@ -93,7 +93,9 @@ impl Executor {
         self
     }
 
-    /// Run the engine until it is done, cancelled or out of steps.
+    /// Run the engine until it is done, cancelled or out of steps: the
+    /// flag is read before every step, and a step that ends with an
+    /// [`ErrorKind::Interrupted`] error counts as cancelled, not failed.
     pub fn run(mut self, mut engine: Box<dyn Engine>) -> Result<Box<dyn Fit>, Error> {
         let mut steps = 0usize;
         let reason = loop {
@@ -107,7 +109,13 @@ impl Executor {
             if self.max_steps.is_some_and(|m| steps >= m) {
                 break "step limit reached".to_string();
             }
-            let status = engine.step()?;
+            // A step that found the stop flag set inside (a long ODE solve,
+            // a whole-data pass) leaves the engine at its last complete
+            // state: finish from there.
+            let status = match engine.step() {
+                Err(e) if e.is_interrupted() => break "cancelled".to_string(),
+                r => r?,
+            };
             steps += 1;
             let p = engine.progress();
             if let Some(o) = p.objective

@@ -25,6 +25,16 @@ pub trait DrawSink: Send {
     /// One kept draw: the sampler's statistics and the values named by
     /// [`ChainRun::columns`].
     fn draw(&mut self, stats: &SamplerStats, values: &[f64]) -> Result<(), Error>;
+    /// The run was stopped early (Ctrl-C, SIGTERM, `RunOptions::cancel`):
+    /// its fit keeps only each chain's first `kept` draws (the same number
+    /// in every chain, none when a chain was still warming up), `reason`
+    /// says why. A sink that keeps draws drops the rest here, so that it
+    /// agrees with the fit. Called once, before [`DrawSink::finish`], and
+    /// only for a stopped run; by default it does nothing.
+    fn stopped(&mut self, kept: usize, reason: &str) -> Result<(), Error> {
+        let _ = (kept, reason);
+        Ok(())
+    }
     /// The chain is over (finished or stopped early).
     fn finish(self: Box<Self>, warmup_seconds: f64, sampling_seconds: f64) -> Result<(), Error>;
 }
@@ -36,7 +46,10 @@ pub trait DrawSinks: Send + Sync {
 }
 
 /// Stan CSV files `PREFIX_<chain>.csv`, one line per draw, written as they
-/// are made (a stopped run keeps every draw written before the stop).
+/// are made to `PREFIX_<chain>.csv.partial` (locked against another run
+/// writing the same file) and renamed when the chain is over. A stopped
+/// run's files keep the draws its fit keeps; a run that fails or is killed
+/// leaves the `.partial` files, every complete line readable.
 #[derive(Clone, Debug)]
 pub struct StanCsvSinks {
     /// The path prefix.
@@ -61,6 +74,9 @@ impl DrawSink for StanCsvWriter {
     }
     fn draw(&mut self, stats: &SamplerStats, values: &[f64]) -> Result<(), Error> {
         self.write_draw(stats, values)
+    }
+    fn stopped(&mut self, kept: usize, reason: &str) -> Result<(), Error> {
+        self.keep_first(kept, reason)
     }
     fn finish(self: Box<Self>, warmup_seconds: f64, sampling_seconds: f64) -> Result<(), Error> {
         StanCsvWriter::finish(*self, warmup_seconds, sampling_seconds)

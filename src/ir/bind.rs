@@ -45,6 +45,10 @@ pub struct Bound {
     /// index), its labels in the order they are numbered 0, 1, … (the
     /// declared `levels`, the training data's for test data, else sorted).
     pub labels: BTreeMap<usize, Vec<String>>,
+    /// The run's stop flag (Ctrl-C, SIGTERM, `RunOptions::cancel`), read by
+    /// every long loop over this model (see [`crate::interrupt`]); set by
+    /// `api::run`, never set by default.
+    pub stop: crate::interrupt::StopFlag,
 }
 
 /// Values given on the command line (`--set name=value`) for data scalars,
@@ -814,6 +818,7 @@ impl Binder<'_> {
             },
             temperature: 1.0,
             labels: self.labels.clone(),
+            stop: Default::default(),
         }
     }
 }

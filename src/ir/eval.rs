@@ -503,6 +503,7 @@ fn eval_inner<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) 
                 &vals,
                 settings,
                 span,
+                &env.bound.stop,
             )?
         }
         TKind::If(c, a, b) => match ev(c)? {

@@ -8,7 +8,8 @@ use super::expr::TExpr;
 use super::graph::Graph;
 use super::value::{Value, zero_like};
 use crate::error::{Error, ErrorKind};
-use crate::math::ode::{OdeSettings, solve};
+use crate::interrupt::StopFlag;
+use crate::math::ode::{OdeFailure, OdeSettings, solve};
 use crate::model::custom::Scalar;
 use crate::syntax::ast::Span;
 use ad_trait::forward_ad::adfn::adfn;
@@ -18,6 +19,7 @@ use nalgebra::{DMatrix, DVector};
 /// `vals` are the evaluated arguments (x0, t0, ts, then the system's
 /// parameters) and `args` their expressions (for error positions); with
 /// the bound model, output times out of order also name their data row.
+/// The solve ends early with an `E-interrupted` error when `stop` is set.
 #[allow(clippy::too_many_arguments)]
 pub fn solve_call<T: Scalar>(
     bound: Option<&super::bind::Bound>,
@@ -27,6 +29,7 @@ pub fn solve_call<T: Scalar>(
     vals: &[Value<T>],
     settings: &OdeSettings,
     span: Span,
+    stop: &StopFlag,
 ) -> Result<Value<T>, Error> {
     let f = &graph.functions[system];
     let at = |k: usize| args.get(k).map(|a| a.span).unwrap_or(span);
@@ -103,7 +106,7 @@ pub fn solve_call<T: Scalar>(
             p.run(t, x, &flat, &offsets, &mut scratch, dx);
             Ok(())
         };
-        let out = solve(&mut rhs, x0.as_slice(), t0, &ts, settings);
+        let out = solve(&mut rhs, x0.as_slice(), t0, &ts, settings, stop);
         return finish(out, ts.len(), n, settings, span);
     }
     let mut failure: Option<Error> = None;
@@ -143,7 +146,7 @@ pub fn solve_call<T: Scalar>(
             }
         }
     };
-    let out = solve(&mut rhs, x0.as_slice(), t0, &ts, settings);
+    let out = solve(&mut rhs, x0.as_slice(), t0, &ts, settings, stop);
     if let Some(e) = failure {
         return Err(e);
     }
@@ -153,19 +156,26 @@ pub fn solve_call<T: Scalar>(
 /// The solver's output as a `matrix[T, S]`, or its failure as an error at
 /// the call.
 fn finish<T: Scalar>(
-    out: Result<Vec<T>, crate::math::ode::OdeFailure>,
+    out: Result<Vec<T>, OdeFailure>,
     rows: usize,
     n: usize,
     settings: &OdeSettings,
     span: Span,
 ) -> Result<Value<T>, Error> {
-    let out = out.map_err(|e| {
-        Error::at(ErrorKind::Numerical, span, e.to_string())
+    let out = out.map_err(|e| match e {
+        OdeFailure::Interrupted { .. } => {
+            Error::at(ErrorKind::Interrupted, span, e.to_string()).with_label("this solve")
+        }
+        // A fault of the output times (the data), whatever the values.
+        OdeFailure::Times { .. } => Error::at(ErrorKind::Data, span, e.to_string())
+            .with_label("this solve")
+            .with_note(format!("max_steps = {}", settings.max_steps)),
+        e => Error::at(ErrorKind::Numerical, span, e.to_string())
             .with_label("this solve")
             .with_note(format!(
                 "rtol = {}, atol = {}, max_steps = {}",
                 settings.rtol, settings.atol, settings.max_steps
-            ))
+            )),
     })?;
     Ok(Value::Matrix(DMatrix::from_row_slice(rows, n, &out)))
 }
@@ -200,7 +210,7 @@ pub fn first_times(g: &Graph) -> Option<TExpr> {
 /// ⌈P/8⌉ solves for P varying numbers.
 #[allow(clippy::too_many_arguments)]
 pub fn vjp(
-    graph: &Graph,
+    bound: &super::bind::Bound,
     system: usize,
     args: &[TExpr],
     vals: &[Value<f64>],
@@ -220,7 +230,8 @@ pub fn vjp(
         .map(|k| coords.iter().any(|c| c.0 == k).then(|| zero_like(&vals[k])))
         .collect();
     let call = Call {
-        graph,
+        graph: &bound.graph,
+        stop: &bound.stop,
         system,
         args,
         vals,
@@ -253,6 +264,7 @@ pub fn vjp(
 /// One `ode` call's pieces, for [`vjp`].
 struct Call<'a> {
     graph: &'a Graph,
+    stop: &'a StopFlag,
     system: usize,
     args: &'a [TExpr],
     vals: &'a [Value<f64>],
@@ -296,6 +308,7 @@ impl Call<'_> {
             &lifted,
             self.settings,
             self.span,
+            self.stop,
         )?;
         let Value::Matrix(m) = sol else {
             return Err(Error::internal("an ODE solution that is not a matrix"));

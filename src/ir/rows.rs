@@ -37,6 +37,7 @@ impl Bound {
             row_ids: Vec::new(),
             temperature: self.temperature,
             labels: self.labels.clone(),
+            stop: self.stop.clone(),
         };
         let too_far = || Error::internal("a minibatch row beyond the data");
         for (d, v) in self.data.iter().enumerate() {

@@ -14,6 +14,7 @@
 //! accepted state is not finite. A rejected step (its error estimate above
 //! the tolerance, or not a number) shrinks the step and is retried.
 
+use crate::interrupt::StopFlag;
 use crate::math::scalar::Real;
 
 /// Tolerances and the step limit of one solve.
@@ -46,6 +47,27 @@ pub enum OdeFailure {
         t: f64,
         /// The output time it was heading for.
         t_end: f64,
+        /// The step limit.
+        max_steps: usize,
+        /// Of the steps attempted, those shortened to land on an output
+        /// time (each output time after t0 costs at least one).
+        at_times: usize,
+        /// Of the steps attempted, those rejected (error above tolerance).
+        rejected: usize,
+    },
+    /// The output times alone need more steps than the limit allows: each
+    /// distinct output time after t0 ends at least one step. Found before
+    /// the first step.
+    Times {
+        /// Distinct output times after t0.
+        times: usize,
+        /// The step limit.
+        max_steps: usize,
+    },
+    /// The run was asked to stop (Ctrl-C, SIGTERM) at t.
+    Interrupted {
+        /// Where the solve stood.
+        t: f64,
     },
     /// The step size fell below the resolution of the time axis at t.
     StepSize {
@@ -64,10 +86,41 @@ pub enum OdeFailure {
 impl std::fmt::Display for OdeFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            OdeFailure::Steps { t, t_end } => write!(
+            OdeFailure::Steps {
+                t,
+                t_end,
+                max_steps,
+                at_times,
+                rejected,
+            } => {
+                write!(
+                    f,
+                    "the ODE solver reached its step limit max_steps = {max_steps} at t = {t} on the way to t = {t_end}"
+                )?;
+                if 2 * at_times >= *max_steps {
+                    write!(
+                        f,
+                        ": {at_times} of the steps ended at an output time, so the output times themselves need most of the limit; raise `max_steps` (an option of the `ode` call, up to 1e8) above the number of output times, or solve at fewer times"
+                    )
+                } else if 2 * rejected >= *max_steps {
+                    write!(
+                        f,
+                        ": {rejected} of the steps were rejected (the system is likely stiff there); loosen `rtol`/`atol` or raise `max_steps` (options of the `ode` call)"
+                    )
+                } else {
+                    write!(
+                        f,
+                        " (the solution changes quickly there or the system is stiff; raise `max_steps` or loosen `rtol`/`atol`, options of the `ode` call)"
+                    )
+                }
+            }
+            OdeFailure::Times { times, max_steps } => write!(
                 f,
-                "the ODE solver reached its step limit at t = {t} on the way to t = {t_end} (the system may be stiff; raise `max_steps` or loosen `rtol`/`atol`)"
+                "the ODE is solved at {times} distinct output times after t0, and each ends at least one solver step, more than its step limit max_steps = {max_steps}; raise `max_steps` (an option of the `ode` call, up to 1e8) to at least {times}, or solve at fewer times"
             ),
+            OdeFailure::Interrupted { t } => {
+                write!(f, "interrupted while solving the ODE (at t = {t})")
+            }
             OdeFailure::StepSize { t } => write!(
                 f,
                 "the ODE solver's step size fell below the resolution of t at t = {t} (the system is stiff there or its solution blows up)"
@@ -128,14 +181,23 @@ const E: [f64; 7] = [
 
 /// Solve dx/dt = f(t, x), x(t0) = x0, and return x at each time of `ts`
 /// (non-decreasing, none before t0), row i of a \[T × S\] row-major block
-/// (S = x0.len()). The caller checks the times.
+/// (S = x0.len()). The caller checks the times. `stop` is read before every
+/// step: once set, the solve ends with [`OdeFailure::Interrupted`].
 pub fn solve<T: Real>(
     f: &mut Rhs<'_, T>,
     x0: &[T],
     t0: f64,
     ts: &[f64],
     s: &OdeSettings,
+    stop: &StopFlag,
 ) -> Result<Vec<T>, OdeFailure> {
+    let times = distinct_times_after(t0, ts);
+    if times > s.max_steps {
+        return Err(OdeFailure::Times {
+            times,
+            max_steps: s.max_steps,
+        });
+    }
     let n = x0.len();
     let mut out = Vec::with_capacity(ts.len() * n);
     let mut x = x0.to_vec();
@@ -151,17 +213,27 @@ pub fn solve<T: Real>(
         Some(&te) => initial_step(f, &x, &k[0], t0, te, s)?,
         None => 0.0,
     };
-    let mut steps = 0usize;
+    let (mut steps, mut at_times, mut rejected) = (0usize, 0usize, 0usize);
     let mut rejected_last = false;
     for &t_end in ts {
         while t < t_end {
             if steps >= s.max_steps {
-                return Err(OdeFailure::Steps { t, t_end });
+                return Err(OdeFailure::Steps {
+                    t,
+                    t_end,
+                    max_steps: s.max_steps,
+                    at_times,
+                    rejected,
+                });
+            }
+            if stop.is_set() {
+                return Err(OdeFailure::Interrupted { t });
             }
             steps += 1;
             let span = t_end - t;
             // Land on t_end exactly; do not leave a sliver behind.
             let clipped = h >= span || span - h <= 1e-10 * span.max(t.abs());
+            at_times += usize::from(clipped);
             let hs = if clipped { span } else { h };
             if hs <= 10.0 * f64::EPSILON * t.abs() || hs <= f64::MIN_POSITIVE {
                 return Err(OdeFailure::StepSize { t });
@@ -220,11 +292,26 @@ pub fn solve<T: Real>(
                 };
                 h = hs * fac;
                 rejected_last = true;
+                rejected += 1;
             }
         }
         out.extend_from_slice(&x);
     }
     Ok(out)
+}
+
+/// The number of distinct times in `ts` (non-decreasing) after `t0`: the
+/// fewest steps a solve to all of them takes.
+fn distinct_times_after(t0: f64, ts: &[f64]) -> usize {
+    let mut last = t0;
+    let mut count = 0;
+    for &t in ts {
+        if t > last {
+            count += 1;
+            last = t;
+        }
+    }
+    count
 }
 
 fn finite<T: Real>(x: &[T]) -> bool {
@@ -287,6 +374,16 @@ mod tests {
     use crate::math::scalar::Dual1;
     use ad_trait::AD;
 
+    /// A solve from t0 = 0 that is never stopped.
+    fn from_zero<T: Real>(
+        f: &mut Rhs<'_, T>,
+        x0: &[T],
+        ts: &[f64],
+        s: &OdeSettings,
+    ) -> Result<Vec<T>, OdeFailure> {
+        solve(f, x0, 0.0, ts, s, &StopFlag::default())
+    }
+
     fn vdp<T: Real>(theta: T) -> impl FnMut(f64, &[T], &mut [T]) -> Result<(), String> {
         move |_t, x, dx| {
             dx[0] = x[1];
@@ -308,7 +405,7 @@ mod tests {
             dx[0] = -2.0 * x[0];
             Ok(())
         };
-        let x = solve(&mut decay, &[1.5], 0.0, &ts, &s).unwrap();
+        let x = from_zero(&mut decay, &[1.5], &ts, &s).unwrap();
         for (i, t) in ts.iter().enumerate() {
             assert!((x[i] - 1.5 * (-2.0 * t).exp()).abs() < 1e-10, "{t}");
         }
@@ -317,7 +414,7 @@ mod tests {
             dx[1] = -x[0];
             Ok(())
         };
-        let x = solve(&mut osc, &[0.0, 1.0], 0.0, &ts, &s).unwrap();
+        let x = from_zero(&mut osc, &[0.0, 1.0], &ts, &s).unwrap();
         for (i, t) in ts.iter().enumerate() {
             assert!((x[2 * i] - t.sin()).abs() < 1e-8, "{t}");
             assert!((x[2 * i + 1] - t.cos()).abs() < 1e-8, "{t}");
@@ -333,7 +430,7 @@ mod tests {
             atol: 1e-12,
             ..Default::default()
         };
-        let truth: Vec<f64> = solve(&mut vdp(1.0), &[0.0, 2.0], 0.0, &ts, &tight).unwrap();
+        let truth: Vec<f64> = from_zero(&mut vdp(1.0), &[0.0, 2.0], &ts, &tight).unwrap();
         let mut last = f64::INFINITY;
         for tol in [1e-4, 1e-6, 1e-8] {
             let s = OdeSettings {
@@ -341,7 +438,7 @@ mod tests {
                 atol: tol,
                 ..Default::default()
             };
-            let x: Vec<f64> = solve(&mut vdp(1.0), &[0.0, 2.0], 0.0, &ts, &s).unwrap();
+            let x: Vec<f64> = from_zero(&mut vdp(1.0), &[0.0, 2.0], &ts, &s).unwrap();
             let e = x
                 .iter()
                 .zip(&truth)
@@ -357,15 +454,14 @@ mod tests {
         let ts = [1.0, 4.0, 10.0];
         let s = OdeSettings::default();
         let th = 0.8;
-        let xd = solve(
+        let xd = from_zero(
             &mut vdp(Dual1::new(th, [1.0])),
             &[Dual1::constant(0.0), Dual1::constant(2.0)],
-            0.0,
             &ts,
             &s,
         )
         .unwrap();
-        let xv = solve(&mut vdp(th), &[0.0, 2.0], 0.0, &ts, &s).unwrap();
+        let xv = from_zero(&mut vdp(th), &[0.0, 2.0], &ts, &s).unwrap();
         for (d, v) in xd.iter().zip(&xv) {
             assert_eq!(d.value(), *v);
         }
@@ -376,8 +472,8 @@ mod tests {
             ..Default::default()
         };
         let h = 1e-6;
-        let up = solve(&mut vdp(th + h), &[0.0, 2.0], 0.0, &ts, &tight).unwrap();
-        let dn = solve(&mut vdp(th - h), &[0.0, 2.0], 0.0, &ts, &tight).unwrap();
+        let up = from_zero(&mut vdp(th + h), &[0.0, 2.0], &ts, &tight).unwrap();
+        let dn = from_zero(&mut vdp(th - h), &[0.0, 2.0], &ts, &tight).unwrap();
         for i in 0..xd.len() {
             let fd = (up[i] - dn[i]) / (2.0 * h);
             assert!(
@@ -389,13 +485,81 @@ mod tests {
     }
 
     #[test]
+    fn output_times_beyond_the_step_limit_are_named_as_the_cause() {
+        let mut decay = |_t: f64, x: &[f64], dx: &mut [f64]| {
+            dx[0] = -x[0];
+            Ok(())
+        };
+        let s = OdeSettings {
+            max_steps: 1000,
+            ..Default::default()
+        };
+        // 2000 distinct times (repeats and t0 itself cost nothing): refused
+        // before the first step.
+        let mut ts: Vec<f64> = (0..=2000).map(|i| i as f64 * 1e-3).collect();
+        ts.push(2.0);
+        let e = from_zero(&mut decay, &[1.0], &ts, &s).unwrap_err();
+        assert_eq!(
+            e,
+            OdeFailure::Times {
+                times: 2000,
+                max_steps: 1000
+            }
+        );
+        let m = e.to_string();
+        assert!(
+            m.contains("2000 distinct output times") && m.contains("max_steps"),
+            "{m}"
+        );
+        assert!(!m.contains("stiff"), "{m}");
+        // 900 times fit under 905 steps, but the first interval takes
+        // several: the limit is hit, and the message still blames the
+        // output times.
+        let ts: Vec<f64> = (0..900).map(|i| 100.0 + i as f64 * 0.1).collect();
+        let s = OdeSettings {
+            max_steps: 905,
+            ..s
+        };
+        let e = from_zero(&mut decay, &[1.0], &ts, &s).unwrap_err();
+        assert!(matches!(e, OdeFailure::Steps { .. }), "{e:?}");
+        let m = e.to_string();
+        assert!(m.contains("output times themselves"), "{m}");
+        let s = OdeSettings {
+            max_steps: 850,
+            ..s
+        };
+        let e = from_zero(&mut decay, &[1.0], &ts, &s).unwrap_err();
+        assert!(matches!(e, OdeFailure::Times { times: 900, .. }), "{e:?}");
+    }
+
+    #[test]
+    fn a_set_stop_flag_ends_the_solve() {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicBool;
+        let mut decay = |_t: f64, x: &[f64], dx: &mut [f64]| {
+            dx[0] = -x[0];
+            Ok(())
+        };
+        let stop = StopFlag::new(Some(Arc::new(AtomicBool::new(true))));
+        let e = solve(
+            &mut decay,
+            &[1.0],
+            0.0,
+            &[1.0],
+            &OdeSettings::default(),
+            &stop,
+        );
+        assert_eq!(e.unwrap_err(), OdeFailure::Interrupted { t: 0.0 });
+    }
+
+    #[test]
     fn failures_are_reported_not_looped() {
         // Blow-up: x' = x², x(0) = 1 has a pole at t = 1.
         let mut blow = |_t: f64, x: &[f64], dx: &mut [f64]| {
             dx[0] = x[0] * x[0];
             Ok(())
         };
-        let e = solve(&mut blow, &[1.0], 0.0, &[2.0], &OdeSettings::default()).unwrap_err();
+        let e = from_zero(&mut blow, &[1.0], &[2.0], &OdeSettings::default()).unwrap_err();
         assert!(
             matches!(
                 e,
@@ -414,12 +578,13 @@ mod tests {
             max_steps: 1000,
             ..Default::default()
         };
-        let e = solve(&mut stiff, &[0.0], 0.0, &[100.0], &s).unwrap_err();
+        let e = from_zero(&mut stiff, &[0.0], &[100.0], &s).unwrap_err();
         assert!(matches!(e, OdeFailure::Steps { .. }), "{e:?}");
+        assert!(e.to_string().contains("stiff"), "{e}");
         // A right-hand side that fails.
         let mut bad = |_t: f64, _x: &[f64], _dx: &mut [f64]| Err("no".to_string());
         assert_eq!(
-            solve(&mut bad, &[0.0], 0.0, &[1.0], &s).unwrap_err(),
+            from_zero(&mut bad, &[0.0], &[1.0], &s).unwrap_err(),
             OdeFailure::Rhs("no".into())
         );
         // Output at t0 is the initial state.
@@ -428,7 +593,7 @@ mod tests {
             Ok(())
         };
         assert_eq!(
-            solve(&mut decay, &[3.0], 0.0, &[0.0, 0.0], &s).unwrap(),
+            from_zero(&mut decay, &[3.0], &[0.0, 0.0], &s).unwrap(),
             vec![3.0, 3.0]
         );
     }

@@ -330,7 +330,7 @@ fn classifier_map(
     }
     let probs_at = |x: &Inputs| {
         let (mean, var) = latent(x)?;
-        class_probabilities(model, rule, lik, &mean, &var)
+        class_probabilities(model, rule, lik, &mean, &var, &model.bound.stop)
     };
     let g = &model.bound.graph;
     let data = g.observations[model.latent.obs].data;
@@ -464,7 +464,7 @@ pub fn svi(f: &SviFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
             .pieces::<f64>(&f.theta, &f.model.bound)?
             .lik
             .untempered();
-        let latent = |x: &Inputs| f.latent_at(x);
+        let latent = |x: &Inputs| f.latent_at(x, &f.model.bound.stop);
         classifier_map(
             &f.model,
             &f.rule,

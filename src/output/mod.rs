@@ -1,5 +1,6 @@
 //! Output: plots, progress display and result files.
 
+pub mod atomic;
 pub mod axis;
 pub mod figures;
 pub mod plot;

@@ -23,19 +23,26 @@
 //! #
 //! ```
 //!
-//! [`StanCsvWriter`] writes a file draw by draw; every draw is handed to the
-//! operating system before [`StanCsvWriter::write_draw`] returns, so a crash
-//! or Ctrl-C later leaves all earlier draws readable. [`read_stan_csv`] reads
-//! such a file back, ignoring a partially written last line.
+//! [`StanCsvWriter`] writes a file draw by draw at `PATH.partial` (locked, so
+//! that a second run writing the same file fails at once; see
+//! [`crate::output::atomic`]) and renames it to `PATH` when the chain ends.
+//! Every draw is handed to the operating system before
+//! [`StanCsvWriter::write_draw`] returns, so a crash or a kill later leaves
+//! all earlier draws readable in `PATH.partial`. A run stopped by Ctrl-C or
+//! SIGTERM cuts its files to the draws its summary keeps
+//! ([`StanCsvWriter::keep_first`]) and renames them as usual.
+//! [`read_stan_csv`] reads such a file back, ignoring a partially written
+//! last line.
 //!
 //! Numbers are written with the fewest digits that read back to the same
 //! `f64` (bit for bit), as `nan`, `inf` and `-inf` where not finite, and in
 //! exponent notation (`1.5e-7`) when very small or very large.
 
 use crate::error::{Error, ErrorKind};
+use crate::output::atomic::PartialFile;
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::Write as _;
+use std::io::{Seek, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 
 /// The sampler columns that come first in every Stan CSV file of NUTS draws,
@@ -230,12 +237,13 @@ fn read_err(path: &Path, e: impl std::fmt::Display) -> Error {
 
 /// Writes one chain's draws to a Stan CSV file, one line per draw.
 ///
-/// Lines are written whole and unbuffered: when a method returns, its text
-/// has been handed to the operating system, so it survives a crash or an
-/// interrupt of the process (not a power loss: nothing is `fsync`ed).
+/// Lines are written whole and unbuffered to `PATH.partial`: when a method
+/// returns, its text has been handed to the operating system, so it
+/// survives a crash or a kill of the process (not a power loss: nothing is
+/// `fsync`ed). [`StanCsvWriter::finish`] renames the file to `PATH`.
 #[derive(Debug)]
 pub struct StanCsvWriter {
-    file: File,
+    file: PartialFile,
     path: PathBuf,
     n_params: usize,
     draws_written: usize,
@@ -243,13 +251,13 @@ pub struct StanCsvWriter {
 }
 
 impl StanCsvWriter {
-    /// Create (or truncate) the file at `path` and write the configuration
-    /// comments and the column header: the seven [`SAMPLER_COLUMNS`], then
-    /// `param_names` (see [`stan_names`]).
+    /// Create (or empty) the file at `path.partial`, lock it, and write the
+    /// configuration comments and the column header: the seven
+    /// [`SAMPLER_COLUMNS`], then `param_names` (see [`stan_names`]).
     ///
-    /// Errors: [`ErrorKind::Io`] naming the file when it cannot be written;
-    /// [`ErrorKind::Internal`] when a parameter name is empty or holds a
-    /// comma, quote or line break.
+    /// Errors: [`ErrorKind::Io`] naming the file when it cannot be written
+    /// or another process is writing it; [`ErrorKind::Internal`] when a
+    /// parameter name is empty or holds a comma, quote or line break.
     pub fn create(
         path: &Path,
         header: &StanCsvHeader,
@@ -317,8 +325,9 @@ impl StanCsvWriter {
         columns.extend(param_names.iter().map(String::as_str));
         line(columns.join(","));
 
-        let mut file = File::create(path).map_err(|e| write_err(path, e))?;
-        file.write_all(text.as_bytes())
+        let mut file = PartialFile::create(path).map_err(|e| write_err(path, e))?;
+        file.file()
+            .write_all(text.as_bytes())
             .map_err(|e| write_err(path, e))?;
         Ok(StanCsvWriter {
             file,
@@ -329,9 +338,15 @@ impl StanCsvWriter {
         })
     }
 
-    /// The file being written.
+    /// The file's final path (it is written at `path.partial` until
+    /// [`StanCsvWriter::finish`]).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The path the file is written at until [`StanCsvWriter::finish`].
+    pub fn partial_path(&self) -> &Path {
+        self.file.partial_path()
     }
 
     /// How many draws have been written so far.
@@ -400,6 +415,10 @@ impl StanCsvWriter {
         let r = self.write_text(&line);
         self.line = line;
         r?;
+        // With a draw in it, an unfinished file is worth keeping.
+        if self.draws_written == 0 {
+            self.file.keep();
+        }
         self.draws_written += 1;
         Ok(())
     }
@@ -413,6 +432,8 @@ impl StanCsvWriter {
     /// #                1.4 seconds (Total)
     /// #
     /// ```
+    ///
+    /// then rename the file from `path.partial` to `path`.
     pub fn finish(mut self, elapsed_warmup_s: f64, elapsed_sampling_s: f64) -> Result<(), Error> {
         let pad = " ".repeat(ELAPSED_TITLE.len());
         let text = format!(
@@ -423,13 +444,65 @@ impl StanCsvWriter {
             num(elapsed_warmup_s + elapsed_sampling_s),
         );
         self.write_text(&text)?;
-        self.file.flush().map_err(|e| write_err(&self.path, e))
+        self.file
+            .file()
+            .flush()
+            .map_err(|e| write_err(&self.path, e))?;
+        let path = self.path.clone();
+        self.file.commit().map_err(|e| write_err(&path, e))
+    }
+
+    /// Keep only the first `kept` draws written (a run stopped early keeps
+    /// the same number in every chain), and say so in a comment line
+    /// `# Stopped early (REASON): K of N draws kept`.
+    pub fn keep_first(&mut self, kept: usize, reason: &str) -> Result<(), Error> {
+        if kept < self.draws_written {
+            let end = end_of_draw(self.file.partial_path(), kept)
+                .map_err(|e| write_err(&self.path, e))?;
+            let f = self.file.file();
+            f.set_len(end)
+                .and_then(|_| f.seek(SeekFrom::Start(end)))
+                .map_err(|e| write_err(&self.path, e))?;
+            self.draws_written = kept;
+        }
+        self.write_text(&format!(
+            "# Stopped early ({}): {kept} draws kept, as in every chain of the run\n",
+            one_line(reason)
+        ))
     }
 
     fn write_text(&mut self, text: &str) -> Result<(), Error> {
         self.file
+            .file()
             .write_all(text.as_bytes())
             .map_err(|e| write_err(&self.path, e))
+    }
+}
+
+/// The byte offset just past the `kept`-th draw line of the Stan CSV file
+/// at `path` (past the column header when `kept` is 0, and the adaptation
+/// comments that follow it).
+fn end_of_draw(path: &Path, kept: usize) -> std::io::Result<u64> {
+    use std::io::BufRead;
+    let mut r = std::io::BufReader::new(File::open(path)?);
+    let (mut at, mut header, mut draws) = (0u64, false, 0usize);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = r.read_until(b'\n', &mut line)?;
+        if n == 0 || line.last() != Some(&b'\n') {
+            return Ok(at);
+        }
+        let is_draw = !line.starts_with(b"#") && !line.trim_ascii().is_empty();
+        if is_draw && !header {
+            header = true;
+        } else if is_draw {
+            if draws == kept {
+                return Ok(at);
+            }
+            draws += 1;
+        }
+        at += n as u64;
     }
 }
 
@@ -882,9 +955,14 @@ mod tests {
             w.write_draw(&stats(i), &[1.0 / (i as f64 + 3.0); 8])
                 .unwrap();
         }
-        // Simulate a crash: the writer is dropped without `finish`.
+        // Simulate a crash: the writer is dropped without `finish`, and
+        // the draws are in the file marked `.partial`.
+        let partial = w.partial_path().to_path_buf();
         drop(w);
-        let full = std::fs::read(&f.0).unwrap();
+        assert!(!f.0.exists());
+        let full = std::fs::read(&partial).unwrap();
+        let _ = std::fs::remove_file(&partial);
+        std::fs::write(&f.0, &full).unwrap();
         assert_eq!(read_stan_csv(&f.0).unwrap().draws.len(), 10);
 
         // Cut the file in the middle of the last draw: 9 complete draws.
@@ -909,6 +987,38 @@ mod tests {
         more.extend_from_slice(b"-1,0.9,0.5,2,3,0,4,1,2,3,4,5,6,7,8");
         std::fs::write(&f.0, &more).unwrap();
         assert_eq!(read_stan_csv(&f.0).unwrap().draws.len(), 10);
+    }
+
+    #[test]
+    fn a_stopped_chain_keeps_the_draws_the_fit_keeps() {
+        for (written, kept, adapted) in [(10, 4, true), (10, 0, true), (3, 3, false), (0, 0, false)]
+        {
+            let f = TempFile::new("stopped");
+            let mut w = StanCsvWriter::create(&f.0, &header(), &params()).unwrap();
+            if adapted {
+                w.write_adaptation(0.5, &[1.0; 8]).unwrap();
+            }
+            for i in 0..written {
+                w.write_draw(&stats(i), &[i as f64; 8]).unwrap();
+            }
+            w.keep_first(kept, "cancelled").unwrap();
+            assert_eq!(w.draws_written(), kept);
+            w.finish(1.0, 2.0).unwrap();
+            let csv = read_stan_csv(&f.0).unwrap();
+            assert_eq!(csv.draws.len(), kept, "{written} {kept}");
+            for (i, d) in csv.draws.iter().enumerate() {
+                assert_eq!(d[0], stats(i).lp);
+            }
+            assert_eq!(csv.step_size.is_some(), adapted);
+            assert_eq!(csv.elapsed_sampling_s, Some(2.0));
+            assert!(
+                csv.comments
+                    .iter()
+                    .any(|c| c.contains(&format!("Stopped early (cancelled): {kept} draws kept"))),
+                "{:?}",
+                csv.comments
+            );
+        }
     }
 
     #[test]

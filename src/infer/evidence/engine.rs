@@ -134,9 +134,11 @@ impl Engine for EvidenceEngine {
             gradients: 0,
             divergences: 0,
         };
+        let stop = &self.density.bound.stop;
         for chain in &draws {
             let mut ll = Vec::with_capacity(chain.len());
             for d in chain {
+                stop.check("evaluating the rung's log-likelihoods")?;
                 ll.push(self.density.log_likelihood(&d.q)?);
                 rd.x.push(d.q.clone());
                 rd.u.push(d.score.clone());

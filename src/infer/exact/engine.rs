@@ -105,6 +105,10 @@ impl ExactEngine {
     /// finite; `None` when [`START_TRIES`] perturbations all fail.
     fn perturbed_start(&mut self) -> Option<(Vec<f64>, f64, Vec<f64>)> {
         for _ in 0..START_TRIES {
+            // Stopped: no further run starts.
+            if self.model.bound.stop.is_set() {
+                return None;
+            }
             let theta: Vec<f64> = self
                 .theta0
                 .iter()
@@ -277,15 +281,34 @@ impl Engine for ExactEngine {
         };
         let (model, autodiff) = (&self.model, self.autodiff);
         let last_error = &mut self.last_error;
-        let mut objective = |theta: &[f64]| match Self::evaluate(model, autodiff, theta) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                *last_error = Some(e.message);
-                None
+        // Each evaluation factorises N × N: the stop flag is read before
+        // every one, and a stop ends the iteration with the hypers where
+        // they were.
+        let mut stopped = None;
+        let mut objective = |theta: &[f64]| {
+            if let Err(e) = model.bound.stop.check("optimising the hypers") {
+                stopped = Some(e);
+                return None;
+            }
+            match Self::evaluate(model, autodiff, theta) {
+                Ok(v) => Some(v),
+                Err(e) if e.is_interrupted() => {
+                    stopped = Some(e);
+                    None
+                }
+                Err(e) => {
+                    *last_error = Some(e.message);
+                    None
+                }
             }
         };
+        let before = opt.clone();
         let f_before = opt.f;
         let outcome = opt.iterate(&mut objective);
+        if let Some(e) = stopped {
+            *opt = before;
+            return Err(e);
+        }
         self.iter += 1;
         self.trace.push(-opt.f);
         self.last_grad_norm = opt.grad_norm();

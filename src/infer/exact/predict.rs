@@ -70,6 +70,7 @@ impl ExactModel {
             let n = self.inputs.len().max(1);
             let batch = (PREDICT_ENTRIES / n).max(1);
             for start in (0..m).step_by(batch) {
+                data.stop.check("predicting")?;
                 let end = (start + batch).min(m);
                 let xb = x.slice(start..end);
                 let ks = p.kernel.cross(&self.inputs, &xb)?;

@@ -259,6 +259,7 @@ impl Chain {
                     }
                 }
                 Ok(_) => {}
+                Err(e) if e.is_interrupted() => return Err(e),
                 Err(e) => last_err = Some(e),
             }
         }

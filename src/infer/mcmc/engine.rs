@@ -133,16 +133,6 @@ impl McmcEngine {
                 .with_note("lower `draws` or `chains`, or sample fewer quantities (with `adaptation = dense` or `low_rank`, a diagonal metric needs no d × d matrices)")
         })?;
         let density = Arc::new(density);
-        let chains: Vec<Chain> = (0..n)
-            .into_par_iter()
-            .map(|i| {
-                let at = init.and_then(|v| v.get(i)).map(Vec::as_slice);
-                Chain::new_at(&*density, s.chain_offset + i, seed, chain_cfg, at)
-            })
-            .collect::<Result<_, _>>()?;
-        if check_estimates && let Some(c) = chains.first() {
-            super::fit::check_estimates(&density, &c.position(), n * chain_cfg.draws)?;
-        }
         let mut writers = Vec::with_capacity(n);
         if !sinks.is_empty() {
             let mut run = ChainRun {
@@ -172,6 +162,18 @@ impl McmcEngine {
             }
         } else {
             writers.resize_with(n, Vec::new);
+        }
+        // After the sinks: a run that cannot write its files (another run
+        // holds them) fails before the chains' first evaluations.
+        let chains: Vec<Chain> = (0..n)
+            .into_par_iter()
+            .map(|i| {
+                let at = init.and_then(|v| v.get(i)).map(Vec::as_slice);
+                Chain::new_at(&*density, s.chain_offset + i, seed, chain_cfg, at)
+            })
+            .collect::<Result<_, _>>()?;
+        if check_estimates && let Some(c) = chains.first() {
+            super::fit::check_estimates(&density, &c.position(), n * chain_cfg.draws)?;
         }
         let sampling_started = if chain_cfg.warmup == 0 {
             for (ws, c) in writers.iter_mut().zip(&chains) {
@@ -249,6 +251,7 @@ impl Engine for McmcEngine {
         // the slicing.
         let keep = self.keep_values;
         let t0 = self.started;
+        let stop = &density.bound.stop;
         // A chain's draws and values of the slice, and when (seconds since
         // the start) it ended its warm-up in the slice.
         type Slice = (Vec<Draw>, Vec<Vec<f64>>, Option<f64>);
@@ -261,9 +264,15 @@ impl Engine for McmcEngine {
                 let mut draws = Vec::new();
                 let mut values = Vec::new();
                 let mut adapted = None;
-                while !chain.done() {
+                while !chain.done() && !stop.is_set() {
                     let was_warming = chain.warming_up();
                     let draw = chain.step(density);
+                    // A stop during the iteration may have cut its
+                    // evaluations short (a trajectory read as divergent):
+                    // its draw is not kept.
+                    if stop.is_set() {
+                        break;
+                    }
                     let adapted_now = was_warming && !chain.warming_up();
                     if adapted_now {
                         adapted = Some(t0.elapsed().as_secs_f64());
@@ -371,19 +380,45 @@ impl Engine for McmcEngine {
             .sampling_started
             .map(|s| s.elapsed().as_secs_f64())
             .unwrap_or(0.0);
+        // The sinks hold what the fit holds: a stopped run's sinks drop
+        // the draws past `kept`.
+        let stopped = this.chains.iter().any(|c| !c.done());
         let mut writers = this.writers;
-        for w in writers.drain(..).flatten() {
+        let sinks = writers.iter().any(|w| !w.is_empty());
+        for mut w in writers.drain(..).flatten() {
+            if stopped {
+                w.stopped(kept, &reason)?;
+            }
             w.finish(this.warmup_seconds, sampling_seconds)?;
         }
         if kept == 0 {
-            let iter = this.chains.iter().map(|c| c.iter).min().unwrap_or(0);
+            let warming: Vec<&Chain> = this.chains.iter().filter(|c| c.warming_up()).collect();
             let warmup = this.cfg.warmup;
-            return Err(Error::new(
+            let past = this.draws.iter().map(Vec::len).max().unwrap_or(0);
+            let mut e = Error::new(
                 ErrorKind::Interrupted,
-                format!(
-                    "the run stopped ({reason}) during warm-up, at iteration {iter} of {warmup} in the slowest chain: no draws were kept"
-                ),
-            ));
+                match warming.iter().min_by_key(|c| c.iter) {
+                    Some(c) => format!(
+                        "the run stopped ({reason}) during warm-up, at iteration {} of {warmup} in the slowest chain (chain {}): no draws were kept",
+                        c.iter,
+                        c.id + 1
+                    ),
+                    None => format!(
+                        "the run stopped ({reason}) before its first draw: no draws were kept"
+                    ),
+                },
+            );
+            if past > 0 {
+                e = e.with_note(format!(
+                    "{} of {} chains were still warming up; every chain is cut to the draws of the slowest, so the draws the others had taken (up to {past} per chain) are dropped",
+                    warming.len(),
+                    this.chains.len()
+                ));
+            }
+            if sinks {
+                e = e.with_note("the draw files (Stan CSV) hold each chain's header and no draws");
+            }
+            return Err(e);
         }
         let step_sizes = this.chains.iter().map(|c| c.eps).collect();
         let metrics = this.chains.iter().map(|c| c.metric_diagonal()).collect();

@@ -138,23 +138,38 @@ impl McmcFit {
             .iter()
             .map(|c| ebfmi(&c.iter().map(|d| d.stats.energy).collect::<Vec<_>>()))
             .collect();
-        let (mut estimates, series, owners) = estimates(
-            &density,
-            &estimate_draws(&density, &draws, &names, &values)?,
-            independent,
-        );
+        // A stopped run reports its draws; the estimates and their control
+        // variates, which take more evaluations, only when they are done.
+        let mut skipped = None;
+        // A run stopped before this point still evaluates its estimates
+        // (except through an ODE solve, which reads the flag); a stop
+        // that comes during them ends them.
+        let check = !density.bound.stop.is_set();
+        let (mut estimates, series, owners) =
+            match estimate_draws(&density, &draws, &names, &values, check) {
+                Ok(v) => estimates(&density, &v, independent),
+                Err(e) if e.is_interrupted() => {
+                    skipped = Some("the `estimate` block was not evaluated");
+                    (Vec::new(), Vec::new(), Vec::new())
+                }
+                Err(e) => return Err(e),
+            };
         let spec = cv_spec(&density.bound.graph)?;
-        if !matches!(spec, CvSpec::Scalar(CvMethod::None)) {
+        if !matches!(spec, CvSpec::Scalar(CvMethod::None)) && !estimates.is_empty() {
             let cols = task_coordinates(&density, engine, &owners);
-            apply_control_variates(
-                &spec,
-                &draws,
-                independent,
-                &mut estimates,
-                &density,
-                &series,
-                &cols,
-            )?;
+            let done = !density.bound.stop.is_set()
+                && apply_control_variates(
+                    &spec,
+                    &draws,
+                    independent,
+                    &mut estimates,
+                    &density,
+                    &series,
+                    &cols,
+                )?;
+            if !done {
+                skipped = Some("the control variates of the estimates were not all computed");
+            }
         }
         finite_estimates(&density, &estimates, &owners)?;
         let mut fit = McmcFit {
@@ -184,6 +199,10 @@ impl McmcFit {
             cfg,
         };
         fit.warnings = fit.warn();
+        if let Some(what) = skipped {
+            fit.warnings
+                .push(format!("{what}: the run was interrupted"));
+        }
         Ok(fit)
     }
 
@@ -746,7 +765,8 @@ pub fn cv_spec(g: &crate::ir::graph::Graph) -> Result<CvSpec, Error> {
 }
 
 /// Control variates for every estimate component, from the draws x (on
-/// the unconstrained scale) and their scores ∇log π(x).
+/// the unconstrained scale) and their scores ∇log π(x). `false` when the
+/// run's stop flag left some without.
 fn apply_control_variates(
     spec: &CvSpec,
     draws: &[Vec<Draw>],
@@ -755,7 +775,7 @@ fn apply_control_variates(
     density: &Density,
     f: &[Vec<f64>],
     cols: &[Option<Vec<usize>>],
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let all: Vec<&Draw> = draws.iter().flatten().collect();
     let n = all.len();
     let d = density.dim;
@@ -775,7 +795,12 @@ fn apply_control_variates(
             } else {
                 Samples::chains(x, u, draws.iter().map(Vec::len).collect())
             };
+            // One estimate at a time (each may take seconds): a stop
+            // leaves the rest without.
             for (e, fk) in estimates.iter_mut().zip(f) {
+                if density.bound.stop.is_set() {
+                    return Ok(false);
+                }
                 e.cv = Some(crate::mc::control_variates::estimate(m, &samples, fk)?);
             }
         }
@@ -808,7 +833,7 @@ fn apply_control_variates(
             }
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The most draws of each integral that vector-valued control variates
@@ -868,18 +893,22 @@ type EstimateDraws = Vec<Vec<Vec<Vec<f64>>>>;
 
 /// An integrand that is not finite at one draw is an error at its
 /// estimate, naming the draw and the params there (`names`, and `values`
-/// per chain and draw).
+/// per chain and draw). `check`: read the stop flag at every draw.
 fn estimate_draws(
     density: &Density,
     draws: &[Vec<Draw>],
     names: &[String],
     values: &[Vec<Vec<f64>>],
+    check: bool,
 ) -> Result<EstimateDraws, Error> {
     let g = &density.bound.graph;
     let k = g.estimates.len();
     let mut out: EstimateDraws = vec![vec![Vec::new(); draws.len()]; k];
     for (c, chain) in draws.iter().enumerate() {
         for (i, d) in chain.iter().enumerate() {
+            if check && k > 0 {
+                density.bound.stop.check("evaluating the estimates")?;
+            }
             for (e, v) in estimate_values(density, &d.q)?.into_iter().enumerate() {
                 if let Some(x) = v.iter().find(|x| !x.is_finite()) {
                     let at = values.get(c).and_then(|v| v.get(i));

@@ -521,6 +521,7 @@ pub fn predict(
         .par_iter()
         .enumerate()
         .map(|(k, &i)| {
+            test.stop.check("predicting at the test data")?;
             let mut rng = StdRng::seed_from_u64(chain_seed(seed ^ SALT, k));
             one_draw(density, test, x.as_ref(), qs[i], &mut rng)
         })

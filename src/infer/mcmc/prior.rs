@@ -358,7 +358,10 @@ fn ancestral_order(density: &Density) -> Result<Vec<usize>, Error> {
 impl Engine for PriorEngine {
     fn step(&mut self) -> Result<Status, Error> {
         let end = (self.draws.len() + BLOCK).min(self.target);
+        // Each draw may solve ODEs: the stop flag is read at every one, and
+        // a draw it cut short is not kept.
         while self.draws.len() < end {
+            self.density.bound.stop.check("drawing from the prior")?;
             let d = self.draw()?;
             self.keep(d)?;
         }
@@ -382,6 +385,12 @@ impl Engine for PriorEngine {
     fn finish(self: Box<Self>, reason: String) -> Result<Box<dyn Fit>, Error> {
         let this = *self;
         let n = this.draws.len();
+        if n == 0 {
+            return Err(Error::new(
+                ErrorKind::Interrupted,
+                format!("the run stopped ({reason}) before its first draw: no draws were kept"),
+            ));
+        }
         let seconds = this.started.elapsed().as_secs_f64();
         // No transition: the configuration records the draws, and no
         // warm-up; its method is never used to move.

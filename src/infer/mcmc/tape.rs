@@ -255,9 +255,15 @@ impl<'a> Tape<'a> {
                     .map(|x| self.env.eval(x))
                     .collect::<Result<_, _>>()?;
                 let varying: Vec<bool> = args.iter().map(|x| self.varies(x)).collect();
-                let graph = self.env.bound.graph.clone();
                 let adjs = crate::ir::ode::vjp(
-                    &graph, *system, args, &vals, &varying, a, settings, e.span,
+                    self.env.bound,
+                    *system,
+                    args,
+                    &vals,
+                    &varying,
+                    a,
+                    settings,
+                    e.span,
                 )?;
                 for (k, g) in adjs.into_iter().enumerate() {
                     if let Some(g) = g {

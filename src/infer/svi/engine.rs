@@ -205,7 +205,16 @@ impl Svi {
             .with_label("grid guide")
             .with_note("a GP on one input column, or additive GPs on one feature each: `deep(k, mlp([..., G]), groups = G)`; `inducing(m)` serves inputs of any dimension"));
         }
-        let ind = InducingSets::start(&pieces.kernel, kx, m, groups, s.seed, s.jitter, grid)?;
+        let ind = InducingSets::start(
+            &pieces.kernel,
+            kx,
+            m,
+            groups,
+            s.seed,
+            s.jitter,
+            grid,
+            &model.bound.stop,
+        )?;
         let mm = ind.len();
         let c = model.latents;
         let learn_z = s.learn_inducing && mm < n && pieces.kernel.leaves().is_some() && !grid;
@@ -699,11 +708,19 @@ impl Svi {
                 .zip(&targets)
                 .map(|(n, t)| n.toward(t, rho))
                 .collect();
-            if let Ok(qs) = nat
+            // A step that cannot be taken is retried smaller; a stop
+            // ends the step with q(u) as it was.
+            let candidate = nat
                 .iter()
                 .map(Natural::whitened)
                 .collect::<Result<Vec<_>, _>>()
-                && let Ok(elbo) = whole_elbo(&at, &qs, &rule)
+                .and_then(|qs| whole_elbo(&at, &qs, &rule).map(|e| (qs, e)));
+            if let Err(e) = &candidate
+                && e.is_interrupted()
+            {
+                return Err(e.clone());
+            }
+            if let Ok((qs, elbo)) = candidate
                 && elbo >= now
             {
                 self.natural = nat;
@@ -841,7 +858,15 @@ impl Engine for Svi {
             }
         }
         let (rows, epoch_end) = self.next_batch();
-        let b = self.evaluate(rows)?;
+        let b = match self.evaluate(rows) {
+            Ok(b) => b,
+            // Stopped before anything moved: the step is not counted.
+            Err(e) if e.is_interrupted() => {
+                self.step -= 1;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         self.epoch_sum += b.elbo(&self.qs);
         self.epoch_steps += 1;
         let g = match self.opt {

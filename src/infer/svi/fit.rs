@@ -128,7 +128,7 @@ impl SviFit {
             ind: &fit.inducing,
             net: fit.net.as_ref(),
         };
-        for_batches_with(&at, &fit.qs, |rows, _, mg| {
+        let pass = for_batches_with(&at, &fit.qs, |rows, _, mg| {
             let view = m.batch_view(rows)?;
             let lik = lik_on(m, &fit.theta, &fit.pieces, view.as_ref())?;
             total += expectations_at(m, &lik, &fit.rule, Some(rows), &mg.mean, &mg.var)?.total();
@@ -136,7 +136,18 @@ impl SviFit {
                 finer_total += expectations_at(m, &lik, f, Some(rows), &mg.mean, &mg.var)?.total();
             }
             Ok(())
-        })?;
+        });
+        // Stopped during the pass (or before it), the fit keeps what it
+        // learned, without the whole-data ELBO.
+        match pass {
+            Err(e) if e.is_interrupted() => {
+                fit.run.notes.push(
+                    "the ELBO over the whole training data was not computed: the run was interrupted before its pass over the data ended".into(),
+                );
+                return Ok(fit);
+            }
+            r => r?,
+        }
         fit.elbo = total - fit.qs.iter().map(|q| q.kl()).sum::<f64>();
         fit.rule_error = RuleError::new(&fit.rule, total, finer.map(|_| finer_total));
         if !fit.elbo.is_finite() {
@@ -207,18 +218,21 @@ impl SviFit {
 
     /// Latent means and variances [M, C] at the inputs of `test`, in batches.
     pub fn latent(&self, test: &Bound) -> Result<(DMatrix<f64>, DMatrix<f64>), Error> {
-        self.latent_at(&test_inputs(&self.model, &self.hypers, test)?)
+        self.latent_at(&test_inputs(&self.model, &self.hypers, test)?, &test.stop)
     }
 
-    /// Latent means and variances [M, C] at inputs `x` [M, D], in batches.
+    /// Latent means and variances [M, C] at inputs `x` [M, D], in batches;
+    /// `stop` is read before each batch.
     pub fn latent_at(
         &self,
         x: &crate::model::kernel::Inputs,
+        stop: &crate::interrupt::StopFlag,
     ) -> Result<(DMatrix<f64>, DMatrix<f64>), Error> {
         let (m, c) = (x.len(), self.qs.len());
         let mut mean = DMatrix::zeros(m, c);
         let mut var = DMatrix::zeros(m, c);
         for start in (0..m).step_by(EVAL_BATCH) {
+            stop.check("predicting at the test data")?;
             let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(m)).collect();
             let xb = kernel_inputs(self.net.as_ref(), x.gather(&rows))?;
             let p = self.inducing.project(&self.pieces.kernel, &xb)?;
@@ -325,6 +339,10 @@ fn for_batches_with(
 ) -> Result<(), Error> {
     let n = at.model.inputs.len();
     for start in (0..n).step_by(EVAL_BATCH) {
+        at.model
+            .bound
+            .stop
+            .check("passing over the whole training data")?;
         let rows: Vec<usize> = (start..(start + EVAL_BATCH).min(n)).collect();
         let x = kernel_inputs(at.net, at.model.inputs.gather(&rows))?;
         let p = at.ind.project(&at.pieces.kernel, &x)?;
@@ -429,9 +447,13 @@ impl crate::infer::fit::Fit for SviFit {
             ));
             r.field("saved_fit", file.clone());
         }
+        let elbo = if self.elbo.is_nan() {
+            "not computed (interrupted)".to_string()
+        } else {
+            fixed(self.elbo, 6)
+        };
         r.line(format!(
-            "ELBO over the training data: {} after {} step{} in {:.2} s ({})",
-            fixed(self.elbo, 6),
+            "ELBO over the training data: {elbo} after {} step{} in {:.2} s ({})",
             self.run.steps,
             if self.run.steps == 1 { "" } else { "s" },
             self.run.seconds,

@@ -1,6 +1,8 @@
 //! Initial inducing inputs: k-means (Lloyd's iterations from k-means++
 //! seeds) on a seeded sample of the training inputs.
 
+use crate::error::Error;
+use crate::interrupt::StopFlag;
 use crate::model::kernel::Inputs;
 use rand::rngs::StdRng;
 use rand::seq::index::sample;
@@ -22,12 +24,14 @@ fn dist2(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// M centres [M, D] for the N points of `x` (M ≥ N gives the points
-/// themselves), from the seed: the same centres on any machine.
-pub fn centres(x: &Inputs, m: usize, seed: u64) -> Inputs {
+/// themselves), from the seed: the same centres on any machine. `stop` is
+/// read at every seed and every iteration.
+pub fn centres(x: &Inputs, m: usize, seed: u64, stop: &StopFlag) -> Result<Inputs, Error> {
     let (n, d) = (x.len(), x.dim());
     if m >= n {
-        return x.clone();
+        return Ok(x.clone());
     }
+    const DURING: &str = "placing the inducing points by k-means";
     let mut rng = StdRng::seed_from_u64(seed ^ 0x6b6d_6561_6e73);
     let take = n.min((SAMPLE_PER_CENTRE * m).clamp(SAMPLE_MIN, SAMPLE_MAX.max(m)));
     let mut idx = sample(&mut rng, n, take).into_vec();
@@ -38,6 +42,7 @@ pub fn centres(x: &Inputs, m: usize, seed: u64) -> Inputs {
     c.extend_from_slice(pts.row(rng.random_range(0..take)));
     let mut near: Vec<f64> = (0..take).map(|i| dist2(pts.row(i), &c[..d])).collect();
     while c.len() < m * d {
+        stop.check(DURING)?;
         let total: f64 = near.iter().sum();
         let pick = if total > 0.0 && total.is_finite() {
             let mut u = rng.random::<f64>() * total;
@@ -62,6 +67,7 @@ pub fn centres(x: &Inputs, m: usize, seed: u64) -> Inputs {
     // Lloyd's iterations; an empty cluster keeps its centre.
     let mut assign = vec![0usize; take];
     for _ in 0..ITERATIONS {
+        stop.check(DURING)?;
         let mut changed = false;
         for (i, a) in assign.iter_mut().enumerate() {
             let p = pts.row(i);
@@ -91,7 +97,7 @@ pub fn centres(x: &Inputs, m: usize, seed: u64) -> Inputs {
             break;
         }
     }
-    Inputs::from_flat(c, d)
+    Ok(Inputs::from_flat(c, d))
 }
 
 #[cfg(test)]
@@ -107,13 +113,18 @@ mod tests {
             })
             .collect();
         let x = Inputs::from_rows(&rows);
-        let z = centres(&x, 3, 4);
+        let none = StopFlag::default();
+        let z = centres(&x, 3, 4, &none).unwrap();
         let mut firsts: Vec<f64> = (0..3).map(|k| z.row(k)[0]).collect();
         firsts.sort_by(f64::total_cmp);
         for (f, want) in firsts.iter().zip([0.0, 10.0, 20.0]) {
             assert!((f - want).abs() < 0.2, "{firsts:?}");
         }
-        assert_eq!(z, centres(&x, 3, 4));
-        assert_eq!(centres(&x, 500, 4), x);
+        assert_eq!(z, centres(&x, 3, 4, &none).unwrap());
+        assert_eq!(centres(&x, 500, 4, &none).unwrap(), x);
+        let set = StopFlag::new(Some(std::sync::Arc::new(
+            std::sync::atomic::AtomicBool::new(true),
+        )));
+        assert!(centres(&x, 3, 4, &set).unwrap_err().is_interrupted());
     }
 }

@@ -208,7 +208,9 @@ impl SviFit {
             },
         );
         fit.n_train = svi.get("n").count(1)?;
-        fit.elbo = svi.get("elbo").number()?;
+        // A fit saved from a run stopped before its whole-data pass has no
+        // ELBO (null).
+        fit.elbo = svi.get("elbo").number_or_nan()?;
         fit.run.steps = svi.get("steps").count(0)?;
         fit.run.seconds = svi.get("seconds").number_or_nan()?;
         fit.run.reason = svi.get("reason").str()?.to_string();

@@ -47,6 +47,9 @@ impl InducingSets {
     /// `m` inducing points per set by k-means of the kernel's inputs `x`
     /// (each group's columns with `groups = Some(G)`), seeded; with
     /// `grid`, on a regular grid over each set's (one-dimensional) inputs.
+    ///
+    /// k-means reads `stop` (see [`centres`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         kernel: &KernelValue<f64>,
         x: &Inputs,
@@ -55,6 +58,7 @@ impl InducingSets {
         seed: u64,
         jitter: f64,
         grid: bool,
+        stop: &crate::interrupt::StopFlag,
     ) -> Result<InducingSets, Error> {
         let width = groups.map(|g| x.dim() / g.max(1));
         if grid {
@@ -73,10 +77,11 @@ impl InducingSets {
                         &columns(x, j * w..(j + 1) * w),
                         m,
                         seed.wrapping_add(j as u64),
+                        stop,
                     )
                 })
-                .collect(),
-            _ => vec![centres(x, m, seed)],
+                .collect::<Result<_, _>>()?,
+            _ => vec![centres(x, m, seed, stop)?],
         };
         InducingSets::new(kernel, zs, width, jitter)
     }

@@ -130,6 +130,10 @@ impl Core {
         }
         let pbar = leaf_adjoints(&self.pieces.kernel, &self.model.inputs, &w)?;
         for start in (0..p).step_by(CHUNK) {
+            self.model
+                .bound
+                .stop
+                .check("computing the hypers' gradient")?;
             let td = seed_chunk(&self.theta, start);
             let pd = self.model.pieces::<Dual8>(&td, &self.model.bound)?;
             let mut g =

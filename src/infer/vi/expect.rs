@@ -252,6 +252,10 @@ fn expectations_with(
     let n = m.nrows();
     let c = m.ncols();
     let at = |i: usize| rows.map_or(i, |r| r[i]);
+    // Read at every point: a pass over many points with many classes
+    // takes seconds.
+    let stop = &model.bound.stop;
+    const DURING: &str = "computing the expected log-likelihood";
     let mut out = Expectations {
         value: vec![0.0; n],
         gm: DMatrix::zeros(n, c),
@@ -262,6 +266,7 @@ fn expectations_with(
         Rule::Quadrature(gh) => {
             let lik1: LikArgs<Dual1> = lik.lift();
             for i in 0..n {
+                stop.check(DURING)?;
                 let (mi, vi) = (m[(i, 0)], v[(i, 0)].max(0.0));
                 let sd = vi.sqrt();
                 let (mut e, mut gm, mut gz) = (0.0, 0.0, 0.0);
@@ -280,12 +285,12 @@ fn expectations_with(
                 out.gv[(i, 0)] = if sd > 0.0 { 0.5 * gz / sd } else { 0.0 };
             }
         }
-        Rule::Softmax(r) => softmax(model, r, lik.t, &at, m, v, &mut out),
+        Rule::Softmax(r) => softmax(model, r, lik.t, &at, m, v, &mut out)?,
         Rule::MonteCarlo(eps) if lik.mixing(model).is_some() => {
             // Untempered (with Ā for a step's gradient); then times t.
             let a = lik.mixing(model).expect("checked");
             let mut a_bar = want_mix_bar.then(|| DMatrix::zeros(a.nrows(), a.ncols()));
-            mixed_softmax(model, a, eps, 1.0, &at, m, v, &mut out, a_bar.as_mut());
+            mixed_softmax(model, a, eps, 1.0, &at, m, v, &mut out, a_bar.as_mut())?;
             out.mixing = a_bar.map(|ab| (out.total(), ab));
             let t = lik.t;
             out.value.iter_mut().for_each(|x| *x *= t);
@@ -302,6 +307,7 @@ fn expectations_with(
             let (mut buf, mut top, mut norm) =
                 (vec![0.0; rows * c], vec![0.0; rows], vec![0.0; rows]);
             for i in 0..n {
+                stop.check(DURING)?;
                 let yi = model.y[at(i)] as usize;
                 let (mut e, mut gm, mut gv) = (0.0, vec![0.0; c], vec![0.0; c]);
                 let sd: Vec<f64> = (0..c).map(|j| v[(i, j)].max(0.0).sqrt()).collect();
@@ -363,7 +369,7 @@ pub fn mixed_softmax(
     v: &DMatrix<f64>,
     out: &mut Expectations,
     a_bar: Option<&mut DMatrix<f64>>,
-) {
+) -> Result<(), Error> {
     use rayon::prelude::*;
     /// Points per parallel task; the parts are put together in order, so
     /// the result does not depend on the number of threads.
@@ -371,10 +377,13 @@ pub fn mixed_softmax(
     let (n, j) = m.shape();
     let ys: Vec<usize> = (0..n).map(|i| model.y[at(i)] as usize).collect();
     let want_bar = a_bar.is_some();
+    // Each task reads the stop flag before it starts.
+    let stop = &model.bound.stop;
     let parts: Vec<MixedPart> = (0..n.div_ceil(PART))
         .into_par_iter()
         .map(|p| {
-            mixed_part(
+            stop.check("computing the expected log-likelihood")?;
+            Ok(mixed_part(
                 a,
                 eps,
                 t,
@@ -383,9 +392,9 @@ pub fn mixed_softmax(
                 v,
                 p * PART..((p + 1) * PART).min(n),
                 want_bar,
-            )
+            ))
         })
-        .collect();
+        .collect::<Result<_, Error>>()?;
     let mut total_bar = a_bar;
     for part in parts {
         for (k, i) in part.rows.clone().enumerate() {
@@ -399,6 +408,7 @@ pub fn mixed_softmax(
             *tb += pb;
         }
     }
+    Ok(())
 }
 
 /// One parallel task's share of [`mixed_softmax`]: its rows' values, g_m
@@ -516,6 +526,7 @@ pub fn mixed_probabilities(a: &DMatrix<f64>, eps: &DMatrix<f64>, m: &[f64], v: &
 
 /// The softmax's expectations ℓ = t · log softmax_y(f) by the product
 /// rule `r`, into `out` ([B] and [B, C]); row i is data point `at(i)`.
+/// The model's stop flag is read at every point.
 fn softmax(
     model: &ViModel,
     r: &LseRule,
@@ -524,10 +535,14 @@ fn softmax(
     m: &DMatrix<f64>,
     v: &DMatrix<f64>,
     out: &mut Expectations,
-) {
+) -> Result<(), Error> {
     let (n, c) = m.shape();
     let (mut mi, mut vi) = (vec![0.0; c], vec![0.0; c]);
     for i in 0..n {
+        model
+            .bound
+            .stop
+            .check("computing the expected log-likelihood")?;
         let yi = model.y[at(i)] as usize;
         for j in 0..c {
             mi[j] = m[(i, j)];
@@ -541,6 +556,7 @@ fn softmax(
             out.gv[(i, j)] = -t * l.dv[j];
         }
     }
+    Ok(())
 }
 
 /// Σₙ E\[ℓₙ\] with the likelihood's arguments as duals (latent values held
@@ -590,7 +606,7 @@ pub fn expected_total_at<T: Scalar>(
                 gv: DMatrix::zeros(n, c),
                 mixing: None,
             };
-            softmax(model, r, 1.0, &at, m, v, &mut out);
+            softmax(model, r, 1.0, &at, m, v, &mut out)?;
             total += lik.t * T::constant(out.total());
         }
         Rule::MonteCarlo(eps) if model.latent.mixing.is_some() => {
@@ -607,7 +623,7 @@ pub fn expected_total_at<T: Scalar>(
                 mixing: None,
             };
             let mut a_bar = DMatrix::zeros(a.nrows(), a.ncols());
-            mixed_softmax(model, &a, eps, 1.0, &at, m, v, &mut out, Some(&mut a_bar));
+            mixed_softmax(model, &a, eps, 1.0, &at, m, v, &mut out, Some(&mut a_bar))?;
             total += mixed_total(model, lik, out.total(), &a_bar)?;
         }
         Rule::MonteCarlo(eps) => {

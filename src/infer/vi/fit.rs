@@ -66,23 +66,39 @@ impl VariationalFit {
         let log_prior = has_priors(b, layout)
             .then(|| log_prior_value(b, layout, &core.theta))
             .transpose()?;
-        let (m, v) = core.marginals(&qs);
-        let lik = &core.pieces.lik;
-        let total = expectations(&core.model, lik, &core.rule, &m, &v)?.total();
-        let finer = match core.rule.finer() {
-            Some(f) => Some(expectations(&core.model, lik, &f, &m, &v)?.total()),
-            None => None,
+        let totals = || {
+            let (m, v) = core.marginals(&qs);
+            let lik = &core.pieces.lik;
+            let e = expectations(&core.model, lik, &core.rule, &m, &v)?;
+            let finer = match core.rule.finer() {
+                Some(f) => Some(expectations(&core.model, lik, &f, &m, &v)?.total()),
+                None => None,
+            };
+            Ok((e.total(), finer))
         };
-        let rule_error = RuleError::new(&core.rule, total, finer);
+        // A stopped run goes without the rule's error estimate.
+        let stop = &core.model.bound.stop;
+        let totals = match stop.check("estimating the expectation rule's error") {
+            Ok(()) => totals(),
+            Err(e) => Err(e),
+        };
+        let (rule_error, total) = match totals {
+            Ok((total, finer)) => (RuleError::new(&core.rule, total, finer), Some(total)),
+            Err(e) if e.is_interrupted() => (RuleError::new(&core.rule, 0.0, None), None),
+            Err(e) => return Err(e),
+        };
         let elbo = *trace.last().unwrap_or(&f64::NAN);
         crate::infer::finite::number("the ELBO", elbo, || {
             let kl: f64 = qs.iter().map(|q| q.kl()).sum();
             let show = crate::infer::finite::show;
-            format!(
-                "the expected log-likelihood is {} and the KL divergence of q from the prior {}",
-                show(total),
-                show(kl)
-            )
+            match total {
+                Some(total) => format!(
+                    "the expected log-likelihood is {} and the KL divergence of q from the prior {}",
+                    show(total),
+                    show(kl)
+                ),
+                None => format!("the KL divergence of q from the prior is {}", show(kl)),
+            }
         })?;
         Ok(VariationalFit {
             rule_error,

@@ -232,6 +232,8 @@ impl GradientDescent {
     /// One optimiser step from the current state with gradient `g`: the
     /// new q, the hyper step when hypers are learned, and the ELBO there.
     fn attempt(&mut self, g: &[f64]) -> Result<(Expectations, f64), Error> {
+        let stop = self.core.model.bound.stop.clone();
+        stop.check("taking a gradient step")?;
         self.opt.step(&mut self.x, g);
         self.qs = self.posteriors();
         if self.core.hyper_opt.is_some() {
@@ -251,6 +253,7 @@ impl GradientDescent {
             self.k_inv_diag = self.k_inv.diagonal();
             self.qs = self.posteriors();
         }
+        stop.check("taking a gradient step")?;
         self.core.evaluate(&self.qs)
     }
 }
@@ -279,6 +282,7 @@ impl Engine for GradientDescent {
         let mut why = String::new();
         let (mut opt_now, mut hyper_now) = (saved.1.clone(), saved.3.clone());
         for _ in 0..MAX_REJECTED {
+            let mut stopped = None;
             match self.attempt(&g) {
                 Ok((exps, elbo)) if elbo.is_finite() => {
                     self.exps = exps;
@@ -287,11 +291,23 @@ impl Engine for GradientDescent {
                     return Ok(stop_status(self.step, self.steps, self.tol, prev, elbo));
                 }
                 Ok((_, elbo)) => why = format!("an ELBO of {elbo}"),
+                // Stopped: the state goes back as for a rejection, and the
+                // step is not retried.
+                Err(e) if e.is_interrupted() => {
+                    stopped = Some(e);
+                    opt_now = saved.1.clone();
+                    hyper_now = saved.3.clone();
+                }
                 Err(e) => why = e.message,
             }
-            self.core.rejected += 1;
+            if stopped.is_none() {
+                self.core.rejected += 1;
+                opt_now.scale_lr(0.5);
+                if let Some(o) = &mut hyper_now {
+                    o.scale_lr(0.5);
+                }
+            }
             self.x = saved.0.clone();
-            opt_now.scale_lr(0.5);
             self.opt = opt_now.clone();
             if self.core.theta != saved.2 {
                 self.core.theta = saved.2.clone();
@@ -299,11 +315,12 @@ impl Engine for GradientDescent {
                 self.k_inv = saved.4.clone();
                 self.k_inv_diag = saved.5.clone();
             }
-            if let Some(o) = &mut hyper_now {
-                o.scale_lr(0.5);
-            }
             self.core.hyper_opt = hyper_now.clone();
             self.qs = self.posteriors();
+            if let Some(e) = stopped {
+                self.step -= 1;
+                return Err(e);
+            }
         }
         Ok(Status::Done(format!(
             "stopped at step {}: every step size tried led to {why}",

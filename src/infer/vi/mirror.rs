@@ -93,6 +93,9 @@ impl MirrorDescent {
     }
 }
 
+/// What a stop during a step interrupts.
+const STEPPING: &str = "taking a mirror-descent step";
+
 impl Engine for MirrorDescent {
     fn step(&mut self) -> Result<Status, Error> {
         self.step += 1;
@@ -107,11 +110,25 @@ impl Engine for MirrorDescent {
                 self.lambda1[j] = (1.0 - rho) * old1[j] + rho * target1;
                 self.lambda2[j] = (1.0 - rho) * old2[j] + rho * e.gv[j];
             }
-            let tried = self
-                .posteriors()
-                .and_then(|qs| self.core.evaluate(&qs).map(|(e, l)| (qs, e, l)));
+            // Each factorises N × N: the stop flag is read before each.
+            let stop = &self.core.model.bound.stop;
+            let tried = stop
+                .check(STEPPING)
+                .and_then(|_| self.posteriors())
+                .and_then(|qs| {
+                    stop.check(STEPPING)?;
+                    self.core.evaluate(&qs).map(|(e, l)| (qs, e, l))
+                });
             let fell = match &tried {
                 Ok((_, _, elbo)) => *elbo < prev,
+                // Stopped: the step is not taken.
+                Err(e) if e.is_interrupted() => {
+                    let e = e.clone();
+                    self.lambda1 = old1;
+                    self.lambda2 = old2;
+                    self.step -= 1;
+                    return Err(e);
+                }
                 Err(_) => true,
             };
             if !self.backtrack || !fell {
@@ -129,17 +146,39 @@ impl Engine for MirrorDescent {
             }
             rho *= 0.5;
         };
+        let (exps, elbo) = if self.core.hyper_opt.is_some() {
+            let (theta, hyper_opt) = (self.core.theta.clone(), self.core.hyper_opt.clone());
+            let stepped = self.core.hyper_step(&qs).and_then(|_| {
+                let qs = self.posteriors()?;
+                let (e, l) = self.core.evaluate(&qs)?;
+                Ok((qs, e, l))
+            });
+            match stepped {
+                Ok((qs, e, l)) => {
+                    self.qs = qs;
+                    (e, l)
+                }
+                // Stopped: q and the hypers stay as they were.
+                Err(e) if e.is_interrupted() => {
+                    self.lambda1 = old1;
+                    self.lambda2 = old2;
+                    self.step -= 1;
+                    if self.core.theta != theta {
+                        self.core.theta = theta;
+                        self.core.refresh()?;
+                    }
+                    self.core.hyper_opt = hyper_opt;
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            }
+        } else {
+            self.qs = qs;
+            (exps, elbo)
+        };
         // Grow back towards the requested step after a damped one.
         self.rho_now = (2.0 * rho).min(self.rho);
         self.rho_trace.push(rho);
-        self.qs = qs;
-        let (exps, elbo) = if self.core.hyper_opt.is_some() {
-            self.core.hyper_step(&self.qs)?;
-            self.qs = self.posteriors()?;
-            self.core.evaluate(&self.qs)?
-        } else {
-            (exps, elbo)
-        };
         self.exps = exps;
         self.trace.push(elbo);
         Ok(stop_status(self.step, self.steps, self.tol, prev, elbo))

@@ -230,7 +230,7 @@ pub fn outcome_predictions(
         .filter(|y| y.len() == m);
     let expect_exp = |i: usize, yv: f64| log_expected_lik(model, rule, lik, mean, var, i, yv);
     let classes = classes(model);
-    let probs = class_probabilities(model, rule, lik, mean, var)?;
+    let probs = class_probabilities(model, rule, lik, mean, var, &test.stop)?;
     let probability = match (rule, classes) {
         (Rule::Quadrature(gh), Some(2)) if c == 1 => Some(binary_band(model, gh, lik, mean, var)?),
         _ => None,
@@ -356,13 +356,14 @@ pub fn classes(model: &ViModel) -> Option<usize> {
 /// Class probabilities p(y = k) = E_q[p(k | f)] at M points from the latent
 /// means and variances [M, C] there, each row summing to one (`None` for
 /// outcomes that are not classes): the softmax by its product rule, mixed
-/// latent GPs by the rule's draws, else by Gauss–Hermite.
+/// latent GPs by the rule's draws, else by Gauss–Hermite; `stop` is read at every point.
 pub fn class_probabilities(
     model: &ViModel,
     rule: &Rule,
     lik: &LikArgs<f64>,
     mean: &DMatrix<f64>,
     var: &DMatrix<f64>,
+    stop: &crate::interrupt::StopFlag,
 ) -> Result<Option<Vec<Vec<f64>>>, Error> {
     let Some(k) = classes(model) else {
         return Ok(None);
@@ -371,6 +372,7 @@ pub fn class_probabilities(
     let mut rows = Vec::with_capacity(m);
     let (mut mi, mut vi) = (vec![0.0; c], vec![0.0; c]);
     for i in 0..m {
+        stop.check("predicting class probabilities")?;
         for j in 0..c {
             mi[j] = mean[(i, j)];
             vi[j] = var[(i, j)];
