@@ -78,7 +78,6 @@ pub fn restore(
         })
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| bad(file, "q's mean and factor"))?;
-    let trace = numbers(sec.get("trace")).unwrap_or_default();
     let steps = sec.get("steps").and_then(Json::as_u64).unwrap_or(0) as usize;
     let reason = sec
         .get("reason")
@@ -89,6 +88,10 @@ pub fn restore(
         .get("elbo")
         .and_then(Json::as_f64)
         .ok_or_else(|| bad(file, "elbo"))?;
+    // The fit's ELBO is the trace's last value, as in the run.
+    let trace = numbers(sec.get("trace"))
+        .filter(|t| t.last() == Some(&saved_elbo))
+        .ok_or_else(|| bad(file, "the ELBO trace, which ends at the saved ELBO"))?;
     let (_, elbo) = core.evaluate(&qs)?;
     if (elbo - saved_elbo).abs() > 1e-6 * saved_elbo.abs().max(1.0) {
         return Err(Error::new(
