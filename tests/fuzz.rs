@@ -21,6 +21,10 @@ mod ode;
 mod pieces;
 #[path = "fuzz/saved.rs"]
 mod saved;
+#[path = "fuzz/splits.rs"]
+mod splits;
+#[path = "fuzz/summary.rs"]
+mod summary;
 #[path = "fuzz/svi.rs"]
 mod svi;
 use proptest::prelude::*;
@@ -91,6 +95,19 @@ fn non_finite_headline(out: &str) -> Option<&str> {
     None
 }
 
+/// Whether `line` holds a run of more than 30 digits (a huge or tiny
+/// number written out in full).
+fn long_digit_run(line: &str) -> bool {
+    let mut run = 0;
+    for c in line.chars() {
+        run = if c.is_ascii_digit() { run + 1 } else { 0 };
+        if run > 30 {
+            return true;
+        }
+    }
+    false
+}
+
 /// What a fuzzed command did wrong, if anything; else what it did.
 pub fn check_run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Ran, String> {
     let start = Instant::now();
@@ -143,6 +160,10 @@ pub fn check_run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Ran, String> {
         // negative number read as a flag): the parser's usage error.
         Some(2) if err.starts_with("error: ") && err.contains("--help") => {}
         other => return Err(format!("exit status {other:?}:\n{err}")),
+    }
+    // A number in a message reads as a number: 1e300, not 301 digits.
+    if let Some(line) = err.lines().chain(out.lines()).find(|l| long_digit_run(l)) {
+        return Err(format!("a number written out in full: {line}"));
     }
     for bad in [
         "panicked",

@@ -14,6 +14,7 @@
 //! accepted state is not finite. A rejected step (its error estimate above
 //! the tolerance, or not a number) shrinks the step and is retried.
 
+use crate::error::num;
 use crate::math::scalar::Real;
 
 /// Tolerances and the step limit of one solve.
@@ -66,14 +67,21 @@ impl std::fmt::Display for OdeFailure {
         match self {
             OdeFailure::Steps { t, t_end } => write!(
                 f,
-                "the ODE solver reached its step limit at t = {t} on the way to t = {t_end} (the system may be stiff; raise `max_steps` or loosen `rtol`/`atol`)"
+                "the ODE solver reached its step limit at t = {} on the way to t = {} (the system may be stiff; raise `max_steps` or loosen `rtol`/`atol`)",
+                num(*t),
+                num(*t_end)
             ),
             OdeFailure::StepSize { t } => write!(
                 f,
-                "the ODE solver's step size fell below the resolution of t at t = {t} (the system is stiff there or its solution blows up)"
+                "the ODE solver's step size fell below the resolution of t at t = {} (the system is stiff there or its solution blows up)",
+                num(*t)
             ),
             OdeFailure::NonFinite { t } => {
-                write!(f, "the ODE's state or derivative is not finite at t = {t}")
+                write!(
+                    f,
+                    "the ODE's state or derivative is not finite at t = {}",
+                    num(*t)
+                )
             }
             OdeFailure::Rhs(m) => write!(f, "{m}"),
         }

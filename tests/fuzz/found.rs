@@ -2,7 +2,7 @@
 //! each stays fixed whatever the generators produce later.
 
 use super::pieces::*;
-use super::{check_run, out_dir, write};
+use super::{check_run, common, out_dir, write};
 
 /// Run a command that must end cleanly; its exit status and output.
 fn ran(a: &[&str]) -> super::Ran {
@@ -75,4 +75,71 @@ fn a_saved_variational_fit_without_its_trace_is_refused() {
         let p = ran(&["predict", &model, "--fit", &bad, "--test", &data]);
         assert_eq!(p.code, 1, "{}", p.out);
     }
+}
+
+/// The lines of a command's standard error and output together.
+fn said(a: &[&str]) -> String {
+    let o = common::tempest(a);
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    )
+}
+
+#[test]
+fn huge_and_tiny_numbers_are_written_in_scientific_notation() {
+    // Each was written out in full, up to 330 digits.
+    let dir = out_dir("found_numbers");
+    let data = write(&dir, "d.csv", &table(8, 3, &[], 1));
+    // An ODE's output times and its solver's failures.
+    let ode = |t0: &str, ts: &str| {
+        format!(
+            "system decay(t : real, x : vector[1], p : real) {{ [-p * x[0]] }}\n\
+             data {{ n : int\n  t : vector[n]\n  y : vector[n] }}\nparam {{ p : positive ~ lognormal(0, 0.5) }}\n\
+             model {{ let z = ode(decay, [1.0], {t0}, {ts}, p, max_steps = 5)\n  y ~ normal(col(z, 0), 1) }}\n\
+             infer nuts {{ chains = 1, warmup = 5, draws = 5 }}\n"
+        )
+    };
+    for (t0, ts, says) in [
+        (
+            "1e300",
+            "t",
+            "no earlier than t0 = 1e300 and non-decreasing; element 0 is 0.5",
+        ),
+        ("0", "t * 1e300", "on the way to t = 5e299"),
+    ] {
+        let m = write(&dir, "ode.tempest", &ode(t0, ts));
+        let err = said(&["check", &m, "--data", &data]);
+        assert!(err.contains(says), "{err}");
+    }
+    // A split fraction.
+    let m = write(&dir, "ode.tempest", &ode("0", "t"));
+    let err = said(&["run", &m, "--data", &data, "--split", "1e-300"]);
+    assert!(
+        err.contains("--split 1e-300: 8 rows give 0 training"),
+        "{err}"
+    );
+    // A sparse GP's natural-gradient step size.
+    let svi = write(
+        &dir,
+        "svi.tempest",
+        "data { n : int\n  t : vector[n]\n  y : vector[n] }\nhyper { ell : positive = 1.0 }\n\
+         model { f ~ gp(0, rbf(ell))\n  y ~ normal(f(t), 0.5) }\nguide { f : inducing(m = 2) }\n\
+         infer svi { steps = 2, rho = 4.9e-324 }\n",
+    );
+    let out = said(&["run", &svi, "--data", &data, "-q"]);
+    assert!(out.contains("rho = 5e-324)"), "{out}");
+    // A posterior summary's cells.
+    let prior = write(
+        &dir,
+        "prior.tempest",
+        "param { b : positive ~ lognormal(300, 1) }\ninfer sample_prior { draws = 20 }\n",
+    );
+    let out = said(&["run", &prior, "-q"]);
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("b "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(row.contains("e130") && row.len() < 100, "{out}");
 }
