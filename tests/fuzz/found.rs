@@ -142,4 +142,31 @@ fn huge_and_tiny_numbers_are_written_in_scientific_notation() {
         .find(|l| l.starts_with("b "))
         .unwrap_or_else(|| panic!("{out}"));
     assert!(row.contains("e130") && row.len() < 100, "{out}");
+    // Test metrics far from the data, and a saved fit's edited number.
+    let exact = write(
+        &dir,
+        "exact.tempest",
+        "data { n : int\n  t : vector[n]\n  y : vector[n] }\nhyper { ell : positive = 1.0 }\n\
+         model { f ~ gp(0, rbf(ell))\n  y ~ normal(f(t), 0.5) }\ninfer exact { }\n",
+    );
+    let far = write(&dir, "far.csv", "t,y\n1,1e19\n2,-1e19\n");
+    let fit = dir.join("exact.json").to_string_lossy().into_owned();
+    let out = said(&[
+        "run", &exact, "--data", &data, "--test", &far, "--save", &fit, "-q",
+    ]);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("predictions:"))
+        .unwrap_or("");
+    assert!(
+        line.contains("RMSE 1.0000e19, mean log predictive density -"),
+        "{out}"
+    );
+    assert!(line.contains("e38") && line.len() < 120, "{out}");
+    let mut j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fit).unwrap()).unwrap();
+    j["exact"]["log_marginal_likelihood"] = serde_json::json!(1e-300);
+    let bad = write(&dir, "bad.json", &j.to_string());
+    let err = said(&["predict", &exact, "--fit", &bad, "--test", &data]);
+    assert!(err.contains("against the saved 1e-300)"), "{err}");
 }

@@ -16,20 +16,46 @@ fn groups_constant() -> impl Strategy<Value = String> {
     ]
 }
 
+/// An integer index expression over the ids `g` (1..=4 in the file):
+/// integer arithmetic on the int array, a few operators deep.
+fn int_index() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        4 => Just("g".to_string()),
+        2 => one_of(&["1", "2", "0", "J", "n", "3"]),
+        1 => Just("h[g - 1]".to_string()),
+        1 => one_of(&["9223372036854775807", "-1"]),
+    ];
+    leaf.prop_recursive(3, 8, 2, |inner| {
+        prop_oneof![
+            (
+                inner.clone(),
+                prop::sample::select(vec!["+", "-", "*", "/"]),
+                inner.clone()
+            )
+                .prop_map(|(a, op, b)| format!("({a} {op} {b})")),
+            inner.clone().prop_map(|a| format!("-{a}")),
+            inner.prop_map(|a| format!("h[{a}]")),
+        ]
+    })
+    .prop_map(|e| format!("{e} - 1"))
+}
+
 /// The declaration of the group column `g` (ids 1..=4 in the file).
-fn group_column() -> impl Strategy<Value = (String, &'static str)> {
+fn group_column() -> impl Strategy<Value = (String, String)> {
     // The declaration and the index expression that suits it.
     prop_oneof![
-        4 => Just(("column(\"g\", levels = 1..J)".to_string(), "g")),
-        2 => Just(("column(\"g\")".to_string(), "g - 1")),
-        1 => Just(("column(\"g\")".to_string(), "g")),
-        1 => Just(("column(\"g\", levels = [1, 2, 3, 4])".to_string(), "g")),
+        4 => Just(("column(\"g\", levels = 1..J)".to_string(), "g".to_string())),
+        1 => Just(("column(\"g\", levels = 1..J)".to_string(), "g - 0".to_string())),
+        2 => Just(("column(\"g\")".to_string(), "g - 1".to_string())),
+        1 => Just(("column(\"g\")".to_string(), "g".to_string())),
+        1 => Just(("column(\"g\", levels = [1, 2, 3, 4])".to_string(), "g".to_string())),
         1 => one_of(&["0..J", "J..1", "1..1000000000000000", "-5..J", "1..n", "[4, 4, 1]", "[]", "1..9223372036854775807", "[\"a\", \"b\"]", "1.5..J"])
-            .prop_map(|l| (format!("column(\"g\", levels = {l})"), "g")),
-        1 => Just(("column(\"g\")".to_string(), "g * 2 - g - 1")),
-        1 => Just(("column(\"g\")".to_string(), "(g - 1) / 1")),
-        1 => Just(("column(\"g\")".to_string(), "g - 5")),
-        1 => Just(("column(\"g\")".to_string(), "h[g - 1] - 1")),
+            .prop_map(|l| (format!("column(\"g\", levels = {l})"), "g".to_string())),
+        1 => Just(("column(\"g\")".to_string(), "g * 2 - g - 1".to_string())),
+        1 => Just(("column(\"g\")".to_string(), "(g - 1) / 1".to_string())),
+        1 => Just(("column(\"g\")".to_string(), "g - 5".to_string())),
+        1 => Just(("column(\"g\")".to_string(), "h[g - 1] - 1".to_string())),
+        2 => int_index().prop_map(|e| ("column(\"g\")".to_string(), e)),
     ]
 }
 
@@ -76,7 +102,7 @@ fn group_model() -> impl Strategy<Value = String> {
         ]),
     )
         .prop_map(|(j, (decl, idx), engine, a_type, lik)| {
-            let lik = lik.replace("IDX", idx);
+            let lik = lik.replace("IDX", &idx);
             let gp = if lik.contains("f(x1)") { "\n  f ~ gp(0, rbf(1.0))" } else { "" };
             format!(
                 "data {{ n : int\n  J : int = {j}\n  g : int<lower=0>[n] = {decl}\n  h : int[4] = [1, 2, 3, 4]\n  x1 : vector[n]\n  y : vector[n]\n  k : int<lower=0>[n]\n  b2 : int[n] = column(\"b\") }}\n\
@@ -135,20 +161,23 @@ fn generated_group_models_end_cleanly() {
         sampler_flags(),
         prop_oneof![4 => Just(4usize), 1 => Just(6usize)],
         prop::option::weighted(0.15, (0usize..12, 0usize..9, one_of(&CELLS))),
+        prop::bool::weighted(0.25),
     );
     runner(16, 41)
-        .run(&strategy, |(model, rows, flags, test_ids, cell)| {
+        .run(&strategy, |(model, rows, flags, test_ids, cell, json)| {
             let steps = Steps {
-                context: format!("model:\n{model}\nrows {rows}, flags {flags:?}, test ids 1..={test_ids}, damaged cell {cell:?}"),
+                context: format!("model:\n{model}\nrows {rows}, flags {flags:?}, test ids 1..={test_ids}, damaged cell {cell:?}, JSON {json}"),
                 dir: &dir,
             };
             clear(&dir, "draws");
             let m = steps.file("model.tempest", &model);
             let text = table(rows, 2, &[], 4);
-            let d = steps.file(
-                "data.csv",
-                &damage(&text, cell.as_ref().map(|(r, c, v)| (*r, *c, v.as_str()))),
-            );
+            let text = damage(&text, cell.as_ref().map(|(r, c, v)| (*r, *c, v.as_str())));
+            let d = if json {
+                steps.file("data.json", &table_json(&text))
+            } else {
+                steps.file("data.csv", &text)
+            };
             // Ids 5 and 6 are unknown to the model when test_ids is 6.
             let test = steps.file("test.csv", &table(6, 2, &[], test_ids));
             let fit = steps.file("fit.json", "");

@@ -104,6 +104,28 @@ pub fn table(rows: usize, classes: usize, labels: &[String], ids: usize) -> Stri
     s
 }
 
+/// A data file of [`table`] in Stan's JSON convention: one key per column
+/// (numbers where a cell reads as one, else strings).
+pub fn table_json(csv: &str) -> String {
+    let mut lines = csv.lines();
+    let names: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let mut m = serde_json::Map::new();
+    for (c, name) in names.iter().enumerate() {
+        let col: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| {
+                let cell = r.get(c).copied().unwrap_or("");
+                serde_json::from_str::<serde_json::Number>(cell)
+                    .map(serde_json::Value::Number)
+                    .unwrap_or_else(|_| serde_json::Value::String(cell.to_string()))
+            })
+            .collect();
+        m.insert(name.to_string(), serde_json::Value::Array(col));
+    }
+    serde_json::Value::Object(m).to_string()
+}
+
 /// `table` with one cell of one row replaced (row and column taken modulo
 /// the file's), when `cell` is given.
 pub fn damage(text: &str, cell: Option<(usize, usize, &str)>) -> String {

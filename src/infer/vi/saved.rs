@@ -8,7 +8,7 @@ use super::def::ViSettings;
 use super::fit::VariationalFit;
 use super::model::ViModel;
 use super::posterior::Whitened;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, num};
 use crate::infer::fit::Fit;
 use crate::infer::saved::{bad, data_json, header, matrix, numbers, restore_full_data, rows_json};
 use crate::infer::settings::{EngineConfig, Settings};
@@ -97,7 +97,9 @@ pub fn restore(
         return Err(Error::new(
             ErrorKind::Data,
             format!(
-                "{file}: the saved fit does not reproduce its ELBO ({elbo} against the saved {saved_elbo}): the file was changed"
+                "{file}: the saved fit does not reproduce its ELBO ({} against the saved {}): the file was changed",
+                num(elbo),
+                num(saved_elbo)
             ),
         ));
     }
