@@ -41,13 +41,11 @@ fn diabetes() -> Data {
     let Data::Csv(t) = d.select_rows(0, 299).expect("rows") else {
         unreachable!()
     };
-    let cols: Vec<usize> = (1..11).collect();
-    let x = DMatrix::from_fn(t.nrows(), 10, |i, j| {
-        t.rows[i][cols[j]].parse().expect("number")
-    });
-    let y: Vec<f64> = (0..t.nrows())
-        .map(|i| t.rows[i][11].parse().expect("number"))
+    let cols: Vec<Vec<f64>> = (1..11)
+        .map(|c| t.real_column(c).expect("numbers"))
         .collect();
+    let x = DMatrix::from_fn(t.nrows(), 10, |i, j| cols[j][i]);
+    let y: Vec<f64> = t.real_column(11).expect("numbers");
     Data::values()
         .with("X", DataValue::Matrix(x))
         .with("y", DataValue::Vector(y))

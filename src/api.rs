@@ -45,6 +45,7 @@ pub fn lower(checked: Checked) -> Result<Graph> {
 
 /// Bind data (and `--set` overrides of data scalars and hyper values).
 pub fn bind(graph: Graph, data: &Data, overrides: &Overrides) -> Result<Bound> {
+    crate::limits::memory_budget()?;
     bind::bind(graph, data, overrides)
 }
 
@@ -189,6 +190,49 @@ pub fn run(bound: &Bound, mut options: RunOptions) -> Result<Box<dyn Fit>> {
     Ok(fit)
 }
 
+/// What the engine a run would use says before it starts on `bound`
+/// ([`crate::infer::registry::EngineDef::preflight`]): warnings, such as a
+/// dense variational run's estimated time when it is long (the command
+/// line prints them before the run); the error the run would give when the
+/// engine refuses to start (a run estimated to exceed `max_minutes`).
+pub fn preflight(bound: &Bound, options: &RunOptions) -> Result<Vec<String>> {
+    let cfg = engine_config(&bound.graph, options)?;
+    match registry::find(&cfg.name) {
+        Some(def) if def.schema().implemented => Ok(def.preflight(Arc::new(bound.clone()), &cfg)?),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// Check a run's figure choices before it starts: `--plot-params` names
+/// (see [`crate::output::plot_params`]) need an engine whose figure draws
+/// params (the samplers and `sample_prior`) and must name the model's
+/// params.
+pub fn check_plot_options(
+    bound: &Bound,
+    options: &RunOptions,
+    plot: &crate::infer::fit::PlotOptions,
+) -> Result<()> {
+    let Some(names) = &plot.params else {
+        return Ok(());
+    };
+    let cfg = engine_config(&bound.graph, options)?;
+    let draws_params = cfg.name == crate::infer::mcmc::prior::NAME
+        || registry::find(&cfg.name).is_some_and(|d| d.as_sampler().is_some());
+    if !draws_params {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!(
+                "--plot-params: the `{}` engine's figure draws no params; the samplers' trace and pair plots do ({}, `sample_prior`)",
+                cfg.name,
+                registry::draw_engines()
+            ),
+        )
+        .into());
+    }
+    crate::output::plot_params::check_bound(bound, names)?;
+    Ok(())
+}
+
 /// Build the engine a run would use on `bound` without running it: the
 /// engine's own checks of the model (its structure, guide family,
 /// settings) fail here as they would at `run`. `tempest check` with data
@@ -267,7 +311,7 @@ impl Model {
 
     /// Bind data to this model.
     pub fn bind(&self, data: &Data, overrides: &Overrides) -> Result<Bound> {
-        bind::bind(self.graph.clone(), data, overrides)
+        bind(self.graph.clone(), data, overrides)
     }
 
     /// Render errors against this model's source.

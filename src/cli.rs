@@ -33,6 +33,9 @@ struct Cli {
     command: Command,
 }
 
+// `Run` carries every option of a run; the command is parsed once per
+// process, so its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Fit a model to data and report the results.
@@ -61,6 +64,11 @@ enum Command {
         /// --split (the same split on every machine).
         #[arg(long, value_name = "SEED")]
         shuffle: Option<u64>,
+        /// Write the rows the run trains and tests on to this CSV file
+        /// (`row,part`: each row's number, as data errors number rows, and
+        /// `train` or `test`), before it starts; needs --split or --shuffle.
+        #[arg(long = "split-out", value_name = "ROWS.csv")]
+        split_out: Option<PathBuf>,
         /// Override a data scalar, a hyper's value or an engine setting.
         #[arg(long = "set", value_name = "NAME=VALUE")]
         set: Vec<String>,
@@ -86,6 +94,11 @@ enum Command {
         /// rung means against t.
         #[arg(long, value_name = "OUT.png")]
         plot: Option<PathBuf>,
+        /// Samplers: the params the trace and pair plots draw, by name,
+        /// separated by commas: a whole param (`tau`) or one element
+        /// (`a[3]`); checked against the model before the run.
+        #[arg(long = "plot-params", value_name = "NAMES", requires = "plot")]
+        plot_params: Option<String>,
         /// Samplers: stream each chain's draws to `PREFIX_1.csv`,
         /// `PREFIX_2.csv`, ... (Stan CSV, readable by ArviZ's from_cmdstan).
         #[arg(long, value_name = "PREFIX")]
@@ -358,6 +371,8 @@ fn sourced(errors: Errors) -> Failure {
 }
 
 fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Result<(), Failure> {
+    // A memory budget that cannot be read is refused before any work.
+    crate::limits::memory_budget()?;
     match cli.command {
         Command::PlotTrace {
             out,
@@ -449,6 +464,10 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 )
                 .into());
             }
+            // Parsed whole: checked like a JSON data file from its size first.
+            if let Ok(meta) = std::fs::metadata(&fit) {
+                crate::data::JsonData::check_size(&fit.display().to_string(), meta.len())?;
+            }
             let text = std::fs::read_to_string(&fit).map_err(|e| {
                 Error::new(
                     ErrorKind::Io,
@@ -466,7 +485,8 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             let (mut fit, base) =
                 crate::infer::saved::restore(graph, &j, &name).map_err(|e| sourced(e.into()))?;
             let data =
-                command::load_data(&test, test_rows.as_deref(), "--test-rows").map_err(sourced)?;
+                command::load_data_for(&base.graph, &test, test_rows.as_deref(), "--test-rows")
+                    .map_err(sourced)?;
             let test_bound = crate::ir::bind::bind_test(&base, &data).map_err(sourced)?;
             fit.attach_test(&test_bound)
                 .map_err(|e| sourced(e.into()))?;
@@ -478,7 +498,13 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 ("model", serde_json::json!(src.name)),
                 ("test_data", serde_json::json!(test.display().to_string())),
             ];
-            write_outputs(fit.as_ref(), json.as_deref(), plot.as_deref(), &files)
+            write_outputs(
+                fit.as_ref(),
+                json.as_deref(),
+                plot.as_deref(),
+                &Default::default(),
+                &files,
+            )
         }
         Command::Run {
             model,
@@ -488,12 +514,14 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             test_rows,
             split,
             shuffle,
+            split_out,
             set,
             engine,
             seed,
             chain_offset,
             json,
             plot,
+            plot_params,
             csv,
             save,
             quiet,
@@ -502,16 +530,41 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             if let Some(p) = &save {
                 command::check_output_path("--save", p)?;
             }
+            if let Some(p) = &split_out {
+                if split.is_none() && shuffle.is_none() {
+                    return Err(Error::new(
+                        ErrorKind::Settings,
+                        format!(
+                            "--split-out {}: there is no split to write; give --split FRACTION (and --shuffle SEED) to hold out rows",
+                            p.display()
+                        ),
+                    )
+                    .into());
+                }
+                command::check_output_path("--split-out", p)?;
+            }
             let src = source.insert(read_source(&model)?);
             let graph = command::compile(src, registry)?;
             let train = match &data {
-                Some(d) => command::load_data(d, rows.as_deref(), "--rows").map_err(sourced)?,
+                Some(d) => {
+                    command::load_data_for(&graph, d, rows.as_deref(), "--rows").map_err(sourced)?
+                }
                 None => command::no_data(&graph, rows.is_some()).map_err(sourced)?,
             };
             let (train, held_out) = command::split_data(train, split, shuffle)?;
+            if let Some(p) = &split_out {
+                let text = command::split_rows_csv(&train, held_out.as_ref().map(|h| &h.0))?;
+                std::fs::write(p, text).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Io,
+                        format!("--split-out: cannot write `{}`: {e}", p.display()),
+                    )
+                })?;
+            }
             let test_data = match (&test, &held_out) {
                 (Some(t), _) => Some(
-                    command::load_data(t, test_rows.as_deref(), "--test-rows").map_err(sourced)?,
+                    command::load_data_for(&graph, t, test_rows.as_deref(), "--test-rows")
+                        .map_err(sourced)?,
                 ),
                 (None, Some((d, _))) => Some(d.clone()),
                 (None, None) => None,
@@ -521,6 +574,8 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 settings.push(("chain_offset".to_string(), k.to_string()));
             }
             let bound = crate::bind(graph, &train, &overrides).map_err(sourced)?;
+            // The table is bound; its memory goes back before the run.
+            drop(train);
             if let Some((_, s)) = &held_out {
                 out(&format!(
                     "split: {} training rows, {} test rows{}\n",
@@ -529,6 +584,9 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                     s.shuffle
                         .map_or(String::new(), |k| format!(" (shuffled with seed {k})"))
                 ))?;
+            }
+            if let Some(p) = &split_out {
+                out(&format!("rows of the split written to {}\n", p.display()))?;
             }
             for line in command::label_lines(&bound) {
                 out(&format!("{line}\n"))?;
@@ -564,6 +622,16 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             };
             if !quiet {
                 options.observers.push(Box::new(BarProgress::new()));
+            }
+            let plot_options = crate::infer::fit::PlotOptions {
+                params: plot_params
+                    .as_deref()
+                    .map(crate::output::plot_params::split_names),
+            };
+            crate::api::check_plot_options(&bound, &options, &plot_options).map_err(sourced)?;
+            // What the engine says before it starts (a long run's estimate).
+            for w in crate::api::preflight(&bound, &options).map_err(sourced)? {
+                let _ = writeln!(std::io::stderr(), "warning: {w}");
             }
             let cfg = crate::engine_config(&bound.graph, &options).ok();
             if save.is_some()
@@ -601,7 +669,13 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             if !bound.labels.is_empty() {
                 files.push(("labels", command::labels_json(&bound)));
             }
-            write_outputs(fit.as_ref(), json.as_deref(), plot.as_deref(), &files)?;
+            write_outputs(
+                fit.as_ref(),
+                json.as_deref(),
+                plot.as_deref(),
+                &plot_options,
+                &files,
+            )?;
             if let Some(path) = &save {
                 let cfg = cfg.ok_or_else(|| Error::internal("a saved fit without settings"))?;
                 let j = fit
@@ -738,6 +812,7 @@ fn write_outputs(
     fit: &dyn crate::Fit,
     json: Option<&Path>,
     plot: Option<&Path>,
+    plot_options: &crate::infer::fit::PlotOptions,
     fields: &[(&str, serde_json::Value)],
 ) -> Result<(), Failure> {
     if let Some(path) = json {
@@ -748,7 +823,7 @@ fn write_outputs(
         write_json(path, &j)?;
     }
     if let Some(path) = plot {
-        for written in fit.plot(path)? {
+        for written in fit.plot_with(path, plot_options)? {
             out(&format!("plot written to {}\n", written.display()))?;
         }
     }

@@ -82,9 +82,59 @@ pub fn no_data(graph: &crate::ir::Graph, rows: bool) -> Result<Data, Errors> {
 
 /// Read a data file, keeping only `rows` when given: `A..B` (inclusive,
 /// 0-based), or `COLUMN=VALUE` (the rows whose column has that value, e.g.
-/// `is_test=0`).
+/// `is_test=0`). Every column of a CSV file is read; [`load_data_for`]
+/// reads only those a model uses.
 pub fn load_data(path: &Path, rows: Option<&str>, flag: &str) -> Result<Data, Errors> {
-    let d = Data::read(path)?;
+    select(Data::read(path)?, rows, flag)
+}
+
+/// [`load_data`] for the model `graph`: of a CSV file, only the columns
+/// its data declarations use (and the column of `--rows COLUMN=VALUE`) are
+/// read ([`columns_used`]).
+pub fn load_data_for(
+    graph: &Graph,
+    path: &Path,
+    rows: Option<&str>,
+    flag: &str,
+) -> Result<Data, Errors> {
+    let filter = rows
+        .filter(|r| !r.contains("..") && r.contains('='))
+        .and_then(|r| r.split_once('='))
+        .map(|(c, _)| c.trim().to_string());
+    let used = columns_used(graph);
+    let keep = |h: &str| used(h) || filter.as_deref() == Some(h);
+    select(Data::read_columns(path, &keep)?, rows, flag)
+}
+
+/// Which CSV columns the data declarations of `graph` use: those named
+/// (`column("t")`, `columns("a", "b")`, a declaration's own name), every
+/// column but the excluded ones for `columns(except = [...])`, and every
+/// column for a matrix that takes the columns no other declaration
+/// claims.
+pub fn columns_used(graph: &Graph) -> impl Fn(&str) -> bool + use<> {
+    use crate::ir::graph::DataSource;
+    use crate::ir::types::Ty;
+    let mut named = std::collections::BTreeSet::new();
+    let mut excepts: Vec<Vec<String>> = Vec::new();
+    let mut everything = false;
+    for d in &graph.data {
+        match &d.source {
+            DataSource::Value => {}
+            DataSource::Columns(cs) => named.extend(cs.iter().cloned()),
+            DataSource::Except(ex) => excepts.push(ex.clone()),
+            DataSource::ByName if matches!(d.ty, Ty::Matrix(..)) => everything = true,
+            DataSource::ByName => {
+                named.insert(d.name.clone());
+            }
+        }
+    }
+    move |h: &str| {
+        everything || named.contains(h) || excepts.iter().any(|ex| !ex.iter().any(|e| e == h))
+    }
+}
+
+/// Keep the rows `rows` selects of `d` (see [`load_data`]).
+fn select(d: Data, rows: Option<&str>, flag: &str) -> Result<Data, Errors> {
     match rows {
         Some(r) if !r.contains("..") && r.contains('=') => {
             let (col, value) = r.split_once('=').unwrap_or((r, ""));
@@ -119,6 +169,10 @@ pub struct Split {
     pub train_rows: usize,
     /// Test rows.
     pub test_rows: usize,
+    /// The test rows' numbers, in the order they were predicted at (CSV
+    /// rows numbered as data errors number them: 0 for the first row after
+    /// the header).
+    pub test_row_numbers: Vec<usize>,
 }
 
 /// `--split F` (with `--shuffle SEED`): the rows of a CSV file (after
@@ -183,8 +237,35 @@ pub fn split_data(
         shuffle,
         train_rows: k,
         test_rows: n - k,
+        test_row_numbers: test.row_numbers().unwrap_or_default().to_vec(),
     };
     Ok((data.take_rows(&order[..k])?, Some((test, split))))
+}
+
+/// `--split-out FILE`: the rows a run trains and tests on, as CSV with
+/// the header `row,part`, one line per row: its number (as data errors
+/// number rows: 0 for the first row after the header) and `train` or
+/// `test`, the training rows first, each part in the order the run used
+/// it. `train` and `test` are CSV data (an error names other sources).
+pub fn split_rows_csv(train: &Data, test: Option<&Data>) -> Result<String, Error> {
+    fn rows(d: &Data) -> Result<&[usize], Error> {
+        d.row_numbers().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Settings,
+                format!(
+                    "--split-out writes row numbers of CSV files, not of {}",
+                    d.file()
+                ),
+            )
+        })
+    }
+    let mut out = String::from("row,part\n");
+    for (d, part) in std::iter::once((train, "train")).chain(test.map(|t| (t, "test"))) {
+        for r in rows(d)? {
+            out.push_str(&format!("{r},{part}\n"));
+        }
+    }
+    Ok(out)
 }
 
 /// The most labels [`label_lines`] lists one by one.
@@ -372,12 +453,13 @@ pub fn check_with(
         crate::engine_config(&graph, &options).map_err(|e| sourced(e.into()))?;
     }
     let data = match data {
-        Some(path) => load_data(path, rows, "--rows").map_err(sourced)?,
+        Some(path) => load_data_for(&graph, path, rows, "--rows").map_err(sourced)?,
         // A model without data is bound and its engine built all the same.
         None if data_all_given(&graph) => no_data(&graph, rows.is_some()).map_err(sourced)?,
         None => return Ok((graph, None)),
     };
     let bound = crate::bind(graph.clone(), &data, &overrides).map_err(sourced)?;
+    drop(data);
     // The engine of the `infer` block is built (not run), so that a model
     // it cannot run fails here as at `run` (without a block the engine is
     // chosen at `run`).

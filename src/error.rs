@@ -252,6 +252,27 @@ pub fn num(v: f64) -> String {
     }
 }
 
+/// `text` followed by spaces up to `width` characters (as `{:<width$}`
+/// does, for any width: the formatter's own padding refuses widths above
+/// 65,535, and names in reports come from user text).
+pub fn pad_right(text: &str, width: usize) -> String {
+    let mut s = text.to_string();
+    s.extend(std::iter::repeat_n(
+        ' ',
+        width.saturating_sub(text.chars().count()),
+    ));
+    s
+}
+
+/// Spaces up to `width` characters, then `text` (as `{:>width$}` does, for
+/// any width; see [`pad_right`]).
+pub fn pad_left(text: &str, width: usize) -> String {
+    let mut s: String =
+        std::iter::repeat_n(' ', width.saturating_sub(text.chars().count())).collect();
+    s.push_str(text);
+    s
+}
+
 /// A number with `decimals` digits after the point, switching to
 /// scientific notation when it is too large for that to read well
 /// (|v| ≥ 1e15): `-622.6130954361`, `-1.1177405156e46`.

@@ -75,11 +75,56 @@ pub fn available_memory() -> Option<u64> {
 }
 
 /// Requests up to this many bytes are granted without reading the free
-/// memory (so checks in evaluation paths cost nothing).
+/// memory (so checks in evaluation paths cost nothing), unless a smaller
+/// budget is set with [`MEMORY_VAR`].
 const SMALL_REQUEST: u128 = 64 << 20;
 
 /// The memory assumed available where it cannot be read.
 const FALLBACK_MEMORY: u64 = 8 << 30;
+
+/// The environment variable that sets a memory budget below what the
+/// machine has: `TEMPEST_MEMORY=4GB` (units `kB`, `MB`, `GB`, `TB`, powers
+/// of 1000; a plain number is bytes). Every request is checked against the
+/// smaller of the two.
+pub const MEMORY_VAR: &str = "TEMPEST_MEMORY";
+
+/// The budget set with [`MEMORY_VAR`], if any (read once, when first
+/// asked); an error naming the variable when its value is not a byte count
+/// (the command line and [`crate::bind`] check it before any work;
+/// [`check_memory`] ignores a budget that cannot be read).
+pub fn memory_budget() -> Result<Option<u64>, Error> {
+    static BUDGET: std::sync::OnceLock<Result<Option<u64>, String>> = std::sync::OnceLock::new();
+    BUDGET
+        .get_or_init(|| {
+            let Ok(text) = std::env::var(MEMORY_VAR) else {
+                return Ok(None);
+            };
+            parse_bytes(&text).map(Some).ok_or(format!(
+                "{MEMORY_VAR}={text}: expected a number of bytes, e.g. `4GB`, `500MB` or `1000000`"
+            ))
+        })
+        .clone()
+        .map_err(|m| Error::new(ErrorKind::Settings, m))
+}
+
+/// `4GB`, `500 MB`, `1.5TB`, `1000000` (bytes); units are powers of 1000.
+fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" | "k" => 1e3,
+        "mb" | "m" => 1e6,
+        "gb" | "g" => 1e9,
+        "tb" | "t" => 1e12,
+        _ => return None,
+    };
+    let v = num.parse::<f64>().ok()? * scale;
+    (v.is_finite() && v >= 0.0 && v < u64::MAX as f64).then_some(v as u64)
+}
 
 /// A byte count in words: `812 bytes`, `3.1 MB`, `8.0 TB`.
 pub fn bytes_in_words(b: u128) -> String {
@@ -125,38 +170,53 @@ impl Request {
             .push((name.into(), n.try_into().unwrap_or(u128::MAX)));
         self
     }
+    /// Set the bytes per entry (8 unless set).
+    pub fn bytes_each(mut self, bytes: u128) -> Request {
+        self.bytes_per_entry = bytes;
+        self
+    }
     /// The bytes asked for (saturating).
     pub fn bytes(&self) -> u128 {
         self.factors
             .iter()
             .fold(self.bytes_per_entry, |a, (_, n)| a.saturating_mul(*n))
     }
-    /// The product written out: `4 chains × 1000 draws × 62 columns × 8 bytes`.
+    /// The product written out: `4 chains × 1000 draws × 62 columns × 8 bytes`
+    /// (the bytes per entry left out when the factors count bytes).
     pub fn formula(&self) -> String {
         let mut parts: Vec<String> = self
             .factors
             .iter()
             .map(|(name, n)| format!("{n} {name}"))
             .collect();
-        parts.push(format!("{} bytes", self.bytes_per_entry));
+        if self.bytes_per_entry != 1 {
+            parts.push(format!("{} bytes", self.bytes_per_entry));
+        }
         parts.join(" × ")
     }
 }
 
-/// Refuse a request for more memory than this machine has available
-/// (several requests of one piece of work are added up). The error says
-/// what needs the memory, how much (as a product of the sizes involved)
-/// and how much there is.
+/// Refuse a request for more memory than this machine has available, or
+/// than the budget set with [`MEMORY_VAR`] (several requests of one piece
+/// of work are added up). The error says what needs the memory, how much
+/// (as a product of the sizes involved) and how much there is.
 pub fn check_memory(requests: &[Request]) -> Result<(), Error> {
     let total: u128 = requests
         .iter()
         .fold(0u128, |a, r| a.saturating_add(r.bytes()));
+    // An unreadable budget is refused where work starts (`tempest::bind`,
+    // the command line), not here, where the error would be located at
+    // whatever asked for memory.
+    let budget = memory_budget().ok().flatten();
     // Small requests pass without asking the system.
-    if total <= SMALL_REQUEST {
+    if total <= SMALL_REQUEST && budget.is_none_or(|b| total <= b as u128) {
         return Ok(());
     }
     let avail = available_memory();
-    let limit = avail.unwrap_or(FALLBACK_MEMORY) as u128;
+    let limit = match (avail, budget) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b).unwrap_or(FALLBACK_MEMORY),
+    } as u128;
     if total <= limit {
         return Ok(());
     }
@@ -165,9 +225,13 @@ pub fn check_memory(requests: &[Request]) -> Result<(), Error> {
         .max_by_key(|r| r.bytes())
         .cloned()
         .unwrap_or_else(|| Request::new("this run"));
-    let have = match avail {
-        Some(_) => format!("this machine has {} available", bytes_in_words(limit)),
-        None => format!(
+    let have = match (avail, budget) {
+        (_, Some(b)) if b as u128 == limit => format!(
+            "the budget set with {MEMORY_VAR} is {}",
+            bytes_in_words(limit)
+        ),
+        (Some(_), _) => format!("this machine has {} available", bytes_in_words(limit)),
+        (None, _) => format!(
             "tempest assumes at most {} where the free memory cannot be read",
             bytes_in_words(limit)
         ),
@@ -234,6 +298,17 @@ mod tests {
                 .contains("4 chains × 1000000000000 draws × 32 columns × 8 bytes")
         );
         assert!(check_memory(&[Request::new("small").times("n", 10u64)]).is_ok());
+    }
+
+    #[test]
+    fn byte_counts_parse_with_units() {
+        assert_eq!(parse_bytes("4GB"), Some(4_000_000_000));
+        assert_eq!(parse_bytes(" 500 MB "), Some(500_000_000));
+        assert_eq!(parse_bytes("1.5kB"), Some(1500));
+        assert_eq!(parse_bytes("1000000"), Some(1_000_000));
+        assert_eq!(parse_bytes("lots"), None);
+        assert_eq!(parse_bytes("4 PB"), None);
+        assert_eq!(parse_bytes("-1"), None);
     }
 
     #[test]

@@ -181,7 +181,7 @@ fn absurd_sizes_are_refused_before_allocation() {
         "hyper { w : vector[1000000000000] = 0.0 }\nparam { a : real ~ normal(0, 1) }\ninfer nuts {}\n",
     );
     let err = assert_clean_failure(&run(&["run", &m, "--data", MCYCLE]));
-    assert!(err.contains("the hyper `w` would need 8.0 TB"), "{err}");
+    assert!(err.contains("the hyper `w` would need 32.0 TB"), "{err}");
 }
 
 #[test]

@@ -4,10 +4,11 @@
 //! A source only hands out raw columns, arrays and numbers; binding
 //! ([`crate::ir::bind`]) matches them to declarations and checks them.
 
+mod csv_read;
 mod csv_table;
 mod json;
 
-pub use csv_table::{CsvTable, parse_real};
+pub use csv_table::{Column, CsvTable, parse_real};
 pub use json::JsonData;
 
 use crate::error::{DataFormat, DataLocation, Error, ErrorKind, Result};
@@ -42,22 +43,39 @@ pub enum Data {
 }
 
 impl Data {
-    /// Read a data file; `.json` is JSON, anything else CSV.
+    /// Read a data file; `.json` is JSON, anything else CSV (every column).
     pub fn read(path: &Path) -> Result<Data> {
+        Data::read_columns(path, &|_| true)
+    }
+
+    /// Read a data file, keeping of a CSV file only the columns whose name
+    /// `keep` accepts (the others are listed in messages but not read; see
+    /// [`crate::command::columns_used`]). The memory the data will take is
+    /// checked before the file is read whole.
+    pub fn read_columns(path: &Path, keep: &dyn Fn(&str) -> bool) -> Result<Data> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let io = |e: std::io::Error| {
             Error::new(
                 ErrorKind::Io,
                 format!("cannot read data file `{name}`: {e}"),
             )
-        })?;
+        };
+        let size = std::fs::metadata(path).map_err(io)?.len();
         if path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("json"))
         {
+            JsonData::check_size(&name, size)?;
+            let text = std::fs::read_to_string(path).map_err(io)?;
             Ok(Data::Json(JsonData::parse(&name, &text)?))
         } else {
-            Ok(Data::Csv(CsvTable::parse(&name, &text)?))
+            let open = || {
+                std::fs::File::open(path).map(|f| {
+                    Box::new(std::io::BufReader::with_capacity(1 << 16, f))
+                        as Box<dyn std::io::Read>
+                })
+            };
+            Ok(Data::Csv(csv_read::read(&name, &open, Some(size), keep)?))
         }
     }
 
@@ -95,6 +113,16 @@ impl Data {
     pub fn nrows(&self) -> Option<usize> {
         match self {
             Data::Csv(t) => Some(t.nrows()),
+            _ => None,
+        }
+    }
+
+    /// The row numbers of a CSV table's rows, in their order (0 for the
+    /// first row after the header, as data errors number them; rows keep
+    /// their numbers through every selection); `None` for other sources.
+    pub fn row_numbers(&self) -> Option<&[usize]> {
+        match self {
+            Data::Csv(t) => Some(&t.row_ids),
             _ => None,
         }
     }

@@ -72,6 +72,33 @@ pub trait Fit: AsAny + Send {
             format!("--plot is not available for the `{}` engine", self.engine()),
         ))
     }
+    /// [`Fit::plot`] with choices beyond the defaults ([`PlotOptions`]);
+    /// an engine whose figures have nothing to choose refuses them.
+    fn plot_with(
+        &self,
+        path: &Path,
+        options: &PlotOptions,
+    ) -> Result<Vec<std::path::PathBuf>, Error> {
+        if options.params.is_some() {
+            return Err(Error::new(
+                ErrorKind::Settings,
+                format!(
+                    "--plot-params: the `{}` engine's figure draws no params; the samplers' traces do",
+                    self.engine()
+                ),
+            ));
+        }
+        self.plot(path)
+    }
+}
+
+/// What a figure shows beyond its defaults ([`Fit::plot_with`]).
+#[derive(Clone, Debug, Default)]
+pub struct PlotOptions {
+    /// The samplers' trace and pair plots: these params (whole params such
+    /// as `a`, or elements such as `a[3]`; see
+    /// [`crate::output::plot_params`]) instead of the first eight.
+    pub params: Option<Vec<String>>,
 }
 
 /// A view of any value as [`Any`], so a `dyn Fit` can be downcast to the

@@ -143,7 +143,11 @@ pub fn hypers_json(bound: &Bound, values: &[Value<f64>]) -> Map<String, serde_js
 pub fn hypers_table(bound: &Bound, values: &[Value<f64>], layout: &HyperLayout) -> String {
     let learned: Vec<usize> = layout.slots.iter().map(|sl| sl.hyper).collect();
     let hypers = &bound.graph.hypers;
-    let width = hypers.iter().map(|h| h.name.len()).max().unwrap_or(0);
+    let width = hypers
+        .iter()
+        .map(|h| h.name.chars().count())
+        .max()
+        .unwrap_or(0);
     let mut s = String::new();
     for (i, (h, v)) in hypers.iter().zip(values).enumerate() {
         let tag = if learned.contains(&i) {
@@ -173,8 +177,8 @@ pub fn hypers_table(bound: &Bound, values: &[Value<f64>], layout: &HyperLayout) 
                     String::new()
                 };
                 s.push_str(&format!(
-                    "  {:width$}  matrix[{r}, {c}]  ({tag})\n{}{more}\n",
-                    h.name,
+                    "  {}  matrix[{r}, {c}]  ({tag})\n{}{more}\n",
+                    crate::error::pad_right(&h.name, width),
                     rows.join("\n")
                 ));
                 continue;
@@ -188,7 +192,10 @@ pub fn hypers_table(bound: &Bound, values: &[Value<f64>], layout: &HyperLayout) 
                 format!("[{}]", xs.join(", "))
             }
         };
-        s.push_str(&format!("  {:width$}  {text:<14}  ({tag})\n", h.name));
+        s.push_str(&format!(
+            "  {}  {text:<14}  ({tag})\n",
+            crate::error::pad_right(&h.name, width)
+        ));
     }
     s
 }

@@ -75,6 +75,13 @@ pub trait EngineDef: Sync {
         cfg: &EngineConfig,
         cx: &BuildCx,
     ) -> Result<Box<dyn Engine>, Error>;
+    /// What the engine says before it runs on `bound` with `cfg`:
+    /// warnings (a long run's estimated time), or the error its build
+    /// would give when it refuses to start. Nothing by default.
+    fn preflight(&self, bound: Arc<Bound>, cfg: &EngineConfig) -> Result<Vec<String>, Error> {
+        let _ = (bound, cfg);
+        Ok(Vec::new())
+    }
     /// A sampler usable inside other engines (e.g. at each rung of the
     /// `evidence` engine), when this engine is one.
     fn as_sampler(&self) -> Option<&dyn super::mcmc::def::SamplerDef> {

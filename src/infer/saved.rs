@@ -28,10 +28,12 @@
 use crate::data::{Data, JsonData};
 use crate::error::{Error, ErrorKind};
 use crate::infer::fit::Fit;
+use crate::infer::saved_json::Field;
 use crate::infer::settings::EngineConfig;
 use crate::ir::bind::{Bound, Overrides, bind};
 use crate::ir::graph::Graph;
 use crate::ir::value::Value;
+use crate::model::constraint::Bounds;
 use nalgebra::{DMatrix, DVector};
 use serde_json::{Map, Value as Json, json};
 
@@ -75,41 +77,76 @@ pub fn rows_json(x: &DMatrix<f64>) -> Json {
     )
 }
 
-/// A JSON array of finite numbers.
-pub fn numbers(j: Option<&Json>) -> Option<Vec<f64>> {
-    j?.as_array()?
-        .iter()
-        .map(|x| x.as_f64().filter(|v| v.is_finite()))
-        .collect()
+/// A hyper's value read from `f`, of the kind and shape of `shape` (its
+/// value bound from the model) and within `bounds`.
+fn hyper_value(
+    f: &Field,
+    shape: &Value<f64>,
+    bounds: &Bounds,
+    name: &str,
+) -> Result<Value<f64>, Error> {
+    let what = format!("the {} `{name}`", shape.shape());
+    let v = match shape {
+        Value::Real(_) => Value::Real(
+            f.number()
+                .map_err(|_| f.expected(&format!("a finite number ({what})")))?,
+        ),
+        Value::Int(_) => Value::Int(
+            f.raw()
+                .and_then(Json::as_i64)
+                .ok_or_else(|| f.expected(&format!("a whole number ({what})")))?,
+        ),
+        Value::Vector(v) => Value::Vector(DVector::from_vec(f.numbers(Some(v.len()), &what)?)),
+        Value::Matrix(m) => Value::Matrix(f.matrix(m.shape(), &what)?),
+        other => return Ok(other.clone()),
+    };
+    if let Some(x) = v.flatten().into_iter().find(|&x| !bounds.contains(x)) {
+        return Err(f.error(format!(
+            "expected values {} (the bounds of `{name}`), found {}",
+            bounds.describe(),
+            crate::error::num(x)
+        )));
+    }
+    Ok(v)
 }
 
-/// A JSON array of equally long rows of finite numbers.
-pub fn matrix(j: Option<&Json>) -> Option<DMatrix<f64>> {
-    let rows: Vec<Vec<f64>> = j?
-        .as_array()?
+/// The learned hypers θ on the unconstrained scale, read from `at` (one
+/// number per entry of `layout`), and checked against the saved `hypers`:
+/// every hyper must have the value θ gives it (the fixed ones, their own),
+/// so that a hyper edited by hand in one place and not the other is
+/// refused rather than ignored.
+pub fn read_theta(
+    root: &Field,
+    at: &Field,
+    bound: &Bound,
+    layout: &crate::infer::hypers::HyperLayout,
+) -> Result<Vec<f64>, Error> {
+    let theta = at.numbers(
+        Some(layout.len),
+        "the learned hypers on the unconstrained scale",
+    )?;
+    let values = layout.values::<f64>(bound, &theta);
+    let hypers = root.get("hypers");
+    for ((h, saved), v) in bound
+        .graph
+        .hypers
         .iter()
-        .map(|r| numbers(Some(r)))
-        .collect::<Option<_>>()?;
-    let c = rows.first().map_or(0, Vec::len);
-    if rows.iter().any(|r| r.len() != c) {
-        return None;
+        .zip(&bound.hyper_init)
+        .zip(&values)
+    {
+        let same = saved.flatten().iter().zip(v.flatten()).all(|(&a, b)| {
+            a == b
+                || (a.is_finite() && b.is_finite() && (a - b).abs() <= 1e-12 * a.abs().max(b.abs()))
+        });
+        if !same {
+            return Err(hypers.get(&h.name).error(format!(
+                "`{}` is {saved} here, but `{}` gives it {v}: one of them was changed",
+                h.name,
+                at.path()
+            )));
+        }
     }
-    Some(DMatrix::from_fn(rows.len(), c, |i, k| rows[i][k]))
-}
-
-/// `j` as a value of the same kind and shape as `shape`.
-pub fn like(shape: &Value<f64>, j: &Json) -> Option<Value<f64>> {
-    match shape {
-        Value::Real(_) => j.as_f64().filter(|v| v.is_finite()).map(Value::Real),
-        Value::Int(_) => j.as_i64().map(Value::Int),
-        Value::Vector(v) => numbers(Some(j))
-            .filter(|x| x.len() == v.len())
-            .map(|x| Value::Vector(DVector::from_vec(x))),
-        Value::Matrix(m) => matrix(Some(j))
-            .filter(|x| x.shape() == m.shape())
-            .map(Value::Matrix),
-        other => Some(other.clone()),
-    }
+    Ok(theta)
 }
 
 /// The error for a file that is not a saved fit tempest can read.
@@ -196,35 +233,29 @@ pub fn data_json(bound: &Bound) -> Json {
 
 /// Check a saved fit's format, version and model against `graph`; its
 /// engine.
-pub fn check_header<'a>(graph: &Graph, j: &'a Json, file: &str) -> Result<&'a str, Error> {
-    if j.get("format").and_then(Json::as_str) != Some(FORMAT) {
-        return Err(bad(file, "no `\"format\": \"tempest fit\"`"));
+pub fn check_header<'a>(graph: &Graph, j: &'a Json, file: &'a str) -> Result<&'a str, Error> {
+    let root = Field::root(file, j);
+    let format = root.get("format");
+    if format.raw().and_then(Json::as_str) != Some(FORMAT) {
+        return Err(format.expected(&format!("{FORMAT:?} (a saved fit)")));
     }
-    match j.get("version").and_then(Json::as_u64) {
-        Some(VERSION) => {}
-        Some(v) => {
-            return Err(bad(
-                file,
-                &format!("version {v}; this tempest reads version {VERSION}"),
-            ));
-        }
-        None => return Err(bad(file, "no version")),
+    let version = root.get("version");
+    let v = version.u64()?;
+    if v != VERSION {
+        return Err(version.error(format!(
+            "a fit of version {v}; this tempest reads version {VERSION}"
+        )));
     }
-    let saved_graph = j
-        .get("graph")
-        .and_then(Json::as_str)
-        .ok_or_else(|| bad(file, "no `graph`"))?;
+    let saved_graph = root.get("graph").str()?;
+    let model = root.get("model").str()?;
     if saved_graph != graph_text(graph) {
-        let model = j.get("model").and_then(Json::as_str).unwrap_or("?");
         return Err(Error::new(
             ErrorKind::Data,
             format!("{file} was saved from another model ({model}): its declarations, model or guide differ from this one's"),
         )
         .with_note("predict with the model file the fit was trained with (comments, layout and the `infer` block may differ)"));
     }
-    j.get("engine")
-        .and_then(Json::as_str)
-        .ok_or_else(|| bad(file, "no `engine`"))
+    root.get("engine").str()
 }
 
 /// Bind the data saved under `key` (`data`, or svi's `base`) to `graph`,
@@ -237,70 +268,76 @@ pub fn restore_bound(
     key: &str,
     what: &str,
 ) -> Result<Bound, Error> {
-    let map = j
-        .get(key)
-        .and_then(Json::as_object)
-        .ok_or_else(|| bad(file, &format!("no `{key}`")))?;
+    let root = Field::root(file, j);
+    let map = root.get(key).object()?;
+    let temperature = root.get("temperature");
+    let t = temperature
+        .number()
+        .ok()
+        .filter(|&t| t >= 0.0)
+        .ok_or_else(|| {
+            temperature.expected("a finite number ≥ 0 (the likelihood's temperature)")
+        })?;
     let data = Data::Json(JsonData {
         file: format!("{file} ({what})"),
         map: map.clone(),
     });
-    let mut overrides = Overrides::default();
-    if let Some(t) = j.get("temperature").and_then(Json::as_f64) {
-        overrides.values.push(("temperature".into(), t.to_string()));
-    }
-    let mut bound = bind(graph, &data, &overrides).map_err(|e| {
+    let mut bound = bind(graph, &data, &Overrides::default()).map_err(|e| {
         let first = e.0.into_iter().next().unwrap_or_else(|| bad(file, key));
         first.with_note(format!("while binding the training data saved in {file}"))
     })?;
-    let hypers = j
-        .get("hypers")
-        .and_then(Json::as_object)
-        .ok_or_else(|| bad(file, "no `hypers`"))?;
+    // Set as read: a temperature written as 1e20 is not text to parse.
+    bound.temperature = t;
+    let hypers = root.get("hypers");
+    hypers.object()?;
     for (i, h) in bound.graph.hypers.clone().iter().enumerate() {
-        let v = hypers
-            .get(&h.name)
-            .ok_or_else(|| bad(file, &format!("no value of the hyper `{}`", h.name)))?;
-        bound.hyper_init[i] = like(&bound.hyper_init[i], v)
-            .ok_or_else(|| bad(file, &format!("the hyper `{}` has another shape", h.name)))?;
+        let f = hypers.get(&h.name);
+        bound.hyper_init[i] =
+            hyper_value(&f, &bound.hyper_init[i], &bound.hyper_bounds[i], &h.name)?;
     }
-    if let Some(labels) = j.get("labels").and_then(Json::as_object) {
-        for (name, ls) in labels {
-            let i = bound.graph.data_index(name).ok_or_else(|| {
-                bad(
-                    file,
-                    &format!("labels of `{name}`, which the model does not declare"),
-                )
-            })?;
-            let ls: Vec<String> = ls
-                .as_array()
-                .and_then(|a| a.iter().map(|l| l.as_str().map(String::from)).collect())
-                .ok_or_else(|| bad(file, &format!("the labels of `{name}`")))?;
-            bound.labels.insert(i, ls);
+    let labels = root.get("labels");
+    for name in labels.object()?.keys() {
+        let f = labels.get(name);
+        let i = bound.graph.data_index(name).ok_or_else(|| {
+            f.error(format!(
+                "class labels of `{name}`, which the model does not declare"
+            ))
+        })?;
+        let ls: Vec<String> = f
+            .items(None, "strings")?
+            .iter()
+            .map(|l| l.str().map(String::from))
+            .collect::<Result<_, _>>()?;
+        let distinct: std::collections::BTreeSet<&String> = ls.iter().collect();
+        if ls.is_empty() || distinct.len() != ls.len() {
+            return Err(f.expected("distinct labels, at least one"));
         }
+        let top = bound.data[i].flatten().into_iter().fold(0.0, f64::max);
+        if bound.present[i] && top >= ls.len() as f64 {
+            return Err(f.expected(&format!(
+                "a label for each class of the saved `{name}` (up to class {top})"
+            )));
+        }
+        bound.labels.insert(i, ls);
     }
     Ok(bound)
 }
 
 /// The engine's settings saved in the file, checked by its schema.
 pub fn restore_config(engine: &str, j: &Json, file: &str) -> Result<EngineConfig, Error> {
+    let root = Field::root(file, j);
     let schema = crate::infer::registry::schema(engine)
-        .ok_or_else(|| bad(file, &format!("the engine `{engine}` is not known")))?;
+        .ok_or_else(|| root.get("engine").expected("an engine that saves fits"))?;
     let mut cfg = EngineConfig::defaults(schema, Default::default());
-    let set = j
-        .get("settings")
-        .and_then(Json::as_object)
-        .ok_or_else(|| bad(file, "no `settings`"))?;
-    for (k, v) in set {
-        let text = v
-            .as_str()
-            .ok_or_else(|| bad(file, &format!("the setting `{k}`")))?;
+    let settings = root.get("settings");
+    for k in settings.object()?.keys() {
+        let f = settings.get(k);
+        let text = f.str()?;
         cfg.set(k, text)
-            .map_err(|e| bad(file, &format!("the setting `{k}`: {}", e.message)))?;
+            .map_err(|e| f.error(format!("the setting `{k}`: {}", e.message)))?;
     }
     Ok(cfg)
 }
-
 /// What every full-data engine's restore starts with: the training data
 /// bound (with hypers and labels), the engine's settings, and its name as
 /// the registry spells it.
@@ -332,10 +369,11 @@ pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Boun
         "mirror_descent" | "gradient_descent" => {
             crate::infer::vi::saved::restore(graph, j, file, &engine)
         }
-        "nuts" | "hmc" | "mala" => crate::infer::mcmc::saved::restore(graph, j, file, &engine),
-        other => Err(bad(
-            file,
-            &format!("saved by the engine `{other}`, which saves no fits"),
-        )),
+        "nuts" | "hmc" | "mala" | crate::infer::mcmc::prior::NAME => {
+            crate::infer::mcmc::saved::restore(graph, j, file, &engine)
+        }
+        other => Err(Field::root(file, j).get("engine").error(format!(
+            "saved by the engine `{other}`, which saves no fits"
+        ))),
     }
 }

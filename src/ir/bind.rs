@@ -745,28 +745,16 @@ impl Binder<'_> {
         let levels = match known {
             Some(l) => l,
             None => {
-                let text = t
-                    .rows
-                    .iter()
-                    .any(|r| !r[c].is_empty() && crate::data::parse_real(&r[c]).is_err());
-                if !text {
+                if !t.has_text(c)? {
                     return t.int_column(c);
                 }
-                let distinct: std::collections::BTreeSet<&String> =
-                    t.rows.iter().map(|r| &r[c]).collect();
-                distinct.into_iter().cloned().collect()
+                t.distinct_text(c)?
             }
         };
-        // One lookup per cell (a column of distinct IDs is N labels).
-        let index: std::collections::HashMap<&str, usize> = levels
-            .iter()
-            .enumerate()
-            .map(|(k, l)| (l.as_str(), k))
-            .collect();
-        let mut out = Vec::with_capacity(t.rows.len());
-        for (r, row) in t.rows.iter().enumerate() {
-            let cell = &row[c];
-            let Some(&k) = index.get(cell.as_str()) else {
+        // One lookup per distinct cell (a column of distinct IDs is N labels).
+        let out = match t.label_codes(c, &levels)? {
+            Ok(out) => out,
+            Err((r, cell)) => {
                 let shown: Vec<String> = levels.iter().take(20).map(|l| format!("`{l}`")).collect();
                 let whence = if d.levels.is_some() {
                     "the declared levels"
@@ -792,11 +780,18 @@ impl Binder<'_> {
                 .in_data(self.data.at(Some(t.row_ids[r]), &t.header[c]))
                 .with_span(d.span)
                 .with_label("declared here"));
-            };
-            out.push(k as i64);
-        }
+            }
+        };
         self.labels.insert(i, levels);
         Ok(out)
+    }
+
+    /// The bound model, the values moved into it (not copied).
+    fn into_bound(mut self) -> Bound {
+        let values = std::mem::take(&mut self.values);
+        let mut bound = self.snapshot();
+        bound.data = values;
+        bound
     }
 
     fn snapshot(&self) -> Bound {
@@ -894,21 +889,66 @@ pub fn declared_shape(
     })
 }
 
+/// The copies of each hyper and param that binding and the evaluation of
+/// the model at its initial values hold at once: the values kept, the dry
+/// run's copy and the temporaries of an element-wise expression over them.
+const DECLARED_COPIES: u64 = 4;
+
+/// The memory a declared shape's values need, held [`DECLARED_COPIES`]
+/// times; `None` for a scalar.
+fn shape_request(kind: &str, name: &str, shape: (usize, usize)) -> Option<crate::limits::Request> {
+    let r = crate::limits::Request::new(format!("the {kind} `{name}`"));
+    let r = match shape {
+        (0, 0) => return None,
+        (n, 0) => r.times("entries", n),
+        (n, m) => r.times("rows", n).times("columns", m),
+    };
+    Some(r.times(
+        "copies (its values, the dry run's and an expression's temporaries)",
+        DECLARED_COPIES,
+    ))
+}
+
 /// Refuse a declared shape whose values would not fit in memory, naming
-/// the declaration.
+/// the declaration; the error points at `span`, where its sizes are written.
 pub fn check_shape_memory(
     kind: &str,
     name: &str,
     shape: (usize, usize),
     span: crate::syntax::ast::Span,
 ) -> Result<(), Error> {
-    let mut r = crate::limits::Request::new(format!("the {kind} `{name}`"));
-    match shape {
-        (0, 0) => return Ok(()),
-        (n, 0) => r = r.times("entries", n),
-        (n, m) => r = r.times("rows", n).times("columns", m),
-    }
-    crate::limits::check_memory(&[r]).map_err(|e| e.with_span(span).with_label("declared here"))
+    let Some(r) = shape_request(kind, name, shape) else {
+        return Ok(());
+    };
+    crate::limits::check_memory(&[r]).map_err(|e| e.with_span(span).with_label("this size"))
+}
+
+/// Refuse, before any is allocated, hypers and params whose values would
+/// not fit in memory together: the error names the largest and points at
+/// its sizes.
+fn check_declared_memory(g: &Graph, sizes: &BTreeMap<String, usize>) -> Result<(), Error> {
+    let hypers = g
+        .hypers
+        .iter()
+        .map(|h| ("hyper", &h.name, &h.ty, h.size_span));
+    let params = g
+        .params
+        .iter()
+        .map(|p| ("param", &p.name, &p.ty, p.size_span));
+    let (requests, spans): (Vec<_>, Vec<_>) = hypers
+        .chain(params)
+        .filter_map(|(kind, name, ty, span)| {
+            let shape = concrete_shape(ty, sizes)?;
+            Some((shape_request(kind, name, shape)?, span))
+        })
+        .unzip();
+    crate::limits::check_memory(&requests).map_err(|e| {
+        let biggest = (0..requests.len()).max_by_key(|&k| requests[k].bytes());
+        match biggest {
+            Some(k) => e.with_span(spans[k]).with_label("this size"),
+            None => e,
+        }
+    })
 }
 
 /// A value of the given shape filled with `x`.
@@ -963,14 +1003,18 @@ pub fn check_param_shapes(base: &Bound, test: &Bound) -> Result<(), Error> {
 
 /// Bind test data (for prediction) like the training data in `base`:
 /// declarations missing from the test data keep their training values where
-/// their shapes still fit, and are absent otherwise.
+/// their shapes still fit, and are absent otherwise. The labels of a
+/// `categorical_logit` outcome must be among the model's classes
+/// ([`super::classes::check_test_labels`]).
 pub fn bind_test(base: &Bound, data: &Data) -> Result<Bound> {
-    bind_inner(
+    let test = bind_inner(
         (*base.graph).clone(),
         data,
         &Overrides::default(),
         Some(base),
-    )
+    )?;
+    super::classes::check_test_labels(&test)?;
+    Ok(test)
 }
 
 fn bind_inner(
@@ -1039,9 +1083,8 @@ fn bind_inner(
             }
         }
     }
-    let mut bound = b.snapshot();
-    drop(b);
-    let errors = check_data_bounds(&mut bound)?;
+    let mut bound = b.into_bound();
+    let errors = check_data_bounds(&bound)?;
     if !errors.is_empty() {
         return Err(Errors(errors));
     }
@@ -1061,6 +1104,9 @@ fn bind_inner(
     if let Some(base) = base {
         bound.temperature = base.temperature;
     }
+    if base.is_none() {
+        check_declared_memory(&graph, &bound.sizes)?;
+    }
     init_hypers(&mut bound, overrides, base)?;
     if base.is_none() {
         dry_run(&bound)?;
@@ -1069,10 +1115,9 @@ fn bind_inner(
 }
 
 /// Check declared bounds of data and the support of observed outcomes.
-fn check_data_bounds(bound: &mut Bound) -> Result<Vec<Error>> {
+fn check_data_bounds(bound: &Bound) -> Result<Vec<Error>> {
     let g = bound.graph.clone();
-    let env_b = bound.clone();
-    let env = Env::new(&env_b, &[], &[], &[]);
+    let env = Env::new(bound, &[], &[], &[]);
     let mut errors = Vec::new();
     for (i, d) in g.data.iter().enumerate() {
         // Ids read with `levels` had their bounds checked as written.
@@ -1166,8 +1211,10 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
         return Ok(());
     }
     let g = bound.graph.clone();
-    let snapshot = bound.clone();
-    let env = Env::new(&snapshot, &[], &[], &[]);
+    // Evaluated against the bound data itself (no copy of it); the results
+    // go into the bound at the end.
+    let (mut hyper_bounds, mut hyper_init, mut param_bounds) = (vec![], vec![], vec![]);
+    let env = Env::new(bound, &[], &[], &[]);
     let mut errors = Vec::new();
     for h in &g.hypers {
         let bounds = match eval_bounds(&env, &h.bounds) {
@@ -1177,18 +1224,18 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
                 Bounds::NONE
             }
         };
-        bound.hyper_bounds.push(bounds);
+        hyper_bounds.push(bounds);
         let shape = match declared_shape(&h.name, &h.ty, &bound.sizes, h.span) {
             Ok(shape) => shape,
             Err(e) => {
                 errors.push(e);
-                bound.hyper_init.push(Value::Real(0.0));
+                hyper_init.push(Value::Real(0.0));
                 continue;
             }
         };
-        if let Err(e) = check_shape_memory("hyper", &h.name, shape, h.span) {
+        if let Err(e) = check_shape_memory("hyper", &h.name, shape, h.size_span) {
             errors.push(e);
-            bound.hyper_init.push(Value::Real(0.0));
+            hyper_init.push(Value::Real(0.0));
             continue;
         }
         let default = match (bounds.lower, bounds.upper) {
@@ -1206,7 +1253,7 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
             Ok(v) => v,
             Err(e) => {
                 errors.push(e);
-                bound.hyper_init.push(Value::Real(0.0));
+                hyper_init.push(Value::Real(0.0));
                 continue;
             }
         };
@@ -1227,7 +1274,7 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
                 )
                 .with_label("initial value"),
             );
-            bound.hyper_init.push(v);
+            hyper_init.push(v);
             continue;
         }
         if let Some(x) = v.flatten().into_iter().find(|&x| !ok(x)) {
@@ -1259,17 +1306,21 @@ fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -
             }
             errors.push(e);
         }
-        bound.hyper_init.push(v);
+        hyper_init.push(v);
     }
     for p in &g.params {
         match eval_bounds(&env, &p.bounds) {
-            Ok(b) => bound.param_bounds.push(b),
+            Ok(b) => param_bounds.push(b),
             Err(e) => {
                 errors.push(e);
-                bound.param_bounds.push(Bounds::NONE);
+                param_bounds.push(Bounds::NONE);
             }
         }
     }
+    drop(env);
+    bound.hyper_bounds = hyper_bounds;
+    bound.hyper_init = hyper_init;
+    bound.param_bounds = param_bounds;
     if errors.is_empty() {
         Ok(())
     } else {
@@ -1323,6 +1374,19 @@ fn describe_shape(ty: &Ty, shape: (usize, usize)) -> String {
 }
 
 impl Bound {
+    /// The data row numbers of `m` points of this data, numbered as data
+    /// errors number them: for a CSV file the row in the file as read (0
+    /// for the first row after the header, on line 2), whatever `--rows`,
+    /// `--test-rows`, `--split` or `--shuffle` kept; for JSON or Rust
+    /// values, and whenever the points are not one per row, 0..m.
+    pub fn row_numbers(&self, m: usize) -> Vec<usize> {
+        if self.row_ids.len() == m {
+            self.row_ids.clone()
+        } else {
+            (0..m).collect()
+        }
+    }
+
     /// A location in the bound data: `row` is the index among the bound rows.
     pub fn location(&self, row: Option<usize>, column: String) -> DataLocation {
         DataLocation {
@@ -1341,7 +1405,7 @@ impl Bound {
             .zip(&self.param_bounds)
             .map(|(p, b)| {
                 let shape = declared_shape(&p.name, &p.ty, &self.sizes, p.span)?;
-                check_shape_memory("param", &p.name, shape, p.span)?;
+                check_shape_memory("param", &p.name, shape, p.size_span)?;
                 Ok(filled(shape, &p.ty, b.constrain(0.0)))
             })
             .collect()
@@ -1403,6 +1467,10 @@ fn dry_run(bound: &Bound) -> Result<()> {
         let deep = g.deep_kernel(s.gp);
         let (k, dim) = match &deep {
             Some(d) => {
+                // The whole network, inputs counted, is within its limit
+                // before anything of its width is allocated.
+                crate::model::network::NetSpec::new(inputs.dim(), d.widths.to_vec(), d.activation)
+                    .map_err(|e| e.with_span(d.span).with_label("deep kernel"))?;
                 let features = d.widths.last().copied().unwrap_or(0);
                 let dim = match d.groups {
                     Some(g) => {
@@ -1451,7 +1519,11 @@ fn dry_run(bound: &Bound) -> Result<()> {
             gp.name
         ))
         .times("points", inputs.len())
-        .times("copies", c)])
+        .times("copies", c)
+        .times(
+            "working copies (the values and a likelihood's temporaries)",
+            2u64,
+        )])
         .map_err(|e| match &gp.replicas {
             Some(r) => e.with_span(r.span).with_label("the number of copies"),
             None => e.with_span(s.span),
@@ -1484,26 +1556,8 @@ fn dry_run(bound: &Bound) -> Result<()> {
     for (oi, o) in g.observations.iter().enumerate() {
         env.observation_terms(oi)?;
         env.temperature_of(oi)?;
-        if let DistRef::Builtin(Dist::CategoricalLogit) = o.dist.dist
-            && let Value::Matrix(m) = env.eval(&o.dist.args[0])?
-        {
-            let labels = bound.data[o.data].flatten();
-            if let Some(k) = labels.iter().position(|&y| y as usize >= m.ncols()) {
-                let d = &g.data[o.data];
-                let (row, col) = element_location(&bound.data[o.data], k, &d.name, &d.source);
-                return Err(Error::new(
-                    ErrorKind::Data,
-                    format!(
-                        "label {} is outside the classes 0..{} of `categorical_logit`",
-                        labels[k],
-                        m.ncols() - 1
-                    ),
-                )
-                .in_data(bound.location(row, col))
-                .with_span(o.span)
-                .with_label("observed here")
-                .into());
-            }
+        if matches!(o.dist.dist, DistRef::Builtin(Dist::CategoricalLogit)) {
+            super::classes::check_labels(bound, &env, oi, false)?;
         }
     }
     for p in &g.priors {

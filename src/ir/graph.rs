@@ -76,6 +76,9 @@ pub struct HyperNode {
     pub prior: Option<DistCall>,
     /// The declaration.
     pub span: Span,
+    /// Its sizes as written (`[1000, d]`; the type when it has none): where
+    /// errors about its size point.
+    pub size_span: Span,
 }
 
 /// A `param` declaration.
@@ -89,6 +92,8 @@ pub struct ParamNode {
     pub bounds: BoundExprs,
     /// The declaration.
     pub span: Span,
+    /// Its sizes as written (see [`HyperNode::size_span`]).
+    pub size_span: Span,
 }
 
 /// A `let` in the model block.

@@ -8,6 +8,7 @@ pub mod types;
 
 pub use graph::Graph;
 pub mod bind;
+pub mod classes;
 pub mod compile;
 pub mod deep;
 pub mod eval;

@@ -116,6 +116,23 @@ impl NetSpec {
         }
     }
 
+    /// For widths alone (before the input dimension is known): the first
+    /// layer at which the network, counted with one input column (the
+    /// fewest it can have), passes [`MAX_WEIGHTS`] weights, and the count
+    /// there. `None` when it stays within.
+    pub fn first_layer_past_limit(widths: &[usize]) -> Option<(usize, u128)> {
+        let (mut fan_in, mut total) = (1u128, 0u128);
+        for (k, &w) in widths.iter().enumerate() {
+            let w = w as u128;
+            total = total.saturating_add(fan_in.saturating_mul(w).saturating_add(w));
+            if total > MAX_WEIGHTS as u128 {
+                return Some((k, total));
+            }
+            fan_in = w;
+        }
+        None
+    }
+
     /// The number of weights (`None` on overflow).
     fn count(&self) -> Option<usize> {
         let mut fan_in = self.input;
@@ -364,6 +381,18 @@ mod tests {
         assert_ne!(spec.init(1), spec.init(2));
         assert!(NetSpec::new(3, vec![], Activation::Relu).is_err());
         assert!(NetSpec::new(100_000, vec![100_000, 10], Activation::Relu).is_err());
+        // Widths alone: 1 → 25,000,000 has 50,000,000 weights, one more
+        // layer of 2 passes the limit there.
+        assert_eq!(NetSpec::first_layer_past_limit(&[64, 64, 16]), None);
+        assert_eq!(NetSpec::first_layer_past_limit(&[25_000_000]), None);
+        assert_eq!(
+            NetSpec::first_layer_past_limit(&[25_000_000, 2]),
+            Some((1, 100_000_002))
+        );
+        assert_eq!(
+            NetSpec::first_layer_past_limit(&[usize::MAX]),
+            Some((0, 2 * usize::MAX as u128))
+        );
         let net = Network::new(spec.clone(), spec.init(0)).unwrap();
         let x = Inputs::from_matrix(&DMatrix::from_fn(10, 36, |i, j| (i * j) as f64 / 50.0));
         let whole = net.map(&x).unwrap();

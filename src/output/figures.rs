@@ -5,22 +5,21 @@
 
 use super::plot::{RegressionPlot, regression_1d, reliability_diagram, traces, traces_xy};
 use super::plot_mcmc::{ChainSeries, trace_density};
+use super::plot_pairs::pair_plot;
+use super::plot_params::{DEFAULT_SHOWN, select};
 use crate::error::{Error, ErrorKind};
 use crate::infer::band::Band;
 use crate::infer::evidence::fit::EvidenceFit;
 use crate::infer::exact::fit::ExactFit;
 use crate::infer::mcmc::density::Density;
 use crate::infer::mcmc::fit::McmcFit;
-use crate::infer::mcmc::predict::SamplerPredictions;
+use crate::infer::mcmc::predict::{SamplerPredictions, class_probabilities_at};
 use crate::infer::svi::fit::SviFit;
 use crate::infer::vi::fit::VariationalFit;
 use crate::infer::vi::model::ViModel;
 use crate::infer::vi::predict::{Predictions, TestMetrics};
 use crate::model::kernel::Inputs;
 use std::path::{Path, PathBuf};
-
-/// The most variables a sampler's plot shows.
-const PLOT_VARS: usize = 8;
 
 /// Points of the grid a 1-D regression is drawn on: fine enough for a
 /// seasonal term over several decades.
@@ -47,16 +46,11 @@ pub fn exact(f: &ExactFit, path: &Path) -> Result<(), Error> {
         Some(t) => one_column(t)?,
         None => vec![],
     };
-    let (lo, hi) = xs
-        .iter()
-        .chain(&test_xs)
-        .filter(|v| v.is_finite())
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
-    let pad = 0.05 * (hi - lo).max(1e-9);
+    let (lo, hi) =
+        crate::output::axis::extent(xs.iter().chain(&test_xs).copied()).unwrap_or((0.0, 1.0));
+    let (lo, hi) = crate::output::axis::padded(lo, hi, 0.05);
     let grid: Vec<f64> = (0..GRID)
-        .map(|i| lo - pad + (hi - lo + 2.0 * pad) * i as f64 / (GRID - 1) as f64)
+        .map(|i| lo + (hi - lo) * i as f64 / (GRID - 1) as f64)
         .collect();
     let gi = Inputs::from_rows(&grid.iter().map(|&g| vec![g]).collect::<Vec<_>>());
     let p = f.predict_inputs(&gi).map_err(|e| {
@@ -202,14 +196,22 @@ pub fn fit_at_points(
 /// The names of a latent GP's input and of an observed variable, for axis
 /// labels.
 fn axis_labels(g: &crate::ir::Graph, site: usize, obs: usize) -> (String, String) {
-    let x = match g.sites.get(site) {
-        Some(s) => crate::ir::print::expr_in(&s.input, g),
+    (
+        input_label(g, Some(site)),
+        g.data[g.observations[obs].data].name.clone(),
+    )
+}
+
+/// A latent GP's input at `site` as written (`year`, `year - 1900`), or
+/// without such a site an `ode` solution's output times, else `input`.
+pub(crate) fn input_label(g: &crate::ir::Graph, site: Option<usize>) -> String {
+    match site.and_then(|s| g.sites.get(s)) {
+        Some(s) => infix(&s.input, g),
         None => crate::ir::ode::first_times(g)
             .map(|t| infix(&t, g))
             .unwrap_or_else(|| "input".into()),
     }
-    .replace("data:", "");
-    (x, g.data[g.observations[obs].data].name.clone())
+    .replace("data:", "")
 }
 
 /// A short expression of data and numbers as written (`year - 1900`), for
@@ -292,9 +294,118 @@ fn variational_fit(
 /// A variational fit: the reliability diagram when there are
 /// classification test metrics; for one input column and numeric outcomes
 /// the fit (bands of y and f at the training and test points); else the
-/// ELBO trace.
-pub fn variational(f: &VariationalFit, path: &Path) -> Result<(), Error> {
+/// ELBO trace; for a classifier on two input columns also its probability
+/// map at `STEM_map.png`. The files written.
+pub fn variational(f: &VariationalFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
     let what = engine_words(f.engine);
+    let lik = f.core.pieces.lik.untempered();
+    let latent =
+        |x: &Inputs| crate::infer::vi::predict::latent_at(&f.core, &f.qs, &f.core.pieces.kernel, x);
+    let title = format!("{what}: class probabilities");
+    let map = classifier_map(&f.core.model, &f.core.rule, &lik, &latent, &title, path)?;
+    variational_figure(f, what, path)?;
+    Ok(std::iter::once(path.to_path_buf()).chain(map).collect())
+}
+
+/// The latent means and variances [M, C] of a fit at any inputs [M, D].
+type LatentAt<'a> =
+    &'a dyn Fn(&Inputs) -> Result<(nalgebra::DMatrix<f64>, nalgebra::DMatrix<f64>), Error>;
+
+/// The probability map of a classifier with two input columns at
+/// `STEM_map.png` (`None` for other models, and for likelihoods whose
+/// other arguments differ from point to point, which have no value
+/// between the data): the class probabilities under q over the inputs'
+/// plane, `latent` giving the latent means and variances at any inputs.
+fn classifier_map(
+    model: &ViModel,
+    rule: &crate::infer::vi::expect::Rule,
+    lik: &crate::infer::vi::model::LikArgs<f64>,
+    latent: LatentAt,
+    title: &str,
+    path: &Path,
+) -> Result<Option<PathBuf>, Error> {
+    use crate::infer::vi::predict::{class_probabilities, classes, pointless_arguments};
+    if classes(model).is_none() || !pointless_arguments(model, lik) {
+        return Ok(None);
+    }
+    let probs_at = |x: &Inputs| {
+        let (mean, var) = latent(x)?;
+        class_probabilities(model, rule, lik, &mean, &var)
+    };
+    let g = &model.bound.graph;
+    let data = g.observations[model.latent.obs].data;
+    let on = MapOf {
+        bound: &model.bound,
+        site: model.latent.site,
+        data,
+        inputs: &model.inputs,
+        y: &model.y,
+    };
+    probability_map_beside(path, &on, &probs_at, title)
+}
+
+/// The class probabilities \[M\]\[K\] of a fit at any inputs [M, D], when
+/// it has them there.
+type ProbsAt<'a> = &'a dyn Fn(&Inputs) -> Result<Option<Vec<Vec<f64>>>, Error>;
+
+/// What a probability map is drawn of: the bound training data, the
+/// latent GP's site, the outcome (a data index), the training inputs
+/// [N, D] and classes \[N\].
+struct MapOf<'a> {
+    bound: &'a crate::ir::bind::Bound,
+    site: usize,
+    data: usize,
+    inputs: &'a Inputs,
+    y: &'a [f64],
+}
+
+/// The probability map at `STEM_map.png` of a classifier on two input
+/// columns (`None` for other inputs, or when `probs_at` — the class
+/// probabilities at any inputs — gives none): the map's grid over the
+/// training inputs, the training points on top.
+fn probability_map_beside(
+    path: &Path,
+    on: &MapOf,
+    probs_at: ProbsAt,
+    title: &str,
+) -> Result<Option<PathBuf>, Error> {
+    let x = on.inputs;
+    if x.dim() != 2 {
+        return Ok(None);
+    }
+    let x0: Vec<f64> = (0..x.len()).map(|i| x.row(i)[0]).collect();
+    let x1: Vec<f64> = (0..x.len()).map(|i| x.row(i)[1]).collect();
+    let extent = super::plot_map::extent(&x0, &x1);
+    let grid = Inputs::from_rows(&super::plot_map::grid_points(extent));
+    let Some(probs) = probs_at(&grid)? else {
+        return Ok(None);
+    };
+    let k = probs.first().map_or(0, Vec::len);
+    let g = &on.bound.graph;
+    let names = match on.bound.labels.get(&on.data) {
+        Some(ls) if ls.len() == k => ls.clone(),
+        _ => (0..k).map(|c| c.to_string()).collect(),
+    };
+    let input = input_label(g, Some(on.site));
+    let (l0, l1) = (format!("{input}[0]"), format!("{input}[1]"));
+    let map_path = beside(path, "map");
+    super::plot_map::probability_map(
+        &map_path,
+        &super::plot_map::ProbabilityMap {
+            title,
+            extent,
+            probs: &probs,
+            train: (&x0, &x1, on.y),
+            labels: (&l0, &l1),
+            classes: names,
+            outcome: &g.data[on.data].name,
+        },
+    )?;
+    Ok(Some(map_path))
+}
+
+/// A variational fit's main figure at `path` (see [`variational`]).
+fn variational_figure(f: &VariationalFit, what: &str, path: &Path) -> Result<(), Error> {
     if let Some(drawn) = reliability(f.test.as_ref(), what, path) {
         return drawn;
     }
@@ -340,9 +451,37 @@ fn reliability(t: Option<&TestMetrics>, what: &str, path: &Path) -> Option<Resul
 }
 
 /// An `svi` fit: the reliability diagram on the test data for
-/// classification, else the ELBO (epoch means of the minibatch estimates,
-/// then the whole-data ELBO of the polishing steps) against seconds.
-pub fn svi(f: &SviFit, path: &Path) -> Result<(), Error> {
+/// classification, the fit for one input column and numeric outcomes,
+/// else the ELBO (epoch means of the minibatch estimates, then the
+/// whole-data ELBO of the polishing steps) against seconds; for a
+/// classifier on two input columns also its probability map at
+/// `STEM_map.png`. The files written.
+pub fn svi(f: &SviFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
+    // A saved fit keeps one training row (the base for test data): no map.
+    let map = if f.loaded_from.is_none() {
+        let lik = f
+            .model
+            .pieces::<f64>(&f.theta, &f.model.bound)?
+            .lik
+            .untempered();
+        let latent = |x: &Inputs| f.latent_at(x);
+        classifier_map(
+            &f.model,
+            &f.rule,
+            &lik,
+            &latent,
+            "svi: class probabilities",
+            path,
+        )?
+    } else {
+        None
+    };
+    svi_figure(f, path)?;
+    Ok(std::iter::once(path.to_path_buf()).chain(map).collect())
+}
+
+/// An `svi` fit's main figure at `path` (see [`svi`]).
+fn svi_figure(f: &SviFit, path: &Path) -> Result<(), Error> {
     if let Some(drawn) = reliability(f.test.as_ref(), "svi", path) {
         return drawn;
     }
@@ -373,30 +512,49 @@ pub fn svi(f: &SviFit, path: &Path) -> Result<(), Error> {
     )
 }
 
-/// A sampling fit: trace and density of the first params (at most
-/// `PLOT_VARS`) per chain, at `path`; for a model with a latent GP on one
-/// input column and numeric outcomes also the fit (the posterior
-/// predictive's bands at the training and test points) beside it, at
+/// A sampling fit: trace and density per chain of the first params (at
+/// most [`DEFAULT_SHOWN`]), or of the params `chosen` (names as
+/// `--plot-params` takes them; see [`crate::output::plot_params`]), with
+/// divergent transitions marked, at `path`; the same params' pair plot
+/// (when there are two or more) at `STEM_pairs.png`; for a model with a
+/// latent GP on one input column and numeric outcomes the fit (the
+/// posterior predictive's bands at the training and test points) at
 /// `STEM_fit.png`. The files written.
 ///
-/// Errors: a model with nothing sampled.
-pub fn mcmc(f: &McmcFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
-    let total = f.density.param_columns();
-    let shown = total.clamp(1, PLOT_VARS).min(f.names.len());
-    if shown == 0 {
+/// Errors: a model with nothing sampled; a chosen name that is not a param.
+pub fn mcmc(f: &McmcFit, path: &Path, chosen: Option<&[String]>) -> Result<Vec<PathBuf>, Error> {
+    let total = f.density.param_columns().min(f.names.len());
+    let columns: Vec<usize> = match chosen {
+        Some(names) => select(&f.names[..total], names)?,
+        None => (0..total.min(DEFAULT_SHOWN)).collect(),
+    };
+    if columns.is_empty() {
         return Err(Error::new(
             ErrorKind::Unsupported,
             "--plot: the model has nothing sampled to plot",
         ));
     }
-    let vars: Vec<ChainSeries> = (0..shown)
-        .map(|k| ChainSeries {
-            name: f.names[k].clone(),
-            chains: f.column(k),
+    let divergent: Vec<Vec<usize>> = f
+        .draws
+        .iter()
+        .map(|c| {
+            c.iter()
+                .enumerate()
+                .filter(|(_, d)| d.stats.divergent)
+                .map(|(i, _)| i)
+                .collect()
         })
         .collect();
-    let more = if total > shown {
-        format!(" (first {shown} of {total} params)")
+    let vars: Vec<ChainSeries> = columns
+        .iter()
+        .map(|&k| ChainSeries {
+            name: f.names[k].clone(),
+            chains: f.column(k),
+            divergent: divergent.clone(),
+        })
+        .collect();
+    let more = if chosen.is_none() && total > columns.len() {
+        format!(" (first {} of {total} params)", columns.len())
     } else {
         String::new()
     };
@@ -408,10 +566,55 @@ pub fn mcmc(f: &McmcFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
     );
     trace_density(path, &vars, &title)?;
     let mut written = vec![path.to_path_buf()];
+    if vars.len() >= 2 {
+        let pairs = beside(path, "pairs");
+        pair_plot(&pairs, &vars, &title)?;
+        written.push(pairs);
+    }
     if let Some(fit) = mcmc_fit(f, path)? {
         written.push(fit);
     }
+    if let Some(map) = mcmc_map(f, path)? {
+        written.push(map);
+    }
     Ok(written)
+}
+
+/// Draws a sampler's probability map averages over.
+const MAP_DRAWS: usize = 200;
+
+/// The probability map of a sampled classifier on two input columns at
+/// `STEM_map.png` (see [`class_probabilities_at`]).
+fn mcmc_map(f: &McmcFit, path: &Path) -> Result<Option<PathBuf>, Error> {
+    let g = &f.density.bound.graph;
+    let (Some(x), [o]) = (f.density.gp_inputs(), g.observations.as_slice()) else {
+        return Ok(None);
+    };
+    let y = f.density.bound.data[o.data].flatten();
+    let qs: Vec<&[f64]> = f.draws.iter().flatten().map(|d| d.q.as_slice()).collect();
+    let probs_at = |grid: &Inputs| class_probabilities_at(&f.density, &qs, grid, MAP_DRAWS, f.seed);
+    let on = MapOf {
+        bound: &f.density.bound,
+        // A sampled model has at most one latent GP site.
+        site: 0,
+        data: o.data,
+        inputs: x,
+        y: &y,
+    };
+    let title = format!(
+        "{}: class probabilities ({} draws)",
+        f.engine,
+        qs.len().min(MAP_DRAWS)
+    );
+    probability_map_beside(path, &on, &probs_at, &title)
+}
+
+/// The file beside `path` named `STEM_tag.png`.
+fn beside(path: &Path, tag: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map_or("plot".into(), |s| s.to_string_lossy().to_string());
+    path.with_file_name(format!("{stem}_{tag}.png"))
 }
 
 /// The outcome of a sampler's predictions drawn in a fit plot (the first
@@ -490,10 +693,7 @@ pub fn sampler_fit(d: &SamplerDraws, fit_path: &Path) -> Result<bool, Error> {
 
 /// The fit plot of a sampling fit beside `path`, at `STEM_fit.png`.
 fn mcmc_fit(f: &McmcFit, path: &Path) -> Result<Option<PathBuf>, Error> {
-    let stem = path
-        .file_stem()
-        .map_or("plot".into(), |s| s.to_string_lossy().to_string());
-    let fit_path = path.with_file_name(format!("{stem}_fit.png"));
+    let fit_path = beside(path, "fit");
     let draws = SamplerDraws {
         engine: f.engine,
         density: &f.density,

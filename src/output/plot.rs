@@ -2,9 +2,11 @@
 //! 1-D regression fit, a reliability diagram of a classifier's test
 //! predictions, and ELBO traces of variational runs.
 
+use super::axis;
 use crate::error::{Error, ErrorKind};
 use crate::infer::band::Band;
 use crate::infer::vi::predict::Bin;
+use crate::output::ticks::Axis;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -56,10 +58,8 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
     let root = BitMapBackend::new(path, (960, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
     let (lo, hi) = (&p.y.q2_5, &p.y.q97_5);
-    let all_x = p.train.0.iter().chain(p.grid);
-    let (x0, x1) = all_x.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-        (a.min(x), b.max(x))
-    });
+    let all_x = p.train.0.iter().chain(p.grid).copied();
+    let (x0, x1) = axis::extent(all_x).unwrap_or((0.0, 1.0));
     let test_ys: Vec<f64> = p
         .test
         .map(|(tx, ty)| {
@@ -70,32 +70,63 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
                 .collect()
         })
         .unwrap_or_default();
-    let ys = p.train.1.iter().chain(lo).chain(hi).chain(&test_ys);
-    let (y0, y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &y| {
-        (a.min(y), b.max(y))
-    });
-    let pad = 0.05 * (y1 - y0).max(1e-9);
+    let ys = p
+        .train
+        .1
+        .iter()
+        .chain(lo)
+        .chain(hi)
+        .chain(&test_ys)
+        .copied();
+    let (y0, y1) = axis::extent(ys).unwrap_or((0.0, 1.0));
+    let (y0, y1) = axis::padded(y0, y1, 0.05);
+    let (x0, x1) = if x1 > x0 {
+        (x0, x1)
+    } else {
+        axis::padded(x0, x1, 0.05)
+    };
+    // Every point drawn lies in the axes: values beyond them (non-finite,
+    // or beyond ±axis::LIMIT) are drawn at the edge or left out.
+    let at = |x: f64, y: f64| -> Option<(f64, f64)> {
+        (axis::drawable(x) && !y.is_nan()).then(|| (x.clamp(x0, x1), y.clamp(y0, y1)))
+    };
     let mut chart = ChartBuilder::on(&root)
         .caption(p.title, ("sans-serif", 24))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+        .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(|e| plot_err(path, e))?;
+    let (xa, ya) = (Axis::new(x0, x1, 10), Axis::new(y0, y1, 10));
     chart
         .configure_mesh()
         .x_desc(p.labels.0)
         .y_desc(p.labels.1)
+        .x_labels(10)
+        .y_labels(10)
+        .x_label_formatter(&|x| xa.label(*x))
+        .y_label_formatter(&|y| ya.label(*y))
         .light_line_style(RGBColor(238, 238, 238))
         .label_style(("sans-serif", 14))
         .draw()
         .map_err(|e| plot_err(path, e))?;
+    // Where the training data end (or start) when the test inputs go past
+    // them: a forecast (or backcast) is read from that line on.
+    let test_x = p.test.map_or(&[][..], |t| t.0);
+    for (edge, label) in training_edges(p.train.0, test_x) {
+        let style = RGBColor(90, 90, 90).stroke_width(2);
+        chart
+            .draw_series(DashedLineSeries::new([(edge, y0), (edge, y1)], 8, 5, style))
+            .map_err(|e| plot_err(path, e))?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], style));
+    }
     let band = |lo: &[f64], hi: &[f64]| -> Vec<(f64, f64)> {
         p.grid
             .iter()
             .zip(hi)
-            .map(|(&x, &y)| (x, y))
-            .chain(p.grid.iter().zip(lo).rev().map(|(&x, &y)| (x, y)))
+            .filter_map(|(&x, &y)| at(x, y))
+            .chain(p.grid.iter().zip(lo).rev().filter_map(|(&x, &y)| at(x, y)))
             .collect()
     };
     for (lo, hi, shade, label) in [
@@ -114,7 +145,7 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
         for (k, side) in [lo, hi].into_iter().enumerate() {
             let drawn = chart
                 .draw_series(DashedLineSeries::new(
-                    p.grid.iter().copied().zip(side.iter().copied()),
+                    p.grid.iter().zip(side).filter_map(|(&x, &y)| at(x, y)),
                     6,
                     4,
                     style,
@@ -129,7 +160,7 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
     }
     chart
         .draw_series(LineSeries::new(
-            p.grid.iter().copied().zip(p.y.mean.iter().copied()),
+            p.grid.iter().zip(&p.y.mean).filter_map(|(&x, &y)| at(x, y)),
             BLUE.stroke_width(2),
         ))
         .map_err(|e| plot_err(path, e))?
@@ -141,7 +172,8 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
                 .0
                 .iter()
                 .zip(p.train.1)
-                .map(|(&x, &y)| Circle::new((x, y), 3, BLACK.filled())),
+                .filter_map(|(&x, &y)| at(x, y))
+                .map(|q| Circle::new(q, 3, BLACK.filled())),
         )
         .map_err(|e| plot_err(path, e))?
         .label("training data")
@@ -153,7 +185,7 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
             .iter()
             .zip(ty)
             .filter(|(x, _)| (x0..=x1).contains(*x))
-            .map(|(&x, &y)| (x, y))
+            .filter_map(|(&x, &y)| at(x, y))
             .collect();
         let outside = tx.len() - inside.len();
         let label = if outside > 0 {
@@ -181,6 +213,30 @@ pub fn regression_1d(path: &Path, p: &RegressionPlot) -> Result<(), Error> {
         .map_err(|e| plot_err(path, e))?;
     root.present().map_err(|e| plot_err(path, e))?;
     Ok(())
+}
+
+/// The edges of the training inputs `train` that the test inputs `test`
+/// go past, each with its legend label: the last training input when a
+/// test input lies beyond it (a forecast), the first when one lies before
+/// it. Non-finite inputs are ignored.
+pub fn training_edges(train: &[f64], test: &[f64]) -> Vec<(f64, &'static str)> {
+    let finite = |v: &[f64]| {
+        v.iter()
+            .filter(|x| x.is_finite())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                (a.min(x), b.max(x))
+            })
+    };
+    let (lo, hi) = finite(train);
+    let (tlo, thi) = finite(test);
+    let mut out = Vec::new();
+    if lo.is_finite() && tlo < lo {
+        out.push((lo, "start of the training data"));
+    }
+    if hi.is_finite() && thi > hi {
+        out.push((hi, "end of the training data"));
+    }
+    out
 }
 
 /// Colours for overlaid series (the Tableau 10 palette).
@@ -229,6 +285,7 @@ pub fn reliability_diagram(
 
     let blue = RGBColor(31, 119, 180);
     let red = RGBColor(214, 39, 40);
+    let unit = Axis::new(0.0, 1.0, 11);
     let mut chart = ChartBuilder::on(&top)
         .margin(8)
         .x_label_area_size(28)
@@ -240,8 +297,8 @@ pub fn reliability_diagram(
         .y_desc("accuracy (fraction correct)")
         .x_labels(11)
         .y_labels(11)
-        .x_label_formatter(&|x| format!("{x:.1}"))
-        .y_label_formatter(&|y| format!("{y:.1}"))
+        .x_label_formatter(&|x| unit.label(*x))
+        .y_label_formatter(&|y| unit.label(*y))
         .light_line_style(RGBColor(238, 238, 238))
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
@@ -300,6 +357,7 @@ pub fn reliability_diagram(
 
     let n: usize = bins.iter().map(|b| b.count).sum();
     let max_count = bins.iter().map(|b| b.count).max().unwrap_or(1).max(1) as f64;
+    let count_axis = Axis::new(0.0, max_count * 1.22, 4).whole();
     let mut counts = ChartBuilder::on(&bottom)
         .margin(8)
         .x_label_area_size(48)
@@ -312,8 +370,8 @@ pub fn reliability_diagram(
         .y_desc("test points")
         .x_labels(11)
         .y_labels(4)
-        .x_label_formatter(&|x| format!("{x:.1}"))
-        .y_label_formatter(&|y| format!("{y:.0}"))
+        .x_label_formatter(&|x| unit.label(*x))
+        .y_label_formatter(&|y| count_axis.label(*y))
         .light_line_style(RGBColor(238, 238, 238))
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
@@ -527,11 +585,13 @@ pub fn traces_xy(
     let longest = lens.iter().copied().max().unwrap_or(0);
     let shortest = lens.iter().copied().min().unwrap_or(0);
     let log_x = x_label.is_none() && longest >= 101 && longest >= 10 * shortest;
+    // Points that cannot be placed on the axes (non-finite, beyond
+    // ±axis::LIMIT, or at a step below 1 on a logarithmic step axis) are
+    // left out.
     let pts: Vec<Vec<(f64, f64)>> = series
         .iter()
         .map(|(_, t)| {
             t.iter()
-                .skip(usize::from(log_x))
                 .filter_map(|&(x, v)| {
                     let y = if log_gap {
                         let gap = best - v;
@@ -539,18 +599,14 @@ pub fn traces_xy(
                     } else {
                         v
                     };
-                    (y.is_finite() && x.is_finite()).then_some((x, y))
+                    (axis::drawable(y) && axis::drawable(x) && (!log_x || x >= 1.0))
+                        .then_some((x, y))
                 })
                 .collect()
         })
         .collect();
     let all = pts.iter().flatten();
-    let (y0, y1) = all
-        .clone()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
-            (a.min(p.1), b.max(p.1))
-        });
-    if !y0.is_finite() {
+    let Some((y0, y1)) = axis::extent(all.clone().map(|p| p.1)) else {
         return Err(Error::new(
             ErrorKind::Data,
             if log_gap {
@@ -559,12 +615,14 @@ pub fn traces_xy(
                 "nothing to plot: the traces have no finite ELBO".to_string()
             },
         ));
-    }
+    };
     let x1 = all
+        .clone()
         .map(|p| p.0)
         .fold(if x_label.is_some() { 0.0 } else { 1.0 }, f64::max);
     let x1 = if x1 > 0.0 { x1 } else { 1.0 };
-    let pad = 0.06 * (y1 - y0).max(1e-9 * y1.abs().max(1.0));
+    // A continuous axis starts at 0 unless a point lies before it.
+    let x0 = all.map(|p| p.0).fold(0.0, f64::min);
     let caption = if log_gap {
         format!("{title}  (best ELBO {best:.6})")
     } else {
@@ -578,18 +636,26 @@ pub fn traces_xy(
         .margin(14)
         .x_label_area_size(48)
         .y_label_area_size(80);
-    let y_range = (y0 - pad)..(y1 + pad);
+    let (ya, yb) = axis::padded(y0, y1, 0.06);
+    let y_range = ya..yb;
+    let x_labels = if x_label.is_some() {
+        11
+    } else {
+        (x1 as usize + 1).clamp(2, 11)
+    };
+    let x_axis = Axis::new(x0, x1 * 1.01, x_labels);
     let spec = TraceSpec {
         series,
         pts: &pts,
         y_label,
-        y_span: y1 - y0,
-        x_labels: if x_label.is_some() {
-            11
+        y_axis: Axis::new(ya, yb, 10),
+        x_labels,
+        // Steps are whole numbers: label only whole ticks.
+        x_axis: if x_label.is_some() {
+            x_axis
         } else {
-            (x1 as usize + 1).clamp(2, 11)
+            x_axis.whole()
         },
-        x_span: x_label.map(|_| x1),
     };
     if log_x {
         let chart = builder
@@ -604,7 +670,7 @@ pub fn traces_xy(
         )?;
     } else {
         let chart = builder
-            .build_cartesian_2d(0.0..x1 * 1.01, y_range)
+            .build_cartesian_2d(x0..x1 * 1.01, y_range)
             .map_err(e)?;
         draw_traces(path, &root, chart, &spec, x_label.unwrap_or("step"))?;
     }
@@ -617,20 +683,10 @@ struct TraceSpec<'a> {
     series: &'a [(String, Vec<(f64, f64)>)],
     pts: &'a [Vec<(f64, f64)>],
     y_label: &'a str,
-    y_span: f64,
+    y_axis: Axis,
     x_labels: usize,
-    /// The span of a continuous x axis (`None`: whole steps).
-    x_span: Option<f64>,
-}
-
-/// A tick label with as many decimals as the axis span needs.
-fn tick(v: f64, span: f64) -> String {
-    let decimals = if span > 0.0 {
-        (1.0 - span.log10().floor()).clamp(0.0, 8.0) as usize
-    } else {
-        2
-    };
-    format!("{v:.decimals$}")
+    /// The x axis' labels (whole numbers only for steps).
+    x_axis: Axis,
 }
 
 fn draw_traces<'a, X>(
@@ -644,20 +700,14 @@ where
     X: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     let e = |err| plot_err(path, err);
-    let span = spec.y_span;
-    let y_fmt = move |y: &f64| tick(*y, span);
     chart
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(spec.y_label)
         .x_labels(spec.x_labels)
-        .x_label_formatter(&|x| match spec.x_span {
-            Some(span) => tick(*x, span),
-            // Steps are whole numbers: label only whole ticks.
-            None if (x - x.round()).abs() < 1e-9 => format!("{x:.0}"),
-            None => String::new(),
-        })
-        .y_label_formatter(&y_fmt)
+        .y_labels(10)
+        .x_label_formatter(&|x| spec.x_axis.label(*x))
+        .y_label_formatter(&|y| spec.y_axis.label(*y))
         .light_line_style(RGBColor(238, 238, 238))
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
@@ -720,4 +770,28 @@ where
         .draw()
         .map_err(e)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_training_edges_are_marked_where_the_test_inputs_pass_them() {
+        let train = [1820.0, 1850.0, 1900.0, f64::NAN];
+        assert_eq!(
+            training_edges(&train, &[1901.0, 1920.0]),
+            vec![(1900.0, "end of the training data")]
+        );
+        assert_eq!(
+            training_edges(&train, &[1800.0, 1930.0]),
+            vec![
+                (1820.0, "start of the training data"),
+                (1900.0, "end of the training data")
+            ]
+        );
+        // Test inputs among the training inputs: no forecast, no line.
+        assert!(training_edges(&train, &[1830.0, 1900.0]).is_empty());
+        assert!(training_edges(&train, &[]).is_empty());
+    }
 }

@@ -2,8 +2,10 @@
 //! number of draws), whiskers to the extremes, and the true value as a
 //! horizontal line. Used by repetition studies of control variates.
 
+use super::axis;
 use super::plot::{PALETTE, plot_err, register_font};
 use crate::error::{Error, ErrorKind};
+use crate::output::ticks::Axis;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -15,10 +17,12 @@ pub struct BoxGroup {
     pub values: Vec<f64>,
 }
 
-/// The quartiles and extremes (min, q1, median, q3, max) of `v`, by
-/// linear interpolation between order statistics.
+/// The quartiles and extremes (min, q1, median, q3, max) of the values of
+/// `v` that can be drawn ([`axis::drawable`]: finite, within ±1e300), by
+/// linear interpolation between order statistics; `None` when there are
+/// none.
 pub fn five_numbers(v: &[f64]) -> Option<[f64; 5]> {
-    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    let mut s: Vec<f64> = v.iter().copied().filter(|&x| axis::drawable(x)).collect();
     if s.is_empty() {
         return None;
     }
@@ -61,11 +65,12 @@ pub fn box_plots(
         .iter()
         .map(|s| s.2[4])
         .fold(f64::NEG_INFINITY, f64::max);
+    let truth = truth.filter(|&t| axis::drawable(t));
     if let Some(t) = truth {
         y0 = y0.min(t);
         y1 = y1.max(t);
     }
-    let pad = 0.06 * (y1 - y0).max(1e-9 * y1.abs().max(1.0));
+    let (lo, hi) = axis::padded(y0, y1, 0.06);
     let n = groups.len();
     // Labels run vertically under their boxes, so long method names fit.
     let longest = groups
@@ -81,12 +86,15 @@ pub fn box_plots(
         .margin(14)
         .x_label_area_size(label_area)
         .y_label_area_size(90)
-        .build_cartesian_2d(-0.5..(n as f64 - 0.5), (y0 - pad)..(y1 + pad))
+        .build_cartesian_2d(-0.5..(n as f64 - 0.5), lo..hi)
         .map_err(e)?;
+    let ya = Axis::new(lo, hi, 10);
     chart
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
+        .y_labels(10)
+        .y_label_formatter(&|y| ya.label(*y))
         .y_desc(y_label)
         .draw()
         .map_err(e)?;
@@ -129,7 +137,7 @@ pub fn box_plots(
             .transform(FontTransform::Rotate270),
     );
     for (i, g) in groups.iter().enumerate() {
-        let (px, py) = chart.backend_coord(&(i as f64, y0 - pad));
+        let (px, py) = chart.backend_coord(&(i as f64, lo));
         let len = 7 * g.label.chars().count() as i32;
         root.draw(&Text::new(
             g.label.clone(),

@@ -1,9 +1,11 @@
 //! The plot of thermodynamic integration: each rung's mean of log p(y|x)
 //! against its power t, with ±2 standard-error bars.
 
+use super::axis;
 use super::plot::{PALETTE, plot_err, register_font};
 use crate::error::{Error, ErrorKind};
 use crate::infer::evidence::fit::EvidenceFit;
+use crate::output::ticks::Axis;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -17,8 +19,12 @@ pub fn rung_means(path: &Path, fit: &EvidenceFit, title: &str) -> Result<(), Err
     let pts: Vec<(f64, f64, f64)> = fit
         .rungs
         .iter()
-        .filter(|r| r.mean.is_finite() && r.t.is_finite())
-        .map(|r| (r.t, r.mean, 2.0 * r.mean_se.max(0.0)))
+        .filter(|r| axis::drawable(r.mean) && axis::drawable(r.t))
+        .map(|r| {
+            // An error bar that cannot be placed on the axis is left out.
+            let bar = 2.0 * r.mean_se.max(0.0);
+            (r.t, r.mean, if axis::drawable(bar) { bar } else { 0.0 })
+        })
         .collect();
     if pts.is_empty() {
         return Err(Error::new(
@@ -31,7 +37,7 @@ pub fn rung_means(path: &Path, fit: &EvidenceFit, title: &str) -> Result<(), Err
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
             (a.min(p.1 - p.2), b.max(p.1 + p.2))
         });
-    let pad = 0.06 * (y1 - y0).max(1e-9 * y1.abs().max(1.0));
+    let (y0, y1) = axis::padded(y0, y1, 0.06);
     let root = BitMapBackend::new(path, (1000, 620)).into_drawing_area();
     root.fill(&WHITE).map_err(e)?;
     let mut chart = ChartBuilder::on(&root)
@@ -39,12 +45,17 @@ pub fn rung_means(path: &Path, fit: &EvidenceFit, title: &str) -> Result<(), Err
         .margin(14)
         .x_label_area_size(48)
         .y_label_area_size(90)
-        .build_cartesian_2d(0.0..1.0, (y0 - pad)..(y1 + pad))
+        .build_cartesian_2d(0.0..1.0, y0..y1)
         .map_err(e)?;
+    let (xa, ya) = (Axis::new(0.0, 1.0, 10), Axis::new(y0, y1, 10));
     chart
         .configure_mesh()
         .x_desc("t (power of the likelihood)")
         .y_desc("E_t[log p(y | x)]")
+        .x_labels(10)
+        .y_labels(10)
+        .x_label_formatter(&|x| xa.label(*x))
+        .y_label_formatter(&|y| ya.label(*y))
         .draw()
         .map_err(e)?;
     let blue = PALETTE[0];

@@ -3,6 +3,7 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::output::plot::{PALETTE, plot_err, register_font};
+use crate::output::ticks::Axis;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -15,6 +16,28 @@ pub struct ChainSeries {
     pub name: String,
     /// The draws, one `Vec` per chain, in draw order.
     pub chains: Vec<Vec<f64>>,
+    /// Per chain, the indices of the draws that ended a divergent
+    /// transition (marked on the plots; empty when none or unknown).
+    pub divergent: Vec<Vec<usize>>,
+}
+
+/// The colour of divergent transitions' markers.
+pub(crate) const DIVERGENT: RGBColor = RGBColor(220, 0, 0);
+
+/// Where a variable's divergent transitions are marked on its trace: per
+/// divergent draw with a finite value, (chain, draw index, value clamped
+/// to ±1e307), chain by chain in draw order.
+pub fn divergence_marks(var: &ChainSeries) -> Vec<(usize, f64, f64)> {
+    var.divergent
+        .iter()
+        .enumerate()
+        .flat_map(|(c, idx)| {
+            idx.iter().filter_map(move |&i| {
+                let v = *var.chains.get(c)?.get(i)?;
+                v.is_finite().then(|| (c, i as f64, v.clamp(-CLAMP, CLAMP)))
+            })
+        })
+        .collect()
 }
 
 /// Figure width in pixels.
@@ -75,7 +98,13 @@ pub fn trace_density(path: &Path, vars: &[ChainSeries], title: &str) -> Result<(
 
     // The chain legend, centred under the caption, wrapped into lines.
     let legend_font: TextStyle = ("sans-serif", 15).into_font().into();
-    let labels: Vec<String> = (1..=n_chains).map(|k| format!("chain {k}")).collect();
+    let mut labels: Vec<String> = (1..=n_chains).map(|k| format!("chain {k}")).collect();
+    let n_divergent = vars
+        .first()
+        .map_or(0, |v| v.divergent.iter().map(Vec::len).sum::<usize>());
+    if n_divergent > 0 {
+        labels.push(format!("divergent transition ({n_divergent})"));
+    }
     let widths: Vec<i32> = labels.iter().map(|l| text_width(l, &legend_font)).collect();
     let legend = legend_layout(&widths, WIDTH as i32 - 40);
     let legend_lines = legend.len().max(1) as u32;
@@ -95,7 +124,16 @@ pub fn trace_density(path: &Path, vars: &[ChainSeries], title: &str) -> Result<(
         title_font,
     ))
     .map_err(e)?;
-    draw_legend(&strip, &legend, &labels, &widths, &legend_font).map_err(e)?;
+    let divergent_entry = (n_divergent > 0).then_some(n_chains);
+    draw_legend(
+        &strip,
+        &legend,
+        &labels,
+        &widths,
+        &legend_font,
+        divergent_entry,
+    )
+    .map_err(e)?;
 
     // Rows: all `row_h` high, the bottom one `BOTTOM_EXTRA` more.
     let breaks: Vec<u32> = (1..n_vars as u32).map(|i| i * row_h).collect();
@@ -134,13 +172,15 @@ fn legend_item_w(text_w: i32) -> i32 {
     24 + 6 + text_w + 22
 }
 
-/// Draw the chain legend, each line centred, into `strip`.
+/// Draw the chain legend, each line centred, into `strip`; the entry
+/// `divergent` (when given) is the divergent transitions' marker.
 fn draw_legend<DB: DrawingBackend>(
     strip: &DrawingArea<DB, Shift>,
     lines: &[Vec<usize>],
     labels: &[String],
     widths: &[i32],
     font: &TextStyle,
+    divergent: Option<usize>,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let (w, h) = strip.dim_in_pixel();
     let font = font.pos(Pos::new(HPos::Left, VPos::Center));
@@ -152,11 +192,15 @@ fn draw_legend<DB: DrawingBackend>(
         let total: i32 = line.iter().map(|&k| legend_item_w(widths[k])).sum::<i32>() - 22;
         let mut x = (w as i32 - total).max(0) / 2;
         for &k in line {
-            let color = PALETTE[k % PALETTE.len()];
-            strip.draw(&PathElement::new(
-                [(x, y), (x + 24, y)],
-                color.stroke_width(3),
-            ))?;
+            if divergent == Some(k) {
+                strip.draw(&Cross::new((x + 12, y), 5, DIVERGENT.stroke_width(2)))?;
+            } else {
+                let color = PALETTE[k % PALETTE.len()];
+                strip.draw(&PathElement::new(
+                    [(x, y), (x + 24, y)],
+                    color.stroke_width(3),
+                ))?;
+            }
             strip.draw(&Text::new(labels[k].clone(), (x + 30, y), font.clone()))?;
             x += legend_item_w(widths[k]);
         }
@@ -164,38 +208,13 @@ fn draw_legend<DB: DrawingBackend>(
     Ok(())
 }
 
-/// A tick label with as many digits as the axis needs; `span` is the
-/// axis span and `mag` the largest magnitude on it. Very large or very
-/// small magnitudes are written in scientific notation.
-fn tick(v: f64, span: f64, mag: f64) -> String {
-    // Rounding noise around zero reads as zero.
-    let v = if v.abs() < 1e-9 * span { 0.0 } else { v };
-    if mag >= 1e6 || (mag > 0.0 && mag < 1e-3) {
-        if v == 0.0 {
-            return "0".to_string();
-        }
-        let digits = if span > 0.0 {
-            ((mag / span).log10().ceil() + 1.0).clamp(1.0, 6.0) as usize
-        } else {
-            2
-        };
-        return format!("{v:.digits$e}");
-    }
-    let decimals = if span > 0.0 {
-        (1.0 - span.log10().floor()).clamp(0.0, 8.0) as usize
-    } else {
-        2
-    };
-    format!("{v:.decimals$}")
-}
-
-/// The widest of the tick labels of an axis from `lo` to `hi` (its ends
-/// and middle stand in for the ticks), in pixels in `font`.
-fn tick_width(lo: f64, hi: f64, font: &TextStyle) -> i32 {
-    let (span, mag) = (hi - lo, lo.abs().max(hi.abs()));
+/// The widest of the tick labels of an axis from `lo` to `hi` with `n`
+/// ticks (its ends and middle stand in for the ticks), in pixels in `font`.
+fn tick_width(lo: f64, hi: f64, n: usize, font: &TextStyle) -> i32 {
+    let axis = Axis::new(lo, hi, n);
     [lo, 0.5 * (lo + hi), hi]
         .iter()
-        .map(|&v| text_width(&tick(v, span, mag), font))
+        .map(|&v| text_width(&axis.label(v), font))
         .max()
         .unwrap_or(0)
 }
@@ -203,18 +222,11 @@ fn tick_width(lo: f64, hi: f64, font: &TextStyle) -> i32 {
 /// A finite, non-empty axis range around `[lo, hi]`, padded by `frac` of
 /// the span (or, for a single value, by `frac` of its magnitude, at least
 /// `frac`). Non-finite bounds give `[-1, 1]`.
-fn axis_range(lo: f64, hi: f64, frac: f64) -> (f64, f64) {
+pub(crate) fn axis_range(lo: f64, hi: f64, frac: f64) -> (f64, f64) {
     if !lo.is_finite() || !hi.is_finite() || lo > hi {
         return (-1.0, 1.0);
     }
-    let mag = lo.abs().max(hi.abs());
-    let span = hi - lo;
-    let pad = if span > 1e-12 * mag && span > 0.0 {
-        frac * span
-    } else {
-        frac * mag.max(1.0)
-    };
-    let (a, b) = (lo - pad, hi + pad);
+    let (a, b) = super::axis::padded(lo, hi, frac);
     if a.is_finite() && b.is_finite() && a < b {
         (a, b)
     } else {
@@ -264,7 +276,7 @@ fn decimate(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
 
 /// The width of `text` in pixels in `font` (estimated when the font
 /// cannot lay it out).
-fn text_width(text: &str, font: &TextStyle) -> i32 {
+pub(crate) fn text_width(text: &str, font: &TextStyle) -> i32 {
     font.font
         .box_size(text)
         .map(|d| d.0 as i32)
@@ -272,7 +284,7 @@ fn text_width(text: &str, font: &TextStyle) -> i32 {
 }
 
 /// Shorten `name` with an ellipsis until it is at most `max_w` px wide.
-fn fit_text(name: &str, font: &TextStyle, max_w: i32) -> String {
+pub(crate) fn fit_text(name: &str, font: &TextStyle, max_w: i32) -> String {
     if text_width(name, font) <= max_w {
         return name.to_string();
     }
@@ -322,22 +334,17 @@ fn draw_row(
         .margin_left(10)
         .margin_right(16)
         .x_label_area_size(x_area)
-        .y_label_area_size((tick_width(y0, y1, &label_style) + 36).clamp(60, 120) as u32)
+        .y_label_area_size((tick_width(y0, y1, 5, &label_style) + 36).clamp(60, 120) as u32)
         .build_cartesian_2d(0.0..x1, y0..y1)
         .map_err(e)?;
-    let (y_span, y_mag) = (y1 - y0, y0.abs().max(y1.abs()));
-    let y_fmt = move |y: &f64| tick(*y, y_span, y_mag);
-    let x_fmt = |x: &f64| {
-        // Draw indices are whole numbers: label only whole ticks.
-        if (x - x.round()).abs() < 1e-9 {
-            format!("{x:.0}")
-        } else {
-            String::new()
-        }
-    };
+    let y_axis = Axis::new(y0, y1, 5);
+    let y_fmt = move |y: &f64| y_axis.label(*y);
+    // Draw indices are whole numbers: label only whole ticks.
+    let x_axis = Axis::new(0.0, x1, longest.clamp(2, 11)).whole();
+    let x_fmt = move |x: &f64| x_axis.label(*x);
     let mut mesh = chart.configure_mesh();
     mesh.y_desc(name.as_str())
-        .x_labels((longest).clamp(2, 11))
+        .x_labels(longest.clamp(2, 11))
         .y_labels(5)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
@@ -363,6 +370,13 @@ fn draw_row(
                 .map_err(e)?;
         }
     }
+    chart
+        .draw_series(
+            divergence_marks(var)
+                .into_iter()
+                .map(|(_, x, y)| Cross::new((x, y), 4, DIVERGENT.stroke_width(2))),
+        )
+        .map_err(e)?;
     if !any {
         let note = ("sans-serif", 15)
             .into_font()
@@ -407,16 +421,17 @@ fn draw_row(
         .margin_left(4)
         .margin_right(18)
         .x_label_area_size(x_area)
-        .y_label_area_size((tick_width(0.0, d1, &label_style) + 34).clamp(60, 120) as u32)
+        .y_label_area_size((tick_width(0.0, d1, 4, &label_style) + 34).clamp(60, 120) as u32)
         .build_cartesian_2d(gx0..gx1, 0.0..d1)
         .map_err(e)?;
-    let (x_span, x_mag) = (gx1 - gx0, gx0.abs().max(gx1.abs()));
     // As many value labels as fit side by side without touching.
     let plot_w = chart.plotting_area().dim_in_pixel().0 as i32;
     let x_label_count =
-        (plot_w / (tick_width(gx0, gx1, &label_style) + 24).max(1)).clamp(2, 7) as usize;
-    let gx_fmt = move |x: &f64| tick(*x, x_span, x_mag);
-    let d_fmt = move |d: &f64| tick(*d, d1, d1);
+        (plot_w / (tick_width(gx0, gx1, 7, &label_style) + 24).max(1)).clamp(2, 7) as usize;
+    let gx_axis = Axis::new(gx0, gx1, x_label_count);
+    let d_axis = Axis::new(0.0, d1, 4);
+    let gx_fmt = move |x: &f64| gx_axis.label(*x);
+    let d_fmt = move |d: &f64| d_axis.label(*d);
     let mut mesh = chart.configure_mesh();
     mesh.y_desc("density")
         .x_labels(x_label_count)
@@ -653,6 +668,7 @@ mod tests {
     fn writes_a_png() {
         let vars: Vec<ChainSeries> = (0..3)
             .map(|v| ChainSeries {
+                divergent: vec![],
                 name: format!("theta[{v}]"),
                 chains: (0..4)
                     .map(|c| normal_draws(10 * v + c, 500, v as f64, 1.0 + v as f64))
@@ -665,6 +681,7 @@ mod tests {
     #[test]
     fn degenerate_inputs_draw() {
         let v = |name: &str, chains: Vec<Vec<f64>>| ChainSeries {
+            divergent: vec![],
             name: name.to_string(),
             chains,
         };
@@ -790,9 +807,17 @@ mod tests {
     }
 
     #[test]
-    fn ticks_stay_short() {
-        assert_eq!(tick(0.5, 2.0, 1.0), "0.5");
-        assert!(tick(1e300, 1e300, 1e300).len() < 12);
-        assert!(tick(2e-300, 1e-300, 2e-300).len() < 14);
+    fn divergent_draws_are_marked_at_their_values() {
+        let var = ChainSeries {
+            name: "a".into(),
+            chains: vec![vec![0.5, 1.5, 2.5], vec![-1.0, f64::NAN, 3.0]],
+            divergent: vec![vec![1], vec![0, 1, 2, 9]],
+        };
+        // The NaN draw and the index past the chain are not marked.
+        assert_eq!(
+            divergence_marks(&var),
+            vec![(0, 1.0, 1.5), (1, 0.0, -1.0), (1, 2.0, 3.0)]
+        );
+        render_ok("divergent", &[var.clone(), var]);
     }
 }

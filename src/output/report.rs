@@ -75,13 +75,14 @@ impl Table {
         for (label, cells) in &self.rows {
             out.push_str(&" ".repeat(self.indent));
             if let Some(w) = self.label_width {
-                out.push_str(&format!("{label:w$}  "));
+                out.push_str(&crate::error::pad_right(label, w));
+                out.push_str("  ");
             }
             for (k, (cell, w)) in cells.iter().zip(&self.widths).enumerate() {
                 if k > 0 {
                     out.push_str(&" ".repeat(self.sep));
                 }
-                out.push_str(&format!("{cell:>w$}"));
+                out.push_str(&crate::error::pad_left(cell, *w));
             }
             out.push('\n');
         }

@@ -626,6 +626,12 @@ impl Checker<'_> {
                         _ => None,
                     };
                     bad |= widths.is_none();
+                    if let (Some(ws), ExprKind::Array(xs)) = (&widths, &a.value.kind)
+                        && let Some(e) = network_too_large(ws, xs)
+                    {
+                        self.error(e);
+                        return Self::unknown(span);
+                    }
                 }
                 (1, Some("activation")) => {
                     activation = match &a.value.kind {
@@ -1063,6 +1069,28 @@ pub(super) fn constant(e: &crate::syntax::ast::Expr) -> Option<f64> {
 }
 
 /// The value of a numeric literal expression, possibly negated.
+/// `mlp([...])` with widths `ws` written as `xs`: an error at the first
+/// width that takes the network past [`MAX_WEIGHTS`] weights, counted with
+/// one input column (the fewest it can have), so that no size is ever
+/// allocated from it.
+///
+/// [`MAX_WEIGHTS`]: crate::model::network::MAX_WEIGHTS
+fn network_too_large(ws: &[usize], xs: &[crate::syntax::ast::Expr]) -> Option<Error> {
+    use crate::model::network::{MAX_WEIGHTS, NetSpec};
+    let (k, count) = NetSpec::first_layer_past_limit(ws)?;
+    Some(
+        Error::at(
+            ErrorKind::Shape,
+            xs.get(k).map_or(Span::new(0, 0), |x| x.span),
+            format!(
+                "a feature network has at most {MAX_WEIGHTS} weights; with this layer of width {} it has at least {count} (counting one input column)",
+                ws[k]
+            ),
+        )
+        .with_label("this width"),
+    )
+}
+
 fn texpr_literal(e: &TExpr) -> Option<f64> {
     match &e.kind {
         TKind::Int(i) => Some(*i as f64),

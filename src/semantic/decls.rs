@@ -454,6 +454,7 @@ impl Checker<'_> {
                 fixed: d.fixed,
                 prior: None,
                 span: d.span,
+                size_span: size_span(&d.ty),
             });
             self.declare(
                 &d.name,
@@ -555,6 +556,7 @@ impl Checker<'_> {
                 ty: ty.clone(),
                 bounds,
                 span: d.span,
+                size_span: size_span(&d.ty),
             });
             self.declare(
                 &d.name,
@@ -651,6 +653,16 @@ fn column_names(e: &Expr) -> Result<Vec<String>, String> {
     }
 }
 
+/// Where a declared type's sizes are written: from its first dimension to
+/// its last (`[1000, d]` without the brackets), or the whole type when it
+/// has none.
+fn size_span(ty: &TypeExpr) -> crate::syntax::ast::Span {
+    match (ty.dims.first(), ty.dims.last()) {
+        (Some(a), Some(b)) => a.span.join(b.span),
+        _ => ty.span,
+    }
+}
+
 /// Expand `"x1".."x8"` to x1, x2, ..., x8 (inclusive).
 pub(crate) fn string_range(a: &str, b: &str) -> Result<Vec<String>, String> {
     let split = |s: &str| {
@@ -673,7 +685,13 @@ pub(crate) fn string_range(a: &str, b: &str) -> Result<Vec<String>, String> {
             } else {
                 0
             };
-            Ok((x..=y).map(|i| format!("{pa}{i:0width$}")).collect())
+            Ok((x..=y)
+                .map(|i| {
+                    let digits = i.to_string();
+                    let zeros = "0".repeat(width.saturating_sub(digits.len()));
+                    format!("{pa}{zeros}{digits}")
+                })
+                .collect())
         }
         (Some(_), Some(_)) if pa == pb => Err(format!(
             "the range \"{a}\"..\"{b}\" is empty: its end comes before its start"

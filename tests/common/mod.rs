@@ -57,6 +57,57 @@ pub fn tempest(args: &[&str]) -> std::process::Output {
         .expect("run tempest")
 }
 
+/// Run the `tempest` binary from the repository root with the environment
+/// variables `env` added, killing it past `limit` (which fails the caller
+/// as a hang). The output and the wall time.
+pub fn tempest_within(
+    args: &[&str],
+    env: &[(&str, &str)],
+    limit: std::time::Duration,
+) -> (std::process::Output, std::time::Duration) {
+    use std::process::Stdio;
+    let start = std::time::Instant::now();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tempest"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("RUST_BACKTRACE")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tempest");
+    // Drain the pipes while waiting, so a long output cannot block the child.
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let read = |r: &mut dyn std::io::Read| {
+        let mut v = Vec::new();
+        let _ = r.read_to_end(&mut v);
+        v
+    };
+    let (out, err) = std::thread::scope(|s| {
+        let o = s.spawn(|| read(&mut out));
+        let e = s.spawn(|| read(&mut err));
+        while child.try_wait().expect("wait").is_none() {
+            if start.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("`tempest {}` ran past {limit:?}", args.join(" "));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        (o.join().expect("stdout"), e.join().expect("stderr"))
+    });
+    let status = child.wait().expect("status");
+    (
+        std::process::Output {
+            status,
+            stdout: out,
+            stderr: err,
+        },
+        start.elapsed(),
+    )
+}
+
 /// `tempest run MODEL` on the motorcycle data: training rows 0..99, test
 /// rows 100..132 (a forecast past the training times), quiet; then
 /// `extra`.
@@ -83,6 +134,13 @@ pub fn out_dir(name: &str) -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::create_dir_all(&d).expect("temp dir");
     d
+}
+
+/// Write `text` to the file `name` in `dir`; its path.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p.to_string_lossy().into_owned()
 }
 
 /// A run that succeeded: its standard output.

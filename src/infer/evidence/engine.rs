@@ -78,8 +78,8 @@ impl EvidenceEngine {
         .times("draws per rung", draws)
         .times("numbers per draw", 2 * density.dim + 1)])
         .map_err(|e| {
-            s.written
-                .at(e, "rungs")
+            density
+                .at_largest(s.written.at(e, "rungs"))
                 .with_note("lower `rungs`, or the sampler's `draws` or `chains`")
         })?;
         Ok(EvidenceEngine {
@@ -187,8 +187,12 @@ impl Engine for EvidenceEngine {
                 ),
             ));
         }
+        finite_rungs(&self.density, &self.done)?;
         let mut fit =
             EvidenceFit::new(self.done, &self.spec, self.started.elapsed().as_secs_f64())?;
+        crate::infer::finite::number("the log evidence", fit.log_evidence, || {
+            "the rung means overflow when integrated over t".into()
+        })?;
         if !self.density.bound.graph.estimates.is_empty() {
             fit.notes.push(
                 "the `estimate` block is not used by the evidence engine (run a sampler for posterior expectations)"
@@ -197,4 +201,40 @@ impl Engine for EvidenceEngine {
         }
         Ok(Box::new(fit))
     }
+}
+
+/// Every draw's log-likelihood on every rung must be finite: one that is
+/// not makes the rung's mean, and the integral over t, not finite. The
+/// error names the rung, the draw and the params there.
+fn finite_rungs(density: &Density, done: &[RungDraws]) -> Result<(), Error> {
+    for (k, r) in done.iter().enumerate() {
+        let mut first = 0;
+        for (c, chain) in r.loglik.iter().enumerate() {
+            if let Some(i) = chain.iter().position(|v| !v.is_finite()) {
+                let at =
+                    r.x.get(first + i)
+                        .and_then(|x| density.stan_values(x).ok())
+                        .unwrap_or_default();
+                let mut e = Error::new(
+                    ErrorKind::Numerical,
+                    format!(
+                        "the log evidence is not finite: on rung {} (t = {}) the log-likelihood is {} at draw {} of chain {}, where {}",
+                        k + 1,
+                        crate::infer::finite::show(r.t),
+                        crate::infer::finite::show(chain[i]),
+                        i + 1,
+                        c + 1,
+                        crate::infer::finite::named(&density.language_names(), &at)
+                    ),
+                )
+                .with_note("the power posterior there puts mass where the likelihood is 0 (at t = 0, the prior): the integral over t diverges; give the params priors under which the likelihood stays finite");
+                if let Some(o) = density.bound.graph.observations.first() {
+                    e = e.with_span(o.span).with_label("the likelihood");
+                }
+                return Err(e);
+            }
+            first += chain.len();
+        }
+    }
+    Ok(())
 }

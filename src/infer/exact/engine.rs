@@ -374,6 +374,9 @@ impl Engine for ExactEngine {
                 "the final hypers",
             ));
         }
+        if this.learn {
+            super::diagnose::collapse(&model, &this.theta0, &theta)?;
+        }
         let prior = has_priors(&model.bound, &model.layout)
             .then(|| log_prior(&model.bound, &model.layout, &theta))
             .transpose()?;

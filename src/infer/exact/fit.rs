@@ -11,7 +11,7 @@ use crate::infer::hypers::{hypers_json, hypers_table};
 use crate::ir::bind::Bound;
 use crate::ir::value::Value;
 use crate::model::kernel::Inputs;
-use crate::output::report::{Report, Table};
+use crate::output::report::Report;
 use serde_json::{Map, json};
 
 /// The result of exact GP regression.
@@ -283,27 +283,26 @@ impl Fit for ExactFit {
                 head.push_str(&format!(", 95 % interval coverage {c:.3}"));
             }
             r.line(head);
-            let show = p.mean.len().min(10);
-            let mut t = Table::new(2, None, 2, &[6, 12, 12, 12]);
-            t.header(&["point", "mean", "sd(f)", "sd(y)"]);
-            for i in 0..show {
-                t.row(
-                    "",
+            let names =
+                crate::output::predictions::input_names(&b.graph, Some(self.model.site), dim);
+            let index = crate::output::predictions::PointIndex::new(
+                &p.rows,
+                self.test_inputs.as_ref(),
+                &names,
+            );
+            crate::output::predictions::prediction_table(
+                &mut r,
+                &index,
+                &["mean".into(), "sd(f)".into(), "sd(y)".into()],
+                p.mean.len(),
+                |i| {
                     vec![
-                        i.to_string(),
                         format!("{:.6}", p.mean[i]),
                         format!("{:.6}", p.var_f[i].sqrt()),
                         format!("{:.6}", p.var_y[i].sqrt()),
-                    ],
-                );
-            }
-            r.table(t);
-            if p.mean.len() > show {
-                r.line(format!(
-                    "  ... {} more in the JSON output",
-                    p.mean.len() - show
-                ));
-            }
+                    ]
+                },
+            );
             r.field_ser("predictions", p);
         }
         r

@@ -16,6 +16,11 @@ use serde::Serialize;
 /// Predictions at M test points.
 #[derive(Clone, Debug, Serialize)]
 pub struct Predictions {
+    /// The data row of each test point \[M\]
+    /// ([`Bound::row_numbers`]; empty for points that are not data rows,
+    /// such as a plot's grid).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<usize>,
     /// Predictive mean of y (and of f + offset), \[M\].
     pub mean: Vec<f64>,
     /// Latent predictive variance, \[M\].
@@ -83,6 +88,7 @@ impl ExactModel {
             predictive.push_normal(*m, v.sqrt());
         }
         Ok(Predictions {
+            rows: Vec::new(),
             mean,
             var_f,
             var_y,
@@ -116,6 +122,7 @@ impl ExactModel {
             ));
         }
         let mut p = self.predict_at(theta, state, &x, test)?;
+        p.rows = test.row_numbers(p.mean.len());
         let bad = (0..p.mean.len()).find(|&i| {
             !(p.mean[i].is_finite() && p.var_f[i].is_finite() && p.var_y[i].is_finite())
         });
@@ -142,14 +149,26 @@ impl ExactModel {
         {
             let m = y.len() as f64;
             let se: f64 = y.iter().zip(&p.mean).map(|(a, b)| (a - b).powi(2)).sum();
-            let lpd: f64 = y
+            let lpd: Vec<f64> = y
                 .iter()
                 .zip(p.mean.iter().zip(&p.var_y))
                 .map(|(yi, (mu, v))| {
                     -0.5 * (yi - mu).powi(2) / v - 0.5 * (2.0 * std::f64::consts::PI * v).ln()
                 })
-                .sum();
-            p.rmse = Some((se / m).sqrt());
+                .collect();
+            crate::infer::finite::test_log_densities(&lpd, test, obs.data, |i| {
+                format!(
+                    "predictive mean {}, sd {}",
+                    crate::infer::finite::show(p.mean[i]),
+                    crate::infer::finite::show(p.var_y[i].sqrt())
+                )
+            })?;
+            let lpd: f64 = lpd.iter().sum();
+            p.rmse = Some(crate::infer::finite::number(
+                "the test RMSE",
+                (se / m).sqrt(),
+                || crate::infer::vi::predict::OVERFLOW.to_string(),
+            )?);
             let y: Vec<f64> = y.iter().copied().collect();
             let (c50, c95) = p.predictive.coverage(&y);
             p.coverage_50 = Some(c50);

@@ -7,7 +7,8 @@ use super::fit::ExactFit;
 use super::model::ExactModel;
 use crate::error::{Error, ErrorKind};
 use crate::infer::fit::Fit;
-use crate::infer::saved::{bad, data_json, header, numbers, restore_full_data};
+use crate::infer::saved::{data_json, header, read_theta, restore_full_data};
+use crate::infer::saved_json::Field;
 use crate::infer::settings::{EngineConfig, Settings};
 use crate::ir::bind::Bound;
 use crate::ir::graph::Graph;
@@ -42,20 +43,20 @@ impl ExactFit {
 pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Bound), Error> {
     let (bound, cfg, _) = restore_full_data(graph, j, file, "exact")?;
     let s = ExactSettings::from_config(&cfg)?;
-    let sec = j
-        .get("exact")
-        .ok_or_else(|| bad(file, "no `exact` section"))?;
-    let theta = numbers(sec.get("theta")).ok_or_else(|| bad(file, "theta"))?;
+    let root = Field::root(file, j);
+    let sec = root.get("exact");
+    sec.object()?;
     let model = ExactModel::new(Arc::new(bound.clone()), &s)?;
-    if theta.len() != model.layout.len {
-        return Err(bad(file, "the learned hypers do not match the model's"));
-    }
-    let state = model.lml(&theta)?;
-    let saved = sec
-        .get("log_marginal_likelihood")
-        .and_then(Json::as_f64)
-        .ok_or_else(|| bad(file, "log_marginal_likelihood"))?;
-    if (state.lml - saved).abs() > 1e-8 * saved.abs().max(1.0) {
+    // θ, and the hypers written beside it (an edit of either is named
+    // at its field); then θ must reproduce the run.
+    let theta = read_theta(&root, &sec.get("theta"), &bound, &model.layout)?;
+    let saved = sec.get("log_marginal_likelihood").number()?;
+    let state = model.lml(&theta).map_err(|e| {
+        e.with_note(format!(
+            "while recomputing the log marginal likelihood of the fit saved in {file}"
+        ))
+    })?;
+    if !state.lml.is_finite() || (state.lml - saved).abs() > 1e-8 * saved.abs().max(1.0) {
         return Err(Error::new(
             ErrorKind::Data,
             format!(
@@ -65,25 +66,21 @@ pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Boun
             ),
         ));
     }
-    let trace = numbers(sec.get("trace")).unwrap_or_default();
-    let iterations = sec.get("iterations").and_then(Json::as_u64).unwrap_or(0) as usize;
-    let reason = sec
-        .get("reason")
-        .and_then(Json::as_str)
-        .unwrap_or("")
-        .to_string();
-    let converged = sec
-        .get("converged")
-        .and_then(Json::as_bool)
-        .unwrap_or(false);
     // The optimiser's record as the run left it: the summary's gradient
     // norm and evaluation count are the run's.
-    let gradient = numbers(sec.get("gradient"))
-        .filter(|g| g.len() == theta.len())
-        .ok_or_else(|| bad(file, "gradient"))?;
+    let trace = sec
+        .get("trace")
+        .record(None, "the log marginal likelihood by iteration")?;
+    let iterations = sec.get("iterations").count(0)?;
+    let evaluations = sec.get("evaluations").count(0)?;
+    let reason = sec.get("reason").str()?.to_string();
+    let converged = sec.get("converged").bool()?;
+    let gradient = sec
+        .get("gradient")
+        .record(Some(theta.len()), "the gradient at θ")?;
     let mut fit = ExactFit::new(
         model, theta, state, gradient, iterations, trace, reason, converged,
     );
-    fit.evaluations = sec.get("evaluations").and_then(Json::as_u64).unwrap_or(0) as usize;
+    fit.evaluations = evaluations;
     Ok((Box::new(fit), bound))
 }

@@ -896,6 +896,47 @@ impl Density {
         names
     }
 
+    /// The number of output columns ([`Density::stan_names`]'s length),
+    /// counted without naming them.
+    pub fn columns(&self) -> usize {
+        let latent = self.latent.as_ref().map_or(0, |lt| lt.n * lt.classes);
+        self.param_columns() + latent
+    }
+
+    /// `e` (an error about the memory the sampled quantities need) pointing
+    /// at what is sampled most of: the sizes of the largest param, or the
+    /// latent GP whose values are sampled; a secondary label when `e`
+    /// already points at a setting.
+    pub fn at_largest(&self, e: Error) -> Error {
+        let g = &self.bound.graph;
+        let largest = self.slots.iter().max_by_key(|s| s.len());
+        let (span, what) = match (&self.latent, largest) {
+            (Some(lt), p) if p.is_none_or(|p| p.len() < lt.n * lt.classes) => {
+                let site = &g.sites[lt.site];
+                let gp = &g.gps[site.gp];
+                let span = gp.replicas.as_ref().map_or(site.span, |r| r.span);
+                (
+                    span,
+                    format!(
+                        "{} latent values of `{}` sampled",
+                        lt.n * lt.classes,
+                        gp.name
+                    ),
+                )
+            }
+            (_, Some(p)) => (
+                g.params[p.param].size_span,
+                format!("{} values of `{}`", p.len(), g.params[p.param].name),
+            ),
+            _ => return e,
+        };
+        if e.span.is_some() {
+            e.with_secondary(span, what)
+        } else {
+            e.with_span(span).with_label(what)
+        }
+    }
+
     /// The number of output columns that are params (the rest are latent
     /// values).
     pub fn param_columns(&self) -> usize {

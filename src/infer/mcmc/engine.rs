@@ -94,8 +94,9 @@ impl McmcEngine {
         let chain_cfg = s.chain;
         let method = chain_cfg.method;
         let (n, seed) = (s.chains, s.seed);
-        let names = density.stan_names();
-        let columns = names.len();
+        // Counted, not named: the names of a hundred million latent values
+        // would take gigabytes before the check below refuses them.
+        let columns = density.columns();
         let mut requests = vec![
             crate::limits::Request::new("keeping the draws")
                 .times("chains", n)
@@ -128,8 +129,7 @@ impl McmcEngine {
         }
         crate::limits::check_memory(&requests)
         .map_err(|e| {
-            s.written
-                .at(e, "draws")
+            density.at_largest(s.written.at(e, "draws"))
                 .with_note("lower `draws` or `chains`, or sample fewer quantities (with `adaptation = dense` or `low_rank`, a diagonal metric needs no d × d matrices)")
         })?;
         let density = Arc::new(density);
@@ -159,7 +159,7 @@ impl McmcEngine {
                     tempest_version: env!("CARGO_PKG_VERSION").to_string(),
                     tempest: tempest_header(&density, &chain_cfg),
                 },
-                columns: names,
+                columns: density.stan_names(),
             };
             for c in 0..n {
                 run.header.chain_id = s.chain_offset + c + 1;

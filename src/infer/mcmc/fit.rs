@@ -138,8 +138,11 @@ impl McmcFit {
             .iter()
             .map(|c| ebfmi(&c.iter().map(|d| d.stats.energy).collect::<Vec<_>>()))
             .collect();
-        let (mut estimates, series, owners) =
-            estimates(&density, &estimate_draws(&density, &draws)?, independent);
+        let (mut estimates, series, owners) = estimates(
+            &density,
+            &estimate_draws(&density, &draws, &names, &values)?,
+            independent,
+        );
         let spec = cv_spec(&density.bound.graph)?;
         if !matches!(spec, CvSpec::Scalar(CvMethod::None)) {
             let cols = task_coordinates(&density, engine, &owners);
@@ -153,6 +156,7 @@ impl McmcFit {
                 &cols,
             )?;
         }
+        finite_estimates(&density, &estimates, &owners)?;
         let mut fit = McmcFit {
             engine,
             density,
@@ -309,7 +313,15 @@ impl crate::infer::fit::Fit for McmcFit {
     }
 
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
-        crate::output::figures::mcmc(self, path)
+        crate::output::figures::mcmc(self, path, None)
+    }
+
+    fn plot_with(
+        &self,
+        path: &std::path::Path,
+        options: &crate::infer::fit::PlotOptions,
+    ) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
+        crate::output::figures::mcmc(self, path, options.params.as_deref())
     }
 
     /// The summary table, estimates, control variates and warnings.
@@ -857,17 +869,79 @@ pub fn estimate_values(density: &Density, x: &[f64]) -> Result<Vec<Vec<f64>>, Er
 /// chain, per draw, its components [estimates][chains][draws][components].
 type EstimateDraws = Vec<Vec<Vec<Vec<f64>>>>;
 
-fn estimate_draws(density: &Density, draws: &[Vec<Draw>]) -> Result<EstimateDraws, Error> {
-    let k = density.bound.graph.estimates.len();
+/// An integrand that is not finite at one draw is an error at its
+/// estimate, naming the draw and the params there (`names`, and `values`
+/// per chain and draw).
+fn estimate_draws(
+    density: &Density,
+    draws: &[Vec<Draw>],
+    names: &[String],
+    values: &[Vec<Vec<f64>>],
+) -> Result<EstimateDraws, Error> {
+    let g = &density.bound.graph;
+    let k = g.estimates.len();
     let mut out: EstimateDraws = vec![vec![Vec::new(); draws.len()]; k];
     for (c, chain) in draws.iter().enumerate() {
-        for d in chain {
+        for (i, d) in chain.iter().enumerate() {
             for (e, v) in estimate_values(density, &d.q)?.into_iter().enumerate() {
+                if let Some(x) = v.iter().find(|x| !x.is_finite()) {
+                    let at = values.get(c).and_then(|v| v.get(i));
+                    return Err(not_finite_estimate(
+                        &g.estimates[e],
+                        format!(
+                            "its integrand is {} at draw {} of chain {}, where {}",
+                            crate::infer::finite::show(*x),
+                            i + 1,
+                            c + 1,
+                            crate::infer::finite::named(names, at.map_or(&[][..], Vec::as_slice))
+                        ),
+                    ));
+                }
                 out[e][c].push(v);
             }
         }
     }
     Ok(out)
+}
+
+/// The error for an estimate that is not finite, and why (`cause`).
+fn not_finite_estimate(e: &crate::ir::graph::EstimateNode, cause: String) -> Error {
+    Error::at(
+        ErrorKind::Numerical,
+        e.span,
+        format!("the estimate `{}` is not finite: {cause}", e.name),
+    )
+    .with_label("this expectation")
+    .with_note("an expectation is reported only when its integrand is finite at every draw and its average is finite: rewrite it so that it cannot overflow (e.g. estimate a logarithm)")
+}
+
+/// Every estimate component's mean (and control-variate estimate) must be
+/// finite: a mean that overflows is an error at its estimate (`owners`:
+/// each component's estimate).
+fn finite_estimates(density: &Density, est: &[Estimate], owners: &[usize]) -> Result<(), Error> {
+    for (e, &owner) in est.iter().zip(owners) {
+        let node = &density.bound.graph.estimates[owner];
+        let cv = e.cv.as_ref().map_or(0.0, |c| c.cv);
+        if !e.summary.mean.is_finite() {
+            return Err(not_finite_estimate(
+                node,
+                format!(
+                    "the average of its draws ({}) overflows",
+                    crate::infer::finite::show(e.summary.mean)
+                ),
+            ));
+        }
+        if !cv.is_finite() {
+            return Err(not_finite_estimate(
+                node,
+                format!(
+                    "its control-variate estimate is {}",
+                    crate::infer::finite::show(cv)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The coordinates of x (unconstrained params) an integrand depends on,

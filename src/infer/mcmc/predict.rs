@@ -72,6 +72,8 @@ pub struct OutcomePredictions {
     pub name: String,
     /// Test points (outcomes) M.
     pub points: usize,
+    /// The data row of each point \[M\] ([`Bound::row_numbers`]).
+    pub rows: Vec<usize>,
     /// The draws of y* summarised per point (absent for likelihoods
     /// written in the model file or in Rust, which cannot be drawn from).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -79,6 +81,11 @@ pub struct OutcomePredictions {
     /// Class probabilities per point \[M\]\[K\] (binary: K = 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probabilities: Option<Vec<Vec<f64>>>,
+    /// Binary outcomes: P(y* = 1) per point, summarised over the draws of
+    /// the probability p(y* = 1 | θₛ, f*ₛ) (its mean is
+    /// `probabilities[i][1]`; its quantiles the interval of P(y* = 1)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probability: Option<Band>,
     /// The test outcomes, when the test data has them \[M\].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub y: Option<Vec<f64>>,
@@ -99,9 +106,12 @@ pub struct SamplerPredictions {
     /// (class); empty without a latent GP.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub latent: Vec<Band>,
-    /// The test inputs of the latent GP \[M, D\] (for plots).
+    /// The test inputs of the latent GP \[M, D\] (for plots and tables).
     #[serde(skip)]
     pub inputs: Option<Inputs>,
+    /// The names of the input columns (for tables).
+    #[serde(skip)]
+    pub input_names: Vec<String>,
     /// One entry per sampling statement of the model, in order.
     pub outcomes: Vec<OutcomePredictions>,
 }
@@ -219,6 +229,31 @@ fn latent_at_test(
     Ok(Some((site, f)))
 }
 
+/// Mixed into the seed for a probability map's draws of f*.
+const MAP_SALT: u64 = 0x006d_6170;
+
+/// The sites' values for evaluating a model's expressions: the latent
+/// GP's values f [M, C] at its site (a vector for C = 1), none elsewhere.
+fn site_values(
+    g: &crate::ir::Graph,
+    latent: Option<&(usize, DMatrix<f64>)>,
+) -> Vec<Option<Value<f64>>> {
+    let mut sites: Vec<Option<Value<f64>>> = vec![None; g.sites.len()];
+    if let Some((site, f)) = latent {
+        sites[*site] = Some(if f.ncols() > 1 {
+            Value::Matrix(f.clone())
+        } else {
+            Value::Vector(f.column(0).into_owned())
+        });
+    }
+    sites
+}
+
+/// A sampling statement's likelihood arguments evaluated in `env`.
+fn eval_args(env: &Env<f64>, o: &crate::ir::graph::ObsNode) -> Result<Vec<Value<f64>>, Error> {
+    o.dist.args.iter().map(|a| env.eval(a)).collect()
+}
+
 /// One draw's latent values and outcomes at the test data.
 fn one_draw(
     density: &Density,
@@ -233,14 +268,7 @@ fn one_draw(
         Some(x) => latent_at_test(density, &params, q, x, rng)?,
         None => None,
     };
-    let mut sites: Vec<Option<Value<f64>>> = vec![None; g.sites.len()];
-    if let Some((site, f)) = &latent {
-        sites[*site] = Some(if f.ncols() > 1 {
-            Value::Matrix(f.clone())
-        } else {
-            Value::Vector(f.column(0).into_owned())
-        });
-    }
+    let sites = site_values(g, latent.as_ref());
     let env = Env::new(test, &density.hypers, &params, &sites);
     let mut out = DrawOut {
         f: latent.map(|(_, f)| f),
@@ -249,12 +277,7 @@ fn one_draw(
         probs: vec![],
     };
     for o in &g.observations {
-        let args: Vec<Value<f64>> = o
-            .dist
-            .args
-            .iter()
-            .map(|a| env.eval(a))
-            .collect::<Result<_, _>>()?;
+        let args = eval_args(&env, o)?;
         let y = outcome(test, o.data);
         let pw = Pointwise::new(g, &o.dist);
         if let Some(y) = &y {
@@ -267,18 +290,8 @@ fn one_draw(
         let mut logp = y.as_ref().map(|_| Vec::with_capacity(n));
         let mut probs = k.map(|_| Vec::with_capacity(n));
         for i in 0..n {
-            let a: Vec<f64> = if pw.is_categorical() {
-                class_scores(&args[0], i, o.dist.span)?
-            } else {
-                args.iter().map(|a| a.element(i).unwrap_or(0.0)).collect()
-            };
-            let density_at = |v: f64| -> Result<f64, Error> {
-                if pw.is_categorical() {
-                    Ok(pw.classes(v as usize, &a))
-                } else {
-                    pw.point(v, &a)
-                }
-            };
+            let a = point_args(&pw, &args, i, o.dist.span)?;
+            let density_at = |v: f64| log_density_at(&pw, &a, v);
             if let (Some(d), DistRef::Builtin(b)) = (draws.as_mut(), &o.dist.dist) {
                 let v = b.draw(&a, &opts, rng).ok_or_else(|| {
                     let row = test.row_ids.get(i).copied().unwrap_or(i);
@@ -302,10 +315,7 @@ fn one_draw(
                 lp.push(density_at(yi)?);
             }
             if let (Some(p), Some(k)) = (probs.as_mut(), k) {
-                let row: Vec<f64> = (0..k)
-                    .map(|c| density_at(c as f64).map(f64::exp))
-                    .collect::<Result<_, _>>()?;
-                p.push(row);
+                p.push(class_row(&pw, &a, k)?);
             }
         }
         out.y.push(draws);
@@ -313,6 +323,124 @@ fn one_draw(
         out.probs.push(probs);
     }
     Ok(out)
+}
+
+/// The likelihood's arguments at point `i`: the class scores of a
+/// categorical, else each argument's element (a scalar for every point).
+fn point_args(
+    pw: &Pointwise,
+    args: &[Value<f64>],
+    i: usize,
+    span: crate::syntax::ast::Span,
+) -> Result<Vec<f64>, Error> {
+    if pw.is_categorical() {
+        class_scores(&args[0], i, span)
+    } else {
+        Ok(args.iter().map(|a| a.element(i).unwrap_or(0.0)).collect())
+    }
+}
+
+/// log p(v | a) of one point with arguments `a`.
+fn log_density_at(pw: &Pointwise, a: &[f64], v: f64) -> Result<f64, Error> {
+    if pw.is_categorical() {
+        Ok(pw.classes(v as usize, a))
+    } else {
+        pw.point(v, a)
+    }
+}
+
+/// The class probabilities p(k | a), k < `k`, of one point.
+fn class_row(pw: &Pointwise, a: &[f64], k: usize) -> Result<Vec<f64>, Error> {
+    (0..k)
+        .map(|c| log_density_at(pw, a, c as f64).map(f64::exp))
+        .collect()
+}
+
+/// Whether `e` reads data that differ from point to point (a data vector
+/// or matrix, directly or through `let`s) outside its latent GP
+/// applications, so that it has no value between the data points.
+fn reads_point_data(e: &crate::ir::expr::TExpr, g: &crate::ir::Graph, depth: usize) -> bool {
+    use crate::ir::expr::{Ref, TKind};
+    let mut inside = Vec::new();
+    e.walk(&mut |x| {
+        if let TKind::GpApply { input, .. } = &x.kind {
+            inside.extend(input.refs());
+        }
+    });
+    let mut outside = e.refs();
+    for r in inside {
+        if let Some(k) = outside.iter().position(|o| *o == r) {
+            outside.swap_remove(k);
+        }
+    }
+    outside.iter().any(|r| match r {
+        Ref::Data(d) => !g.data[*d].ty.is_scalar(),
+        Ref::Let(l) => depth > 32 || reads_point_data(&g.lets[*l].value, g, depth + 1),
+        _ => false,
+    })
+}
+
+/// Class probabilities E[p(y* = k | θ, f*)] over at most `limit` draws
+/// `qs` at inputs `x` [M, D] that are no data rows (a probability map's
+/// grid) \[M\]\[K\]: for a model whose one sampling statement is a
+/// classifier (binary or categorical) of a latent GP sampled in whitened
+/// form, whose other arguments read no per-point data; `None` for other
+/// models. `seed` is the run's.
+pub fn class_probabilities_at(
+    density: &Density,
+    qs: &[&[f64]],
+    x: &Inputs,
+    limit: usize,
+    seed: u64,
+) -> Result<Option<Vec<Vec<f64>>>, Error> {
+    let g = &density.bound.graph;
+    let ([o], (Some(lt), None)) = (g.observations.as_slice(), density.gp_parts()) else {
+        return Ok(None);
+    };
+    if lt.inputs.dim() != x.dim()
+        || !matches!(o.dist.dist, DistRef::Builtin(b) if matches!(b.support(), Support::Binary | Support::Category))
+        || o.dist.args.iter().any(|a| reads_point_data(a, g, 0))
+    {
+        return Ok(None);
+    }
+    let picks = spaced(qs.len(), limit);
+    let m = x.len();
+    limits::check_memory(
+        &[Request::new("the class probabilities at the map's points")
+            .times("threads", rayon::current_num_threads())
+            .times("training points", lt.n)
+            .times("map points", m)],
+    )?;
+    let pw = Pointwise::new(g, &o.dist);
+    let sums: Vec<Vec<Vec<f64>>> = picks
+        .par_iter()
+        .enumerate()
+        .map(|(d, &i)| {
+            let mut rng = StdRng::seed_from_u64(chain_seed(seed ^ SALT ^ MAP_SALT, d));
+            let (params, _, _) = density.params_at(qs[i]);
+            let latent = latent_at_test(density, &params, qs[i], x, &mut rng)?;
+            let sites = site_values(g, latent.as_ref());
+            let env = Env::new(&density.bound, &density.hypers, &params, &sites);
+            let args = eval_args(&env, o)?;
+            let k = classes(&o.dist.dist, &args).unwrap_or(2);
+            (0..m)
+                .map(|j| class_row(&pw, &point_args(&pw, &args, j, o.dist.span)?, k))
+                .collect()
+        })
+        .collect::<Result<_, Error>>()?;
+    let s = sums.len().max(1) as f64;
+    let mut out = sums.first().cloned().unwrap_or_default();
+    for row in out.iter_mut() {
+        row.iter_mut().for_each(|v| *v = 0.0);
+    }
+    for draw in &sums {
+        for (o, p) in out.iter_mut().zip(draw) {
+            for (a, b) in o.iter_mut().zip(p) {
+                *a += b / s;
+            }
+        }
+    }
+    Ok(Some(out))
 }
 
 /// The indices (into the chains' kept draws, chain by chain) of at most
@@ -441,6 +569,21 @@ pub fn predict(
                     })
                     .collect()
             });
+        // Binary outcomes: the draws of p(y* = 1) summarised per point.
+        let probability: Option<Band> = probabilities
+            .as_ref()
+            .filter(|p| p.first().is_some_and(|r| r.len() == 2))
+            .map(|_| {
+                let mut b = Band::default();
+                for i in 0..n {
+                    let col: Vec<f64> = outs
+                        .iter()
+                        .filter_map(|d| d.probs[j].as_ref().map(|p| p[i][1]))
+                        .collect();
+                    b.push_draws(&col);
+                }
+                b
+            });
         let log_density: Option<Vec<f64>> = logps.map(|lp| {
             (0..n)
                 .map(|i| {
@@ -452,6 +595,11 @@ pub fn predict(
         let y: Option<Vec<f64>> = outcome(test, o.data)
             .map(|v| v.flatten())
             .filter(|v| v.len() == n);
+        if let (Some(_), Some(ld)) = (&y, &log_density) {
+            crate::infer::finite::test_log_densities(ld, test, o.data, |i| {
+                draws_prediction(probabilities.as_deref(), predictive.as_ref(), i, s)
+            })?;
+        }
         let metrics = match (&y, &log_density) {
             (Some(y), Some(ld)) => Some(metrics(
                 y,
@@ -461,22 +609,54 @@ pub fn predict(
             )),
             _ => None,
         };
+        if let Some(rmse) = metrics.as_ref().and_then(|m| m.rmse) {
+            crate::infer::finite::number("the test RMSE", rmse, || {
+                crate::infer::vi::predict::OVERFLOW.to_string()
+            })?;
+        }
         preds.push(OutcomePredictions {
             name: g.data[o.data].name.clone(),
             points: n,
+            rows: test.row_numbers(n),
             predictive,
             probabilities,
+            probability,
             y,
             log_density,
             metrics,
         });
     }
+    let site = match density.gp_parts() {
+        (_, Some(mg)) => Some(mg.model.site),
+        (Some(lt), None) => Some(lt.site),
+        (None, None) => None,
+    };
+    let inputs = x.or(ode_x);
+    let input_names = inputs.as_ref().map_or(vec![], |x| {
+        crate::output::predictions::input_names(g, site, x.dim())
+    });
     Ok(SamplerPredictions {
         draws: s,
         latent,
-        inputs: x.or(ode_x),
+        inputs,
+        input_names,
         outcomes: preds,
     })
+}
+
+/// What `s` draws predicted at point `i`, for errors: the class
+/// probabilities, or the predictive mean and sd.
+fn draws_prediction(probs: Option<&[Vec<f64>]>, band: Option<&Band>, i: usize, s: usize) -> String {
+    use crate::infer::finite::{list, show};
+    match (probs, band) {
+        (Some(p), _) => format!("class probabilities {} over {s} draws", list(&p[i])),
+        (None, Some(b)) => format!(
+            "predictive mean {}, sd {} over {s} draws",
+            show(b.mean[i]),
+            show(b.sd[i])
+        ),
+        (None, None) => format!("over {s} draws"),
+    }
 }
 
 /// The metrics of predictions against outcomes `y`.
@@ -544,32 +724,33 @@ impl SamplerPredictions {
                 }
             }
             r.line(head);
-            let show = o.points.min(10);
-            if let Some(b) = &o.predictive {
-                let mut t = crate::output::report::Table::new(2, None, 2, &[6, 12, 12, 12, 12, 12]);
-                t.header(&["point", "mean", "sd", "2.5%", "50%", "97.5%"]);
-                for i in 0..show {
-                    t.row(
-                        "",
-                        vec![
-                            i.to_string(),
-                            format!("{:.4}", b.mean[i]),
-                            format!("{:.4}", b.sd[i]),
-                            format!("{:.4}", b.q2_5[i]),
-                            format!("{:.4}", b.q50[i]),
-                            format!("{:.4}", b.q97_5[i]),
-                        ],
-                    );
+            let index = crate::output::predictions::PointIndex::new(
+                &o.rows,
+                self.inputs.as_ref(),
+                &self.input_names,
+            );
+            use crate::output::predictions::{
+                band_cells, band_heads, class_cells, prediction_table,
+            };
+            let n = o.points;
+            match (&o.probability, &o.probabilities, &o.predictive) {
+                (Some(b), _, _) => {
+                    let heads = band_heads(&format!("P({}=1)", o.name));
+                    prediction_table(r, &index, &heads, n, |i| band_cells(b, i));
                 }
-                r.table(t);
-                if o.points > show {
-                    r.line(format!("  ... {} more in the JSON output", o.points - show));
+                (None, Some(p), _) => {
+                    let heads = ["class".to_string(), "P(class)".to_string()];
+                    prediction_table(r, &index, &heads, n, |i| class_cells(&p[i]));
                 }
-            } else {
-                r.note(format!(
-                    "`{}`'s likelihood is not a built-in distribution, so outcomes cannot be drawn from it: the predictions give its log predictive density only",
-                    o.name
-                ));
+                (None, None, Some(b)) => {
+                    prediction_table(r, &index, &band_heads("mean"), n, |i| band_cells(b, i));
+                }
+                (None, None, None) => {
+                    r.note(format!(
+                        "`{}`'s likelihood is not a built-in distribution, so outcomes cannot be drawn from it: the predictions give its log predictive density only",
+                        o.name
+                    ));
+                }
             }
         }
         r.field_ser("predictions", self);

@@ -89,7 +89,7 @@ impl EngineDef for PriorDef {
                 "numbers per draw (position, score, output columns)",
                 3 * density.dim + 8,
             )])
-        .map_err(|e| cfg.written().at(e, "draws"))?;
+        .map_err(|e| density.at_largest(cfg.written().at(e, "draws")))?;
         Ok(Box::new(PriorEngine::new(
             density,
             draws,

@@ -10,7 +10,8 @@ use super::fit::McmcFit;
 use super::predict::{SamplerPredictions, predict, spaced};
 use crate::error::Error;
 use crate::infer::fit::Fit;
-use crate::infer::saved::{bad, data_json, header, numbers, restore_full_data};
+use crate::infer::saved::{data_json, header, restore_full_data};
+use crate::infer::saved_json::Field;
 use crate::infer::settings::EngineConfig;
 use crate::ir::bind::Bound;
 use crate::ir::graph::Graph;
@@ -71,32 +72,35 @@ pub fn restore(
 ) -> Result<(Box<dyn Fit>, Bound), Error> {
     let (bound, _, name) = restore_full_data(graph, j, file, engine)?;
     let density = Density::new(Arc::new(bound.clone()))?;
-    let sec = j
-        .get("draws")
-        .ok_or_else(|| bad(file, "no `draws` section"))?;
-    let positions: Vec<Vec<f64>> = sec
-        .get("positions")
-        .and_then(Json::as_array)
-        .ok_or_else(|| bad(file, "the draws' positions"))?
-        .iter()
-        .map(|p| numbers(Some(p)).filter(|x| x.len() == density.dim))
-        .collect::<Option<_>>()
-        .ok_or_else(|| {
-            bad(
-                file,
-                &format!("each draw must hold {} finite numbers", density.dim),
-            )
-        })?;
-    if positions.is_empty() {
-        return Err(bad(file, "no draws"));
+    let sec = Field::root(file, j).get("draws");
+    sec.object()?;
+    let chains = sec.get("chains").count(1)?;
+    // Draws per chain (the shortest chain's, after a stop).
+    let kept = sec.get("kept").count(0)?;
+    let seed = sec.get("seed").u64()?;
+    let most = sec.get("predictive_draws").count(1)?;
+    let positions_field = sec.get("positions");
+    let items = positions_field.items(None, "draws")?;
+    if items.is_empty() || items.len() > most {
+        return Err(
+            positions_field.expected(&format!("from 1 to {most} draws (`predictive_draws`)"))
+        );
     }
-    let count = |k: &str| sec.get(k).and_then(Json::as_u64).unwrap_or(0) as usize;
+    let positions: Vec<Vec<f64>> = items
+        .iter()
+        .map(|p| {
+            p.numbers(
+                Some(density.dim),
+                "a draw on the sampler's unconstrained scale",
+            )
+        })
+        .collect::<Result<_, _>>()?;
     let fit = SavedDraws {
         engine: name,
         density: Arc::new(density),
         positions,
-        chains: (count("chains"), count("kept")),
-        seed: sec.get("seed").and_then(Json::as_u64).unwrap_or(0),
+        chains: (chains, kept),
+        seed,
         file: file.to_string(),
         predictions: None,
     };

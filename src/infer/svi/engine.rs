@@ -156,7 +156,7 @@ impl Svi {
         .times("latent functions", model.latents as u64 + 1)
         .times("inducing points", mm)
         .times("inducing points", mm)])
-        .map_err(at_guide)?;
+        .map_err(|e| at_guide(e).with_label("the inducing points"))?;
         let rule = Svi::step_rule(&model, s, 0);
         let theta = model.layout.initial(&model.bound)?;
         log_prior_value(&model.bound, &model.layout, &theta)?;

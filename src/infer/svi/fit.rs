@@ -207,7 +207,14 @@ impl SviFit {
 
     /// Latent means and variances [M, C] at the inputs of `test`, in batches.
     pub fn latent(&self, test: &Bound) -> Result<(DMatrix<f64>, DMatrix<f64>), Error> {
-        let x = test_inputs(&self.model, &self.hypers, test)?;
+        self.latent_at(&test_inputs(&self.model, &self.hypers, test)?)
+    }
+
+    /// Latent means and variances [M, C] at inputs `x` [M, D], in batches.
+    pub fn latent_at(
+        &self,
+        x: &crate::model::kernel::Inputs,
+    ) -> Result<(DMatrix<f64>, DMatrix<f64>), Error> {
         let (m, c) = (x.len(), self.qs.len());
         let mut mean = DMatrix::zeros(m, c);
         let mut var = DMatrix::zeros(m, c);
@@ -374,8 +381,7 @@ impl crate::infer::fit::Fit for SviFit {
     }
 
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
-        crate::output::figures::svi(self, path)?;
-        Ok(vec![path.to_path_buf()])
+        crate::output::figures::svi(self, path)
     }
 
     fn report(&self) -> Report {

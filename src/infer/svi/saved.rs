@@ -20,22 +20,20 @@
 //! [`crate::model::network`]); Z then holds M rows of features.
 
 use super::def::{SVI_SCHEMA, SviSettings};
-use super::fit::{Learned, SviFit};
+use super::fit::{Learned, SviFit, TracePoint};
 use super::sets::InducingSets;
 use super::sparse::Inducing;
 use crate::error::Error;
-use crate::infer::saved::{
-    check_header, data_json, header, matrix, numbers, restore_bound, rows_json,
-};
+use crate::infer::saved::{check_header, data_json, header, read_theta, restore_bound, rows_json};
+use crate::infer::saved_json::Field;
 use crate::infer::settings::{EngineConfig, Settings};
 use crate::infer::vi::expect::{Rule, RuleError};
 use crate::infer::vi::model::ViModel;
-use crate::infer::vi::posterior::Whitened;
+use crate::infer::vi::saved::read_qs;
 use crate::ir::bind::Bound;
 use crate::ir::graph::Graph;
 use crate::model::kernel::Inputs;
 use crate::model::network::{NetSpec, Network};
-use nalgebra::DVector;
 use serde_json::{Value as Json, json};
 use std::sync::Arc;
 
@@ -89,47 +87,49 @@ impl SviFit {
     /// the file's JSON; `file` names it in messages. Returns the fit and
     /// the bound base data (to bind test data against).
     pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(SviFit, Bound), Error> {
-        let bad = |what: &str| super::super::saved::bad(file, what);
+        let root = Field::root(file, j);
         if check_header(&graph, j, file)? != "svi" {
-            return Err(bad("saved by another engine than svi"));
+            return Err(root.get("engine").expected("\"svi\""));
         }
         let base = restore_bound(graph, j, file, "base", "the training data's first row")?;
-        let svi = j.get("svi").ok_or_else(|| bad("no `svi` section"))?;
-        let set = svi.get("settings").ok_or_else(|| bad("no settings"))?;
+        let svi = root.get("svi");
+        svi.object()?;
+        let set = svi.get("settings");
+        set.object()?;
         // The saved settings go through the schema's own checks.
         let mut cfg = EngineConfig::defaults(&SVI_SCHEMA, Default::default());
         for key in ["quadrature", "bins", "jitter", "learn_hypers"] {
-            let text = match set.get(key) {
+            let f = set.get(key);
+            let text = match f.raw() {
                 Some(Json::Number(x)) => x.to_string(),
                 Some(Json::Bool(b)) => b.to_string(),
-                _ => return Err(bad(&format!("no setting `{key}`"))),
+                _ => return Err(f.expected("a number or true/false (the setting's value)")),
             };
             cfg.set(key, &text)
-                .map_err(|e| bad(&format!("the setting `{key}`: {}", e.message)))?;
+                .map_err(|e| f.error(format!("the setting `{key}`: {}", e.message)))?;
         }
         let s = SviSettings::from_config(&cfg)?;
         let base = Arc::new(base);
         let model = ViModel::sparse(base.clone(), s.learn_hypers, s.jitter, "svi")?;
-        let theta = numbers(j.get("theta")).ok_or_else(|| bad("theta"))?;
-        if theta.len() != model.layout.len {
-            return Err(bad("the learned hypers do not match the model's"));
-        }
+        // θ, and the hypers written beside it (an edit of either is named
+        // at its field).
+        let theta = read_theta(&root, &root.get("theta"), &base, &model.layout)?;
         let net = match &model.deep {
             Some(d) => {
-                let n = svi
-                    .get("network")
-                    .ok_or_else(|| bad("no `network` of the deep kernel"))?;
-                let weights =
-                    numbers(n.get("weights")).ok_or_else(|| bad("the network's weights"))?;
-                let shape: Option<NetSpec> = n
-                    .get("shape")
+                let n = svi.get("network");
+                let shape_field = n.get("shape");
+                let shape: Option<NetSpec> = shape_field
+                    .raw()
                     .and_then(|v| serde_json::from_value(v.clone()).ok());
-                if shape.as_ref() != Some(&d.spec) || weights.len() != d.spec.len() {
-                    return Err(bad(&format!(
-                        "the network's shape differs from the model's {}",
+                if shape.as_ref() != Some(&d.spec) {
+                    return Err(shape_field.expected(&format!(
+                        "the shape of the model's network, {}",
                         d.spec.describe()
                     )));
                 }
+                let weights = n
+                    .get("weights")
+                    .numbers(Some(d.spec.len()), "the network's weights")?;
                 Some(Network::new(d.spec.clone(), weights)?)
             }
             None => None,
@@ -142,26 +142,20 @@ impl SviFit {
             Some(g) => (g, features / g.max(1)),
             None => (1, features),
         };
-        let z = matrix(svi.get("z")).ok_or_else(|| bad("z"))?;
-        if z.nrows() == 0 || z.ncols() != dim || z.nrows() % sets != 0 {
-            return Err(bad(
-                "the inducing inputs' columns differ from the model's inputs",
-            ));
+        let z_field = svi.get("z");
+        let rows = z_field.items(None, "rows (the inducing inputs)")?.len();
+        if rows == 0 || rows % sets != 0 {
+            return Err(z_field.expected(&format!(
+                "a positive multiple of {sets} rows (the inducing inputs of {sets} set{})",
+                if sets == 1 { "" } else { "s" }
+            )));
         }
+        let z = z_field.matrix(
+            (rows, dim),
+            &format!("the inducing inputs, {dim} columns as the model's inputs"),
+        )?;
         let mm = z.nrows() / sets;
-        let qs = svi
-            .get("q")
-            .and_then(Json::as_array)
-            .filter(|q| q.len() == model.latents)
-            .ok_or_else(|| bad("q(u) for each latent GP"))?
-            .iter()
-            .map(|q| {
-                let mean = numbers(q.get("mean")).filter(|m| m.len() == mm)?;
-                let r = matrix(q.get("factor")).filter(|r| r.shape() == (mm, mm))?;
-                Some(Whitened::from_factor(DVector::from_vec(mean), r))
-            })
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| bad("q(u)'s mean and factor"))?;
+        let qs = read_qs(&svi.get("q"), model.latents, mm, "inducing point")?;
         let pieces = model.pieces_rows::<f64>(&theta, &[0][..model.y.len().min(1)])?;
         let zs: Vec<Inputs> = (0..sets)
             .map(|k| Inputs::from_matrix(&z.rows(k * mm, mm).into_owned()))
@@ -183,7 +177,10 @@ impl SviFit {
                         || step.is_nan()
                         || step <= 0.0
                     {
-                        return Err(bad("the grid's nodes"));
+                        return Err(z_field.expected(&format!(
+                            "the nodes of a regular grid: at least {} increasing values",
+                            super::grid::MIN_GRID
+                        )));
                     }
                     let grid = super::grid::Grid {
                         lo: nodes[0],
@@ -198,7 +195,6 @@ impl SviFit {
             InducingSets::new(&pieces.kernel, zs, width, s.jitter)?
         };
         let rule = Rule::for_model(&model, s.quadrature);
-        let num = |k: &str| svi.get(k).and_then(Json::as_f64);
         let mut fit = SviFit::assemble(
             Arc::new(model),
             s,
@@ -211,19 +207,23 @@ impl SviFit {
                 net,
             },
         );
-        fit.n_train = num("n").ok_or_else(|| bad("n"))? as usize;
-        fit.elbo = num("elbo").ok_or_else(|| bad("elbo"))?;
-        fit.run.steps = num("steps").unwrap_or(0.0) as usize;
-        fit.run.seconds = num("seconds").unwrap_or(0.0);
-        fit.run.reason = svi
-            .get("reason")
-            .and_then(Json::as_str)
-            .unwrap_or("")
-            .to_string();
-        fit.run.trace = svi
-            .get("trace")
-            .and_then(|t| serde_json::from_value(t.clone()).ok())
-            .unwrap_or_default();
+        fit.n_train = svi.get("n").count(1)?;
+        fit.elbo = svi.get("elbo").number()?;
+        fit.run.steps = svi.get("steps").count(0)?;
+        fit.run.seconds = svi.get("seconds").number_or_nan()?;
+        fit.run.reason = svi.get("reason").str()?.to_string();
+        let trace = svi.get("trace");
+        fit.run.trace = trace
+            .items(None, "objects (the ELBO by epoch)")?
+            .iter()
+            .map(|p| {
+                Ok(TracePoint {
+                    step: p.get("step").count(0)?,
+                    seconds: p.get("seconds").number_or_nan()?,
+                    elbo: p.get("elbo").number_or_nan()?,
+                })
+            })
+            .collect::<Result<_, Error>>()?;
         fit.rule_error = RuleError::new(&fit.rule, 0.0, None);
         fit.loaded_from = Some(file.to_string());
         Ok((fit, (*base).clone()))

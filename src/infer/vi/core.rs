@@ -40,6 +40,8 @@ pub struct Core {
     pub rejected: usize,
     /// Confidence bins of the calibration errors at test data.
     pub bins: usize,
+    /// The run's estimated cost, when it was estimated before the start.
+    pub cost: Option<super::cost::Cost>,
 }
 
 /// The most times one step is halved and tried again after a rejection.
@@ -65,6 +67,7 @@ impl Core {
             hyper_opt,
             rejected: 0,
             bins: s.bins,
+            cost: None,
         })
     }
 

@@ -2,15 +2,18 @@
 //! `gradient_descent`): their settings, the guide families they accept, and
 //! how they are built.
 
+use super::cost::{Cost, Steps};
 use super::gd::{GradientDescent, Param};
 use super::mirror::MirrorDescent;
 use super::model::ViModel;
 use crate::error::{Error, ErrorKind};
-use crate::infer::registry::{Accepts, Def, TestData};
+use crate::infer::engine::Engine;
+use crate::infer::registry::{Accepts, BuildCx, Def, EngineDef, TestData};
 use crate::infer::settings::{EngineConfig, EngineSchema, SettingKind, SettingSpec, Settings, s};
 use crate::ir::bind::Bound;
 use crate::ir::graph::{Family, GuideTarget};
 use crate::math::optim::Rule;
+use std::sync::Arc;
 
 /// The variational engines' jitter.
 const VI_JITTER: SettingSpec = s(
@@ -18,6 +21,13 @@ const VI_JITTER: SettingSpec = s(
     SettingKind::Real(0.0, f64::INFINITY),
     Some("1e-6"),
     "added to the diagonal of the prior covariance K (as GPflow does)",
+);
+/// The bound on a dense variational run's estimated time.
+const MAX_MINUTES: SettingSpec = s(
+    "max_minutes",
+    SettingKind::Real(0.0, f64::INFINITY),
+    Some("30"),
+    "refuse to start when the run's estimated time (from N, the latent GPs, the hypers and `steps`) exceeds this many minutes; 0: no limit",
 );
 /// The calibration bins of classification test metrics.
 pub(crate) const BINS: SettingSpec = s(
@@ -89,6 +99,7 @@ pub const MIRROR_SCHEMA: EngineSchema = EngineSchema {
         ),
         VI_JITTER,
         BINS,
+        MAX_MINUTES,
     ],
 };
 
@@ -132,6 +143,7 @@ pub const GD_SCHEMA: EngineSchema = EngineSchema {
         ),
         VI_JITTER,
         BINS,
+        MAX_MINUTES,
     ],
 };
 
@@ -155,6 +167,9 @@ pub struct ViSettings {
     pub bins: usize,
     /// How q moves at each step.
     pub step: ViStep,
+    /// Refuse to start when the estimated time exceeds this many minutes
+    /// (0: no limit; see [`super::cost`]).
+    pub max_minutes: f64,
 }
 
 /// How a variational engine moves q.
@@ -202,6 +217,7 @@ impl Settings for ViSettings {
             jitter: cfg.number("jitter")?,
             bins: cfg.count("bins")?,
             step,
+            max_minutes: cfg.number("max_minutes")?,
         })
     }
 }
@@ -217,31 +233,88 @@ const fn accepts(families: &'static [Family]) -> Accepts {
     }
 }
 
-/// Mirror-descent (conjugate-computation) variational inference.
-pub const MIRROR_DESCENT: Def = Def {
-    schema: &MIRROR_SCHEMA,
-    accepts: accepts(&[Family::Sites]),
-    build: |bound, cfg, _| {
-        guide_family(&bound, &MIRROR_DESCENT)?;
+/// A dense variational engine: its definition, and how its steps move q
+/// (for the estimate of its cost, [`super::cost`]).
+pub struct ViDef {
+    /// The schema, what it accepts and its build.
+    pub def: Def,
+    /// `mirror_descent`, or `gradient_descent` (full-rank or mean-field
+    /// by the guide).
+    mirror: bool,
+}
+
+impl ViDef {
+    /// The model and its estimated cost, refused when it exceeds the
+    /// `max_minutes` setting.
+    fn model_and_cost(
+        &self,
+        bound: Arc<Bound>,
+        cfg: &EngineConfig,
+    ) -> Result<(ViModel, ViSettings, Cost, Steps), Error> {
+        let engine = self.def.schema.name;
+        let steps = match guide_family(&bound, &self.def)? {
+            _ if self.mirror => Steps::Mirror,
+            Some(Family::MeanField) => Steps::MeanField,
+            _ => Steps::FullRank,
+        };
         let s = ViSettings::from_config(cfg)?;
-        let model = ViModel::new(bound, &s, "mirror_descent")?;
-        Ok(Box::new(MirrorDescent::new(model, &s)?))
+        let model = ViModel::new(bound, &s, engine)?;
+        let cost = super::cost::check(&model, &s, cfg, engine, steps)?;
+        Ok((model, s, cost, steps))
+    }
+}
+
+impl EngineDef for ViDef {
+    fn schema(&self) -> &EngineSchema {
+        self.def.schema
+    }
+    fn accepts(&self) -> Accepts {
+        self.def.accepts
+    }
+    fn build(
+        &self,
+        bound: Arc<Bound>,
+        cfg: &EngineConfig,
+        _cx: &BuildCx,
+    ) -> Result<Box<dyn Engine>, Error> {
+        let (model, s, cost, steps) = self.model_and_cost(bound, cfg)?;
+        let param = match steps {
+            Steps::Mirror => {
+                return Ok(Box::new(MirrorDescent::new(model, &s)?.with_cost(cost)));
+            }
+            Steps::MeanField => Param::MeanField,
+            Steps::FullRank => Param::FullRank,
+        };
+        Ok(Box::new(
+            GradientDescent::new(model, &s, param)?.with_cost(cost),
+        ))
+    }
+    /// The estimated cost: a warning when the run is long, the build's
+    /// error when it is longer than `max_minutes`.
+    fn preflight(&self, bound: Arc<Bound>, cfg: &EngineConfig) -> Result<Vec<String>, Error> {
+        let (_, _, cost, _) = self.model_and_cost(bound, cfg)?;
+        Ok(cost.warning().into_iter().collect())
+    }
+}
+
+/// Mirror-descent (conjugate-computation) variational inference.
+pub const MIRROR_DESCENT: ViDef = ViDef {
+    def: Def {
+        schema: &MIRROR_SCHEMA,
+        accepts: accepts(&[Family::Sites]),
+        build: |_, _, _| Err(Error::internal("mirror_descent is built by its ViDef")),
     },
+    mirror: true,
 };
 
 /// Gradient-descent variational inference.
-pub const GRADIENT_DESCENT: Def = Def {
-    schema: &GD_SCHEMA,
-    accepts: accepts(&[Family::FullRank, Family::MeanField]),
-    build: |bound, cfg, _| {
-        let param = match guide_family(&bound, &GRADIENT_DESCENT)? {
-            Some(Family::MeanField) => Param::MeanField,
-            _ => Param::FullRank,
-        };
-        let s = ViSettings::from_config(cfg)?;
-        let model = ViModel::new(bound, &s, "gradient_descent")?;
-        Ok(Box::new(GradientDescent::new(model, &s, param)?))
+pub const GRADIENT_DESCENT: ViDef = ViDef {
+    def: Def {
+        schema: &GD_SCHEMA,
+        accepts: accepts(&[Family::FullRank, Family::MeanField]),
+        build: |_, _, _| Err(Error::internal("gradient_descent is built by its ViDef")),
     },
+    mirror: false,
 };
 
 /// The family the model's guide names for the latent GP, checked against

@@ -74,11 +74,21 @@ impl VariationalFit {
             None => None,
         };
         let rule_error = RuleError::new(&core.rule, total, finer);
+        let elbo = *trace.last().unwrap_or(&f64::NAN);
+        crate::infer::finite::number("the ELBO", elbo, || {
+            let kl: f64 = qs.iter().map(|q| q.kl()).sum();
+            let show = crate::infer::finite::show;
+            format!(
+                "the expected log-likelihood is {} and the KL divergence of q from the prior {}",
+                show(total),
+                show(kl)
+            )
+        })?;
         Ok(VariationalFit {
             rule_error,
             log_prior,
             engine,
-            elbo: *trace.last().unwrap_or(&f64::NAN),
+            elbo,
             core,
             qs,
             trace,
@@ -145,8 +155,7 @@ impl crate::infer::fit::Fit for VariationalFit {
     }
 
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
-        crate::output::figures::variational(self, path)?;
-        Ok(vec![path.to_path_buf()])
+        crate::output::figures::variational(self, path)
     }
 
     fn report(&self) -> Report {
@@ -190,6 +199,12 @@ impl crate::infer::fit::Fit for VariationalFit {
             r.line("hypers:");
             r.lines(hypers_table(b, &self.hypers, &self.core.model.layout));
         }
+        if let Some(c) = &self.core.cost {
+            if let Some(w) = c.warning() {
+                r.warning(w);
+            }
+            r.field_ser("cost_estimate", c);
+        }
         for n in self.notes() {
             r.note(n);
         }
@@ -222,13 +237,50 @@ pub fn test_report(r: &mut Report, test: Option<&TestMetrics>, predictions: Opti
         r.line(line);
         r.field_ser("test", t);
     } else if let Some(p) = predictions {
+        let n = p.mean_f.len();
         r.line(format!(
-            "predictions: {} test points (in the JSON output)",
-            p.mean_f.len()
+            "predictions: {n} test point{}",
+            if n == 1 { "" } else { "s" }
         ));
     }
     if let Some(p) = predictions {
+        prediction_table(r, p);
         r.field_ser("predictions", p);
+    }
+}
+
+/// The table of the first test points: each point's data row and inputs,
+/// then P(y = 1) with its interval (binary outcomes), the most probable
+/// class (categorical), the predictive mean and interval of y (numeric
+/// outcomes), or else the latent mean and sd.
+fn prediction_table(r: &mut Report, p: &Predictions) {
+    use crate::output::predictions::{
+        PointIndex, band_cells, band_heads, class_cells, prediction_table,
+    };
+    let index = PointIndex::new(&p.rows, p.inputs.as_ref(), &p.input_names);
+    let n = p.mean_f.len();
+    if let Some(b) = &p.probability {
+        let heads = band_heads(&format!("P({}=1)", p.outcome));
+        prediction_table(r, &index, &heads, n, |i| band_cells(b, i));
+    } else if let Some(probs) = &p.probabilities {
+        let heads = ["class".to_string(), "P(class)".to_string()];
+        prediction_table(r, &index, &heads, n, |i| class_cells(&probs[i]));
+    } else if let Some(b) = &p.predictive {
+        prediction_table(r, &index, &band_heads("mean"), n, |i| band_cells(b, i));
+    } else {
+        let c = p.mean_f.first().map_or(1, Vec::len);
+        let heads: Vec<String> = (0..c)
+            .flat_map(|k| {
+                let k = if c == 1 { String::new() } else { k.to_string() };
+                [format!("mean(f{k})"), format!("sd(f{k})")]
+            })
+            .collect();
+        prediction_table(r, &index, &heads, n, |i| {
+            (0..c)
+                .flat_map(|k| [p.mean_f[i][k], p.var_f[i][k].max(0.0).sqrt()])
+                .map(|x| format!("{x:.4}"))
+                .collect()
+        });
     }
 }
 

@@ -56,6 +56,12 @@ fn tril_len(n: usize) -> usize {
 }
 
 impl GradientDescent {
+    /// Keep the run's estimated cost for its report.
+    pub fn with_cost(mut self, cost: super::cost::Cost) -> Self {
+        self.core.cost = Some(cost);
+        self
+    }
+
     /// Start at q = prior.
     pub fn new(model: ViModel, s: &ViSettings, param: Param) -> Result<GradientDescent, Error> {
         let ViStep::Gradient { rule, lr } = s.step else {

@@ -49,6 +49,12 @@ pub struct MirrorDescent {
 }
 
 impl MirrorDescent {
+    /// Keep the run's estimated cost for its report.
+    pub fn with_cost(mut self, cost: super::cost::Cost) -> Self {
+        self.core.cost = Some(cost);
+        self
+    }
+
     /// Start at q = prior (θ̃ = 0).
     pub fn new(model: ViModel, s: &ViSettings) -> Result<MirrorDescent, Error> {
         let ViStep::Mirror { rho, backtrack } = s.step else {

@@ -3,6 +3,7 @@
 //! gradient-descent baseline on the same ELBO.
 
 pub mod core;
+pub mod cost;
 pub mod def;
 pub mod expect;
 pub mod fit;

@@ -12,6 +12,7 @@ use super::model::{LikArgs, ViModel};
 use super::posterior::Whitened;
 use crate::error::{Error, ErrorKind};
 use crate::infer::band::Band;
+use crate::infer::finite;
 use crate::ir::bind::Bound;
 use crate::ir::graph::DistRef;
 use crate::model::dist::{Dist, Support};
@@ -25,6 +26,8 @@ use serde::Serialize;
 /// Predictions at M points.
 #[derive(Clone, Debug, Serialize)]
 pub struct Predictions {
+    /// The data row of each point \[M\] ([`Bound::row_numbers`]).
+    pub rows: Vec<usize>,
     /// Latent means, M rows of C values (written flat, M numbers, when C = 1,
     /// as the exact engine writes its means).
     #[serde(serialize_with = "rows_or_flat")]
@@ -36,6 +39,12 @@ pub struct Predictions {
     /// with a fixed number of classes (binary or categorical).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probabilities: Option<Vec<Vec<f64>>>,
+    /// Binary outcomes: P(y* = 1) = p(y* = 1 | f*) under q(f*) per point:
+    /// its mean (`probabilities[i][1]`) and sd by the engine's
+    /// Gauss–Hermite rule, its quantiles p(1 | f*) at the quantiles of
+    /// q(f*) (exact: p is monotone in f*).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probability: Option<Band>,
     /// Log predictive density of each test outcome, when the test data has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_density: Option<Vec<f64>>,
@@ -48,9 +57,15 @@ pub struct Predictions {
     /// The test outcomes, when the test data has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub y: Option<Vec<f64>>,
-    /// The test inputs of the latent GP \[M, D\] (for plots).
+    /// The test inputs of the latent GP \[M, D\] (for plots and tables).
     #[serde(skip)]
     pub inputs: Option<crate::model::kernel::Inputs>,
+    /// The names of the input columns (for tables).
+    #[serde(skip)]
+    pub input_names: Vec<String>,
+    /// The outcome's name (for tables).
+    #[serde(skip)]
+    pub outcome: String,
 }
 
 /// Draws per test point of the outcome's predictive distribution, for
@@ -126,17 +141,7 @@ pub fn predict(
     let hypers = model.layout.values::<f64>(&model.bound, &core.theta);
     let x = test_inputs(model, &hypers, test)?;
     let pieces = model.pieces::<f64>(&core.theta, test)?;
-    let ks = pieces.kernel.cross(&model.inputs, &x)?;
-    let kss = pieces.kernel.diag(&x)?;
-    let u = core.prior.whiten(&ks);
-    let (m, c) = (x.len(), qs.len());
-    let mut mean = DMatrix::zeros(m, c);
-    let mut var = DMatrix::zeros(m, c);
-    for (j, q) in qs.iter().enumerate() {
-        let (mu, v) = q.predict(&core.prior, &u, &kss);
-        mean.set_column(j, &mu);
-        var.set_column(j, &v);
-    }
+    let (mean, var) = latent_at(core, qs, &pieces.kernel, &x)?;
     let (mut p, metrics) = outcome_predictions(
         model,
         &core.rule,
@@ -146,8 +151,41 @@ pub fn predict(
         &var,
         n_bins,
     )?;
+    p.input_names = crate::output::predictions::input_names(
+        &model.bound.graph,
+        Some(model.latent.site),
+        x.dim(),
+    );
     p.inputs = Some(x);
     Ok((p, metrics))
+}
+
+/// The latent means and variances [M, C] of the posteriors `qs` at inputs
+/// `x` [M, D], with the kernel at the fit's hypers.
+pub fn latent_at(
+    core: &Core,
+    qs: &[Whitened],
+    kernel: &crate::model::kernel::KernelValue<f64>,
+    x: &crate::model::kernel::Inputs,
+) -> Result<(DMatrix<f64>, DMatrix<f64>), Error> {
+    let (m, c) = (x.len(), qs.len());
+    crate::limits::check_memory(&[crate::limits::Request::new(
+        "the cross-covariance between training and predicted points",
+    )
+    .times("training points", core.model.inputs.len())
+    .times("predicted points", m)
+    .times("copies", 3)])?;
+    let ks = kernel.cross(&core.model.inputs, x)?;
+    let kss = kernel.diag(x)?;
+    let u = core.prior.whiten(&ks);
+    let mut mean = DMatrix::zeros(m, c);
+    let mut var = DMatrix::zeros(m, c);
+    for (j, q) in qs.iter().enumerate() {
+        let (mu, v) = q.predict(&core.prior, &u, &kss);
+        mean.set_column(j, &mu);
+        var.set_column(j, &v);
+    }
+    Ok((mean, var))
 }
 
 /// The latent GP's inputs at the test data [M, D], with an error when they
@@ -190,69 +228,13 @@ pub fn outcome_predictions(
     let y: Option<Vec<f64>> = test.present[obs.data]
         .then(|| test.data[obs.data].flatten())
         .filter(|y| y.len() == m);
-    let expect_exp = |i: usize, yv: f64| -> Result<f64, Error> {
-        // log E[p(y | f)] by the engine's rule, stably.
-        let mut terms = Vec::new();
-        let mut weights = Vec::new();
-        match rule {
-            Rule::Quadrature(gh) => {
-                for (z, w) in gh.points.iter().zip(&gh.weights) {
-                    let f = mean[(i, 0)] + var[(i, 0)].sqrt() * z;
-                    terms.push(lik.log_lik(model, i, yv, &[f])?);
-                    weights.push(*w);
-                }
-            }
-            // The softmax (the only model with several latent values per
-            // point) predicts through its product rule below; Monte Carlo
-            // serves only svi's minibatch steps.
-            Rule::Softmax(_) | Rule::MonteCarlo(_) => {
-                return Err(Error::internal(
-                    "the softmax's probabilities come from its product rule",
-                ));
-            }
-        }
-        let mx = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        if !mx.is_finite() {
-            return Ok(mx);
-        }
-        Ok(mx
-            + terms
-                .iter()
-                .zip(&weights)
-                .map(|(t, w)| w * (t - mx).exp())
-                .sum::<f64>()
-                .ln())
-    };
-    let classes = match model.support() {
-        Support::Binary => Some(2),
-        Support::Category => Some(model.classes),
+    let expect_exp = |i: usize, yv: f64| log_expected_lik(model, rule, lik, mean, var, i, yv);
+    let classes = classes(model);
+    let probs = class_probabilities(model, rule, lik, mean, var)?;
+    let probability = match (rule, classes) {
+        (Rule::Quadrature(gh), Some(2)) if c == 1 => Some(binary_band(model, gh, lik, mean, var)?),
         _ => None,
     };
-    let mut probs: Option<Vec<Vec<f64>>> = None;
-    if let Some(k) = classes {
-        let mut rows = Vec::with_capacity(m);
-        let (mut mi, mut vi) = (vec![0.0; c], vec![0.0; c]);
-        for i in 0..m {
-            for j in 0..c {
-                mi[j] = mean[(i, j)];
-                vi[j] = var[(i, j)];
-            }
-            let row: Vec<f64> = if let Rule::Softmax(r) = rule {
-                // E[softmax_c(f)] = ∂ E[log Σ exp f]/∂m_c.
-                r.eval(&mi, &vi).dm
-            } else if let (Rule::MonteCarlo(eps), Some(a)) = (rule, lik.mixing(model)) {
-                // Mixed latent GPs: E[softmax(Aᵀf)] by the rule's draws.
-                crate::infer::vi::expect::mixed_probabilities(a, eps, &mi, &vi)
-            } else {
-                (0..k)
-                    .map(|r| expect_exp(i, r as f64).map(f64::exp))
-                    .collect::<Result<_, _>>()?
-            };
-            let s: f64 = row.iter().sum();
-            rows.push(row.iter().map(|p| p / s).collect());
-        }
-        probs = Some(rows);
-    }
     let log_density = match (&y, &probs) {
         (Some(y), Some(p)) => Some(
             y.iter()
@@ -268,6 +250,16 @@ pub fn outcome_predictions(
         ),
         _ => None,
     };
+    if let Some(ld) = &log_density {
+        finite::test_log_densities(ld, test, obs.data, |i| match &probs {
+            Some(p) => format!("class probabilities {}", finite::list(&p[i])),
+            None => format!(
+                "latent mean {}, variance {}",
+                finite::list(&mean.row(i).iter().copied().collect::<Vec<_>>()),
+                finite::list(&var.row(i).iter().copied().collect::<Vec<_>>())
+            ),
+        })?;
+    }
     let predictive = match (&obs.dist.dist, classes) {
         (DistRef::Builtin(d), None) if c == 1 => {
             Some(y_band(model, *d, lik, test, mean, var, &obs.dist.options)?)
@@ -279,7 +271,9 @@ pub fn outcome_predictions(
             let mut t = metrics(y, ld, probs.as_deref(), n_bins);
             if let Some(b) = &predictive {
                 let (c50, c95) = b.coverage(y);
-                t.rmse = Some(b.rmse(y));
+                t.rmse = Some(finite::number("the test RMSE", b.rmse(y), || {
+                    OVERFLOW.to_string()
+                })?);
                 t.coverage_50 = Some(c50);
                 t.coverage_95 = Some(c95);
             }
@@ -290,16 +284,170 @@ pub fn outcome_predictions(
     let rows = |a: &DMatrix<f64>| (0..m).map(|i| a.row(i).iter().copied().collect()).collect();
     Ok((
         Predictions {
+            rows: test.row_numbers(m),
             mean_f: rows(mean),
             var_f: rows(var),
             probabilities: probs,
+            probability,
             log_density,
             predictive,
             y,
             inputs: None,
+            input_names: Vec::new(),
+            outcome: model.bound.graph.data[obs.data].name.clone(),
         },
         metrics,
     ))
+}
+
+/// log E_q[p(y | f)] at point `i` under q(f) ~ N(mean, var) [M, 1] by the
+/// engine's Gauss–Hermite `rule`, computed stably.
+fn log_expected_lik(
+    model: &ViModel,
+    rule: &Rule,
+    lik: &LikArgs<f64>,
+    mean: &DMatrix<f64>,
+    var: &DMatrix<f64>,
+    i: usize,
+    yv: f64,
+) -> Result<f64, Error> {
+    let mut terms = Vec::new();
+    let mut weights = Vec::new();
+    match rule {
+        Rule::Quadrature(gh) => {
+            for (z, w) in gh.points.iter().zip(&gh.weights) {
+                let f = mean[(i, 0)] + var[(i, 0)].sqrt() * z;
+                terms.push(lik.log_lik(model, i, yv, &[f])?);
+                weights.push(*w);
+            }
+        }
+        // The softmax (the only model with several latent values per
+        // point) predicts through its product rule; Monte Carlo serves
+        // only svi's minibatch steps.
+        Rule::Softmax(_) | Rule::MonteCarlo(_) => {
+            return Err(Error::internal(
+                "the softmax's probabilities come from its product rule",
+            ));
+        }
+    }
+    let mx = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    if !mx.is_finite() {
+        return Ok(mx);
+    }
+    Ok(mx
+        + terms
+            .iter()
+            .zip(&weights)
+            .map(|(t, w)| w * (t - mx).exp())
+            .sum::<f64>()
+            .ln())
+}
+
+/// The classes K of a discrete outcome with a fixed number of classes
+/// (binary: 2), `None` for other outcomes.
+pub fn classes(model: &ViModel) -> Option<usize> {
+    match model.support() {
+        Support::Binary => Some(2),
+        Support::Category => Some(model.classes),
+        _ => None,
+    }
+}
+
+/// Class probabilities p(y = k) = E_q[p(k | f)] at M points from the latent
+/// means and variances [M, C] there, each row summing to one (`None` for
+/// outcomes that are not classes): the softmax by its product rule, mixed
+/// latent GPs by the rule's draws, else by Gauss–Hermite.
+pub fn class_probabilities(
+    model: &ViModel,
+    rule: &Rule,
+    lik: &LikArgs<f64>,
+    mean: &DMatrix<f64>,
+    var: &DMatrix<f64>,
+) -> Result<Option<Vec<Vec<f64>>>, Error> {
+    let Some(k) = classes(model) else {
+        return Ok(None);
+    };
+    let (m, c) = mean.shape();
+    let mut rows = Vec::with_capacity(m);
+    let (mut mi, mut vi) = (vec![0.0; c], vec![0.0; c]);
+    for i in 0..m {
+        for j in 0..c {
+            mi[j] = mean[(i, j)];
+            vi[j] = var[(i, j)];
+        }
+        let row: Vec<f64> = if let Rule::Softmax(r) = rule {
+            // E[softmax_c(f)] = ∂ E[log Σ exp f]/∂m_c.
+            r.eval(&mi, &vi).dm
+        } else if let (Rule::MonteCarlo(eps), Some(a)) = (rule, lik.mixing(model)) {
+            // Mixed latent GPs: E[softmax(Aᵀf)] by the rule's draws.
+            crate::infer::vi::expect::mixed_probabilities(a, eps, &mi, &vi)
+        } else {
+            (0..k)
+                .map(|r| log_expected_lik(model, rule, lik, mean, var, i, r as f64).map(f64::exp))
+                .collect::<Result<_, _>>()?
+        };
+        let s: f64 = row.iter().sum();
+        rows.push(row.iter().map(|p| p / s).collect());
+    }
+    Ok(Some(rows))
+}
+
+/// Whether the likelihood's arguments other than the latent GP are the
+/// same at every point (numbers, or the mixing matrix), so that class
+/// probabilities can be computed at inputs that are no data rows (a
+/// probability map's grid).
+pub fn pointless_arguments(model: &ViModel, lik: &LikArgs<f64>) -> bool {
+    use crate::ir::value::Value;
+    lik.args.iter().enumerate().all(|(k, a)| {
+        matches!(a, Value::Real(_) | Value::Int(_))
+            || (k == model.latent.latent_arg && model.latent.mixing.is_some())
+    })
+}
+
+/// The standard normal quantiles of the five quantiles of a [`Band`].
+const BAND_Z: [f64; 5] = [
+    -1.959_963_984_540_054,
+    -0.674_489_750_196_081_7,
+    0.0,
+    0.674_489_750_196_081_7,
+    1.959_963_984_540_054,
+];
+
+/// P(y = 1) under q(f) ~ N(mean, var) [M, 1] at each point, for a binary
+/// likelihood: its mean and sd by the Gauss–Hermite rule `gh`, its
+/// quantiles p(1 | f) at the quantiles of q(f) (p is monotone in f for the
+/// binary likelihoods, so these are its exact quantiles).
+fn binary_band(
+    model: &ViModel,
+    gh: &crate::math::quadrature::GaussHermite,
+    lik: &LikArgs<f64>,
+    mean: &DMatrix<f64>,
+    var: &DMatrix<f64>,
+) -> Result<Band, Error> {
+    let mut band = Band::default();
+    for i in 0..mean.nrows() {
+        let sd = var[(i, 0)].max(0.0).sqrt();
+        let p1 = |f: f64| lik.log_lik(model, i, 1.0, &[f]).map(f64::exp);
+        let (mut m1, mut m2) = (0.0, 0.0);
+        for (z, w) in gh.points.iter().zip(&gh.weights) {
+            let p = p1(mean[(i, 0)] + sd * z)?;
+            m1 += w * p;
+            m2 += w * p * p;
+        }
+        let mut q = BAND_Z
+            .iter()
+            .map(|z| p1(mean[(i, 0)] + sd * z))
+            .collect::<Result<Vec<f64>, _>>()?;
+        q.sort_by(f64::total_cmp);
+        band.mean.push(m1);
+        band.sd.push((m2 - m1 * m1).max(0.0).sqrt());
+        band.q2_5.push(q[0]);
+        band.q25.push(q[1]);
+        band.q50.push(q[2]);
+        band.q75.push(q[3]);
+        band.q97_5.push(q[4]);
+    }
+    Ok(band)
 }
 
 /// The predictive distribution of the outcome at each of the M points,
@@ -362,6 +510,10 @@ fn y_band(
     }
     Ok(band)
 }
+
+/// Why a root mean squared error overflows.
+pub const OVERFLOW: &str =
+    "the squared errors overflow: a test outcome lies 1e154 or more from its predictive mean";
 
 /// Accuracy, mean log predictive density, ECE and MCE.
 pub fn metrics(

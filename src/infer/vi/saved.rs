@@ -10,7 +10,8 @@ use super::model::ViModel;
 use super::posterior::Whitened;
 use crate::error::{Error, ErrorKind, num};
 use crate::infer::fit::Fit;
-use crate::infer::saved::{bad, data_json, header, matrix, numbers, restore_full_data, rows_json};
+use crate::infer::saved::{data_json, header, read_theta, restore_full_data, rows_json};
+use crate::infer::saved_json::Field;
 use crate::infer::settings::{EngineConfig, Settings};
 use crate::ir::bind::Bound;
 use crate::ir::graph::Graph;
@@ -55,44 +56,32 @@ pub fn restore(
     let (bound, cfg, name) = restore_full_data(graph, j, file, engine)?;
     let s = ViSettings::from_config(&cfg)?;
     let model = ViModel::new(Arc::new(bound.clone()), &s, name)?;
-    let sec = j.get("vi").ok_or_else(|| bad(file, "no `vi` section"))?;
-    let theta = numbers(sec.get("theta")).ok_or_else(|| bad(file, "theta"))?;
-    if theta.len() != model.layout.len {
-        return Err(bad(file, "the learned hypers do not match the model's"));
-    }
+    let root = Field::root(file, j);
+    let sec = root.get("vi");
+    sec.object()?;
+    // θ, and the hypers written beside it (an edit of either is named
+    // at its field); then θ and q must reproduce the run's ELBO.
+    let theta = read_theta(&root, &sec.get("theta"), &bound, &model.layout)?;
     let n = model.inputs.len();
     let latents = model.latents;
     let mut core = Core::new(model, &s)?;
     core.theta = theta;
     core.refresh()?;
-    let qs = sec
-        .get("q")
-        .and_then(Json::as_array)
-        .filter(|q| q.len() == latents)
-        .ok_or_else(|| bad(file, "q for each latent GP"))?
-        .iter()
-        .map(|q| {
-            let mean = numbers(q.get("mean")).filter(|m| m.len() == n)?;
-            let r = matrix(q.get("factor")).filter(|r| r.shape() == (n, n))?;
-            Some(Whitened::from_factor(DVector::from_vec(mean), r))
-        })
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| bad(file, "q's mean and factor"))?;
-    let steps = sec.get("steps").and_then(Json::as_u64).unwrap_or(0) as usize;
-    let reason = sec
-        .get("reason")
-        .and_then(Json::as_str)
-        .unwrap_or("")
-        .to_string();
-    let saved_elbo = sec
-        .get("elbo")
-        .and_then(Json::as_f64)
-        .ok_or_else(|| bad(file, "elbo"))?;
+    let qs = read_qs(&sec.get("q"), latents, n, "training point")?;
+    let steps = sec.get("steps").count(0)?;
+    let reason = sec.get("reason").str()?.to_string();
+    let saved_elbo = sec.get("elbo").number()?;
     // The fit's ELBO is the trace's last value, as in the run.
-    let trace = numbers(sec.get("trace"))
-        .filter(|t| t.last() == Some(&saved_elbo))
-        .ok_or_else(|| bad(file, "the ELBO trace, which ends at the saved ELBO"))?;
-    let (_, elbo) = core.evaluate(&qs)?;
+    let field = sec.get("trace");
+    let trace = field.record(None, "the ELBO by step")?;
+    if trace.last() != Some(&saved_elbo) {
+        return Err(field.expected("the ELBO by step, ending at the saved `elbo`"));
+    }
+    let (_, elbo) = core.evaluate(&qs).map_err(|e| {
+        e.with_note(format!(
+            "while recomputing the ELBO of the fit saved in {file}"
+        ))
+    })?;
     if (elbo - saved_elbo).abs() > 1e-6 * saved_elbo.abs().max(1.0) {
         return Err(Error::new(
             ErrorKind::Data,
@@ -105,4 +94,22 @@ pub fn restore(
     }
     let fit = VariationalFit::new(name, core, qs, trace, steps, reason)?;
     Ok((Box::new(fit), bound))
+}
+
+/// The whitened q of each of `latents` latent GPs from `q` (an array of
+/// objects with `mean` \[n\] and a triangular `factor` \[n, n\]); `unit`
+/// names what n counts, for errors (`training point`).
+pub fn read_qs(q: &Field, latents: usize, n: usize, unit: &str) -> Result<Vec<Whitened>, Error> {
+    q.items(Some(latents), "objects (q of each latent GP)")?
+        .iter()
+        .map(|q| {
+            let mean = q
+                .get("mean")
+                .numbers(Some(n), &format!("q's whitened mean, one per {unit}"))?;
+            let r = q
+                .get("factor")
+                .factor(n, &format!("q's factor, a row and a column per {unit}"))?;
+            Ok(Whitened::from_factor(DVector::from_vec(mean), r))
+        })
+        .collect()
 }
