@@ -210,7 +210,10 @@ pub fn split_data(
     if !(f > 0.0 && f < 1.0) {
         return Err(Error::new(
             ErrorKind::Settings,
-            format!("--split {f}: expected the training fraction, a number between 0 and 1 (exclusive), e.g. 0.8"),
+            format!(
+                "--split {}: expected the training fraction, a number between 0 and 1 (exclusive), e.g. 0.8",
+                crate::error::num(f)
+            ),
         )
         .into());
     }
@@ -219,7 +222,8 @@ pub fn split_data(
         return Err(Error::new(
             ErrorKind::Settings,
             format!(
-                "--split {f}: {n} row{} give{} {k} training and {} test rows; both parts need at least one",
+                "--split {}: {n} row{} give{} {k} training and {} test rows; both parts need at least one",
+                crate::error::num(f),
                 if n == 1 { "" } else { "s" },
                 if n == 1 { "s" } else { "" },
                 n - k

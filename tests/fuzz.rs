@@ -8,6 +8,25 @@
 
 mod common;
 use common::*;
+
+#[path = "fuzz/found.rs"]
+mod found;
+#[path = "fuzz/groups.rs"]
+mod groups;
+#[path = "fuzz/labels.rs"]
+mod labels;
+#[path = "fuzz/ode.rs"]
+mod ode;
+#[path = "fuzz/pieces.rs"]
+mod pieces;
+#[path = "fuzz/saved.rs"]
+mod saved;
+#[path = "fuzz/splits.rs"]
+mod splits;
+#[path = "fuzz/summary.rs"]
+mod summary;
+#[path = "fuzz/svi.rs"]
+mod svi;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestRunner};
 use std::path::Path;
@@ -17,8 +36,80 @@ use std::time::{Duration, Instant};
 /// The longest one command may take (debug build, 2 cores, small settings).
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// What a fuzzed command did wrong, if anything; else its exit status.
-fn check_run(args: &[&str]) -> Result<i32, String> {
+/// What a fuzzed command did: its exit status and standard output.
+pub struct Ran {
+    /// 0 (success), 1 (a user error) or 2 (a malformed command line).
+    pub code: i32,
+    /// Its standard output.
+    pub out: String,
+}
+
+/// Headline numbers: a successful run must not report them non-finite.
+const HEADLINES: [&str; 7] = [
+    "log marginal likelihood",
+    "ELBO",
+    "log evidence",
+    "RMSE",
+    "mean log predictive density",
+    "accuracy",
+    "log p(y)",
+];
+
+/// A word of `line` that reads as a non-finite number (`NaN`, `inf`, `-inf`).
+fn non_finite_word(line: &str) -> Option<&str> {
+    line.split(|c: char| c.is_whitespace() || ",;:()=".contains(c))
+        .find(|w| w.parse::<f64>().is_ok_and(|v| !v.is_finite()))
+}
+
+/// The first line of a successful run's output with a non-finite headline
+/// number, or a non-finite mean in a table (a posterior summary, a
+/// prediction table).
+fn non_finite_headline(out: &str) -> Option<&str> {
+    // The header of the table being read: its width and the mean's column.
+    let mut table: Option<(usize, usize)> = None;
+    for line in out.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let Some(at) = words.iter().position(|w| *w == "mean") {
+            if words.contains(&"sd") {
+                table = Some((words.len(), at));
+                continue;
+            }
+        }
+        if let Some((width, at)) = table {
+            // A row: a name (absent from a summary's header), then numbers.
+            if words.len() >= width && words.len() <= width + 1 {
+                let mean = words[at + words.len() - width];
+                if mean.parse::<f64>().is_ok_and(|v| !v.is_finite()) {
+                    return Some(line);
+                }
+                if mean.parse::<f64>().is_ok() {
+                    continue;
+                }
+            }
+        }
+        table = None;
+        if HEADLINES.iter().any(|h| line.contains(h)) && non_finite_word(line).is_some() {
+            return Some(line);
+        }
+    }
+    None
+}
+
+/// Whether `line` holds a run of more than 30 digits (a huge or tiny
+/// number written out in full).
+fn long_digit_run(line: &str) -> bool {
+    let mut run = 0;
+    for c in line.chars() {
+        run = if c.is_ascii_digit() { run + 1 } else { 0 };
+        if run > 30 {
+            return true;
+        }
+    }
+    false
+}
+
+/// What a fuzzed command did wrong, if anything; else what it did.
+pub fn check_run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Ran, String> {
     let start = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_tempest"))
         .args(args)
@@ -28,28 +119,36 @@ fn check_run(args: &[&str]) -> Result<i32, String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start tempest: {e}"))?;
-    loop {
-        if child.try_wait().map_err(|e| e.to_string())?.is_some() {
-            break;
+    // Read the pipes while waiting, so that a large output cannot block.
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut v);
+        v
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stderr, &mut v);
+        v
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
         }
         if start.elapsed() > LIMIT {
             let _ = child.kill();
+            let _ = child.wait();
             return Err(format!("ran past {LIMIT:?}"));
         }
         std::thread::sleep(Duration::from_millis(10));
-    }
-    let o = child.wait_with_output().map_err(|e| e.to_string())?;
-    let out = String::from_utf8_lossy(&o.stdout);
-    let err = String::from_utf8_lossy(&o.stderr);
-    match o.status.code() {
+    };
+    let out = String::from_utf8_lossy(&out_reader.join().unwrap_or_default()).into_owned();
+    let err = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    match status.code() {
         Some(0) => {
-            for line in out.lines() {
-                let headline = ["log marginal likelihood", "ELBO", "log evidence", "RMSE"]
-                    .iter()
-                    .any(|h| line.trim_start().starts_with(h) || line.contains(&format!(", {h}")));
-                if headline && (line.contains("NaN") || line.contains("inf")) {
-                    return Err(format!("a non-finite headline number: {line}"));
-                }
+            if let Some(line) = non_finite_headline(&out) {
+                return Err(format!("a non-finite headline number: {line}\n{out}"));
             }
         }
         Some(1) => {
@@ -57,7 +156,14 @@ fn check_run(args: &[&str]) -> Result<i32, String> {
                 return Err(format!("exit 1 without an error header:\n{err}"));
             }
         }
+        // A malformed command line (a flag's value that is not a number, a
+        // negative number read as a flag): the parser's usage error.
+        Some(2) if err.starts_with("error: ") && err.contains("--help") => {}
         other => return Err(format!("exit status {other:?}:\n{err}")),
+    }
+    // A number in a message reads as a number: 1e300, not 301 digits.
+    if let Some(line) = err.lines().chain(out.lines()).find(|l| long_digit_run(l)) {
+        return Err(format!("a number written out in full: {line}"));
     }
     for bad in [
         "panicked",
@@ -70,10 +176,30 @@ fn check_run(args: &[&str]) -> Result<i32, String> {
         }
     }
     if std::env::var_os("TEMPEST_FUZZ_LOG").is_some() {
-        let first = err.lines().next().unwrap_or("");
-        eprintln!("[{:?}] {} :: {first}", o.status.code(), args[0]);
+        let first = err.lines().find(|l| l.contains("error[")).unwrap_or("");
+        let what = args
+            .first()
+            .map(|a| a.as_ref().to_string_lossy().into_owned());
+        eprintln!(
+            "[{:?}] {} :: {first}",
+            status.code(),
+            what.unwrap_or_default()
+        );
     }
-    Ok(o.status.code().unwrap_or(-1))
+    Ok(Ran {
+        code: status.code().unwrap_or(-1),
+        out,
+    })
+}
+
+/// The number of cases of a generated test: `base`, times the factor in
+/// `TEMPEST_FUZZ_SCALE` when it is set (for longer local runs).
+pub fn cases(base: u32) -> u32 {
+    let scale = std::env::var("TEMPEST_FUZZ_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .unwrap_or(1);
+    base.saturating_mul(scale.max(1))
 }
 
 /// Scalar names an expression may use, with the data of [`data_csv`].
@@ -271,16 +397,18 @@ fn broken_data() -> impl Strategy<Value = String> {
     })
 }
 
-fn runner(cases: u32, seed: u64) -> TestRunner {
+/// A proptest runner with a fixed seed and `cases(n)` cases.
+pub fn runner(n: u32, seed: u64) -> TestRunner {
     TestRunner::new(Config {
-        cases,
+        cases: cases(n),
         failure_persistence: None,
         rng_seed: RngSeed::Fixed(seed),
         ..Config::default()
     })
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> String {
+/// Write `text` to `dir/name`; its path.
+pub fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
     std::fs::write(&p, text).expect("write");
     p.to_string_lossy().into_owned()

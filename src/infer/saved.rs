@@ -212,12 +212,20 @@ pub fn data_key(d: &crate::ir::graph::DataNode) -> String {
 
 /// The data of `bound` in Stan's JSON convention, every declaration with a
 /// value under the key it is read from ([`data_key`]); declarations given
-/// in the model (`= expr`) are left out.
+/// in the model (`= expr`) are left out, and ids read with integer
+/// `levels` are written as the data file has them.
 pub fn data_json(bound: &Bound) -> Json {
     let mut m = Map::new();
     for (i, d) in bound.graph.data.iter().enumerate() {
         if bound.present[i] && !matches!(d.source, crate::ir::graph::DataSource::Value) {
-            m.insert(data_key(d), value_json(&bound.data[i]));
+            // Ids read with integer `levels` are stored as written, since
+            // binding the file again numbers them.
+            let v = match &bound.data[i] {
+                Value::IntArray(ns) => crate::ir::ids::written_ids(bound, i, ns)
+                    .map_or_else(|| value_json(&bound.data[i]), |ids| json!(ids)),
+                v => value_json(v),
+            };
+            m.insert(data_key(d), v);
         }
     }
     Json::Object(m)

@@ -310,8 +310,9 @@ impl Binder<'_> {
                             if v < 0.0 && self.is_size(&d.name) {
                                 return Err(data_err(
                                     format!(
-                                        "the size `{}` must be non-negative, found {v}",
-                                        d.name
+                                        "the size `{}` must be non-negative, found {}",
+                                        d.name,
+                                        crate::error::num(v)
                                     ),
                                     here(self),
                                     d.span,

@@ -4,6 +4,8 @@
 //! id's position among the levels, 0, 1, …, so that `a[county]` picks
 //! county 1's element 0. Declared bounds describe the ids as written.
 
+use super::bind::Bound;
+use super::eval::Env;
 use super::value::Value;
 use crate::error::{DataLocation, Error, ErrorKind};
 use crate::model::constraint::Bounds;
@@ -61,6 +63,14 @@ impl IdLevels {
         }
     }
 
+    /// The id numbered `k`, or `None` when there is no such level.
+    fn id(&self, k: i64) -> Option<i64> {
+        match self {
+            IdLevels::Range(a, b) => a.checked_add(k).filter(|x| k >= 0 && x <= b),
+            IdLevels::List(_, xs) => usize::try_from(k).ok().and_then(|k| xs.get(k).copied()),
+        }
+    }
+
     /// The levels as written: `1..85`, or the first 20 ids of a list.
     fn describe(&self) -> String {
         match self {
@@ -72,6 +82,17 @@ impl IdLevels {
             }
         }
     }
+}
+
+/// The ids as the data file wrote them, from the numbers `ns` of the data
+/// declaration `i` of `bound` (declared with integer `levels`): what a
+/// saved fit stores, so that binding it again numbers them the same way.
+/// `None` when the declaration has no integer levels.
+pub fn written_ids(bound: &Bound, i: usize, ns: &[i64]) -> Option<Vec<i64>> {
+    let e = bound.graph.data.get(i)?.ids.as_ref()?;
+    let env = Env::new(bound, &[], &[], &[]);
+    let levels = IdLevels::new(&env.eval(e).ok()?, e.span).ok()?;
+    ns.iter().map(|&k| levels.id(k)).collect()
 }
 
 /// Number the ids `xs` of the int array `name` by their position among

@@ -7,7 +7,7 @@
 use super::expr::TExpr;
 use super::graph::Graph;
 use super::value::{Value, zero_like};
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, num};
 use crate::interrupt::StopFlag;
 use crate::math::ode::{OdeFailure, OdeSettings, solve};
 use crate::model::custom::Scalar;
@@ -71,8 +71,10 @@ pub fn solve_call<T: Scalar>(
                 ErrorKind::Data,
                 at(2),
                 format!(
-                    "the output times of `ode` must be finite, no earlier than t0 = {t0} and non-decreasing; element {i} is {t}{}",
-                    if i > 0 && t.is_finite() { format!(" after {last}") } else { String::new() }
+                    "the output times of `ode` must be finite, no earlier than t0 = {} and non-decreasing; element {i} is {}{}",
+                    num(t0),
+                    num(t),
+                    if i > 0 && t.is_finite() { format!(" after {}", num(last)) } else { String::new() }
                 ),
             )
             .with_label("output times");

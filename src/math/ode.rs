@@ -14,6 +14,7 @@
 //! accepted state is not finite. A rejected step (its error estimate above
 //! the tolerance, or not a number) shrinks the step and is retried.
 
+use crate::error::num;
 use crate::interrupt::StopFlag;
 use crate::math::scalar::Real;
 
@@ -95,7 +96,9 @@ impl std::fmt::Display for OdeFailure {
             } => {
                 write!(
                     f,
-                    "the ODE solver reached its step limit max_steps = {max_steps} at t = {t} on the way to t = {t_end}"
+                    "the ODE solver reached its step limit max_steps = {max_steps} at t = {} on the way to t = {}",
+                    num(*t),
+                    num(*t_end)
                 )?;
                 if 2 * at_times >= *max_steps {
                     write!(
@@ -119,14 +122,19 @@ impl std::fmt::Display for OdeFailure {
                 "the ODE is solved at {times} distinct output times after t0, and each ends at least one solver step, more than its step limit max_steps = {max_steps}; raise `max_steps` (an option of the `ode` call, up to 1e8) to at least {times}, or solve at fewer times"
             ),
             OdeFailure::Interrupted { t } => {
-                write!(f, "interrupted while solving the ODE (at t = {t})")
+                write!(f, "interrupted while solving the ODE (at t = {})", num(*t))
             }
             OdeFailure::StepSize { t } => write!(
                 f,
-                "the ODE solver's step size fell below the resolution of t at t = {t} (the system is stiff there or its solution blows up)"
+                "the ODE solver's step size fell below the resolution of t at t = {} (the system is stiff there or its solution blows up)",
+                num(*t)
             ),
             OdeFailure::NonFinite { t } => {
-                write!(f, "the ODE's state or derivative is not finite at t = {t}")
+                write!(
+                    f,
+                    "the ODE's state or derivative is not finite at t = {}",
+                    num(*t)
+                )
             }
             OdeFailure::Rhs(m) => write!(f, "{m}"),
         }

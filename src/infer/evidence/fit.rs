@@ -8,7 +8,7 @@
 //! Its Monte Carlo standard error combines the rungs' standard errors of μᵢ
 //! and vᵢ with their weights in the rule (the rungs are independent runs).
 
-use crate::error::Error;
+use crate::error::{Error, fixed};
 use crate::mc::control_variates::{Method, Samples, estimate, mean_var, se_of, thin};
 use crate::mc::spec::CvSpec;
 use crate::mc::vector_valued::{Task, vector_valued_poly};
@@ -309,8 +309,10 @@ impl crate::infer::fit::Fit for EvidenceFit {
             self.gradients
         ));
         r.line(format!(
-            "log evidence: {:.4} (Monte Carlo standard error {:.4}); plain trapezoid rule {:.4}",
-            self.log_evidence, self.mcse, self.trapezoid
+            "log evidence: {} (Monte Carlo standard error {}); plain trapezoid rule {}",
+            fixed(self.log_evidence, 4),
+            fixed(self.mcse, 4),
+            fixed(self.trapezoid, 4)
         ));
         let mut t = Table::new(0, None, 1, &[4, 12, 14, 10, 14, 12]);
         t.header(&["rung", "t", "mean", "se", "mean (mc)", "var"]);
@@ -320,10 +322,10 @@ impl crate::infer::fit::Fit for EvidenceFit {
                 vec![
                     (i + 1).to_string(),
                     format!("{:.4e}", g.t),
-                    format!("{:.4}", g.mean),
+                    fixed(g.mean, 4),
                     format!("{:.2e}", g.mean_se),
-                    format!("{:.4}", g.mean_mc),
-                    format!("{:.4}", g.var),
+                    fixed(g.mean_mc, 4),
+                    fixed(g.var, 4),
                 ],
             );
         }

@@ -274,7 +274,9 @@ impl Fit for ExactFit {
             );
             if let (Some(rm), Some(m)) = (p.rmse, p.mean_log_predictive_density) {
                 head.push_str(&format!(
-                    ", RMSE {rm:.4}, mean log predictive density {m:.4}"
+                    ", RMSE {}, mean log predictive density {}",
+                    fixed(rm, 4),
+                    fixed(m, 4)
                 ));
             }
             if let Some(c) = p.coverage_95 {

@@ -61,7 +61,8 @@ pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Boun
             ErrorKind::Data,
             format!(
                 "{file}: the saved fit does not reproduce its log marginal likelihood ({} against the saved {}): the file was changed",
-                state.lml, saved
+                crate::error::num(state.lml),
+                crate::error::num(saved)
             ),
         ));
     }

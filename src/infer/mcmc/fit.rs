@@ -8,7 +8,7 @@ use super::diagnostics::{
     MIN_DRAWS_ESS, MIN_DRAWS_RHAT, Summary, ebfmi, summarize, summarize_independent,
 };
 use super::predict::SamplerPredictions;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, fixed};
 use crate::ir::eval::Env;
 use crate::ir::value::Value;
 use crate::mc::control_variates::{CvEstimate, Method as CvMethod, Samples};
@@ -424,7 +424,9 @@ impl crate::infer::fit::Fit for McmcFit {
                 .fold(f64::INFINITY, f64::min);
             let gp = self.names[params].split('[').next().unwrap_or("f");
             r.line(format!(
-                "{gp}: {latent} latent values (listed in --json and --csv output); max R-hat {rhat:.3}, min bulk ESS {ess:.0}"
+                "{gp}: {latent} latent values (listed in --json and --csv output); max R-hat {}, min bulk ESS {}",
+                fixed(rhat, 3),
+                fixed(ess, 0)
             ));
         }
         if !self.estimates.is_empty() {
@@ -448,9 +450,9 @@ impl crate::infer::fit::Fit for McmcFit {
                     t.row(
                         e.name.clone(),
                         vec![
-                            format!("{:.6}", c.cv),
+                            fixed(c.cv, 6),
                             format!("{:.2e}", c.cv_se),
-                            format!("{:.6}", c.mc),
+                            fixed(c.mc, 6),
                             format!("{:.2e}", c.mc_se),
                             format!("{:.1}", c.variance_reduction()),
                         ],
@@ -683,8 +685,9 @@ pub fn warnings(d: &RunDiagnostics) -> Vec<String> {
         && s.rhat > 1.01
     {
         w.push(format!(
-            "R-hat of {} is {:.3} (> 1.01): the chains have not mixed; run longer",
-            d.names[i], s.rhat
+            "R-hat of {} is {} (> 1.01): the chains have not mixed; run longer",
+            d.names[i],
+            fixed(s.rhat, 3)
         ));
     }
     let min_ess = 100.0 * d.chains as f64;
@@ -710,9 +713,9 @@ pub fn warnings(d: &RunDiagnostics) -> Vec<String> {
 }
 
 /// The summary table's cells of one column: mean, mcse, sd, 5 %, 50 %,
-/// 95 %, R-hat, bulk and tail ESS.
+/// 95 %, R-hat, bulk and tail ESS (huge values in scientific notation).
 pub fn summary_cells(x: &Summary) -> Vec<String> {
-    let f4 = |v: f64| format!("{v:.4}");
+    let f4 = |v: f64| fixed(v, 4);
     vec![
         f4(x.mean),
         f4(x.mcse),
@@ -720,9 +723,9 @@ pub fn summary_cells(x: &Summary) -> Vec<String> {
         f4(x.q5),
         f4(x.q50),
         f4(x.q95),
-        format!("{:.3}", x.rhat),
-        format!("{:.0}", x.ess_bulk),
-        format!("{:.0}", x.ess_tail),
+        fixed(x.rhat, 3),
+        fixed(x.ess_bulk, 0),
+        fixed(x.ess_tail, 0),
     ]
 }
 

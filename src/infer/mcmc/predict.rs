@@ -711,14 +711,14 @@ impl SamplerPredictions {
             );
             if let Some(m) = &o.metrics {
                 if let Some(rm) = m.rmse {
-                    head.push_str(&format!(", RMSE {rm:.4}"));
+                    head.push_str(&format!(", RMSE {}", crate::error::fixed(rm, 4)));
                 }
                 if let Some(a) = m.accuracy {
                     head.push_str(&format!(", accuracy {a:.4}"));
                 }
                 head.push_str(&format!(
-                    ", mean log predictive density {:.4}",
-                    m.mean_log_predictive_density
+                    ", mean log predictive density {}",
+                    crate::error::fixed(m.mean_log_predictive_density, 4)
                 ));
                 if let Some(c) = m.coverage_95 {
                     head.push_str(&format!(", 95 % interval coverage {c:.3}"));

@@ -415,7 +415,10 @@ impl crate::infer::fit::Fit for SviFit {
             _ => format!(", {c} latent GPs"),
         };
         let how = match self.settings.q_step {
-            QStep::Natural(rho) => format!("natural-gradient steps on q(u), rho = {rho}"),
+            QStep::Natural(rho) => format!(
+                "natural-gradient steps on q(u), rho = {}",
+                crate::error::num(rho)
+            ),
             QStep::Adam => "Adam on q(u)".to_string(),
         };
         let per = match self.inducing.width {

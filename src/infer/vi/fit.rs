@@ -238,14 +238,17 @@ pub fn test_report(r: &mut Report, test: Option<&TestMetrics>, predictions: Opti
     if let Some(t) = test {
         let n = predictions.map(|p| p.mean_f.len()).unwrap_or(0);
         let mut line = format!(
-            "test ({n} points): mean log predictive density {:.4}",
-            t.mean_log_predictive_density
+            "test ({n} points): mean log predictive density {}",
+            fixed(t.mean_log_predictive_density, 4)
         );
         if let (Some(a), Some(e), Some(m)) = (t.accuracy, t.ece, t.mce) {
             line.push_str(&format!(", accuracy {a:.4}, ECE {e:.4}, MCE {m:.4}"));
         }
         if let (Some(e), Some(c)) = (t.rmse, t.coverage_95) {
-            line.push_str(&format!(", RMSE {e:.4}, 95 % interval coverage {c:.3}"));
+            line.push_str(&format!(
+                ", RMSE {}, 95 % interval coverage {c:.3}",
+                fixed(e, 4)
+            ));
         }
         r.line(line);
         r.field_ser("test", t);

@@ -8,7 +8,7 @@ use super::def::ViSettings;
 use super::fit::VariationalFit;
 use super::model::ViModel;
 use super::posterior::Whitened;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, num};
 use crate::infer::fit::Fit;
 use crate::infer::saved::{data_json, header, read_theta, restore_full_data, rows_json};
 use crate::infer::saved_json::Field;
@@ -68,10 +68,15 @@ pub fn restore(
     core.theta = theta;
     core.refresh()?;
     let qs = read_qs(&sec.get("q"), latents, n, "training point")?;
-    let trace = sec.get("trace").record(None, "the ELBO by step")?;
     let steps = sec.get("steps").count(0)?;
     let reason = sec.get("reason").str()?.to_string();
     let saved_elbo = sec.get("elbo").number()?;
+    // The fit's ELBO is the trace's last value, as in the run.
+    let field = sec.get("trace");
+    let trace = field.record(None, "the ELBO by step")?;
+    if trace.last() != Some(&saved_elbo) {
+        return Err(field.expected("the ELBO by step, ending at the saved `elbo`"));
+    }
     let (_, elbo) = core.evaluate(&qs).map_err(|e| {
         e.with_note(format!(
             "while recomputing the ELBO of the fit saved in {file}"
@@ -81,7 +86,9 @@ pub fn restore(
         return Err(Error::new(
             ErrorKind::Data,
             format!(
-                "{file}: the saved fit does not reproduce its ELBO ({elbo} against the saved {saved_elbo}): the file was changed"
+                "{file}: the saved fit does not reproduce its ELBO ({} against the saved {}): the file was changed",
+                num(elbo),
+                num(saved_elbo)
             ),
         ));
     }
