@@ -5,7 +5,6 @@
 
 use super::pieces::*;
 use super::{out_dir, runner};
-use proptest::prelude::*;
 use serde_json::{Value as Json, json};
 use std::path::Path;
 
