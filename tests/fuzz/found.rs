@@ -97,7 +97,7 @@ fn huge_and_tiny_numbers_are_written_in_scientific_notation() {
         format!(
             "system decay(t : real, x : vector[1], p : real) {{ [-p * x[0]] }}\n\
              data {{ n : int\n  t : vector[n]\n  y : vector[n] }}\nparam {{ p : positive ~ lognormal(0, 0.5) }}\n\
-             model {{ let z = ode(decay, [1.0], {t0}, {ts}, p, max_steps = 5)\n  y ~ normal(col(z, 0), 1) }}\n\
+             model {{ let z = ode(decay, [1.0], {t0}, {ts}, p, max_steps = 20)\n  y ~ normal(col(z, 0), 1) }}\n\
              infer nuts {{ chains = 1, warmup = 5, draws = 5 }}\n"
         )
     };
