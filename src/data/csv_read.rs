@@ -363,3 +363,16 @@ mod tests {
         );
     }
 }
+
+impl CsvTable {
+    /// Parse CSV text with a header row (every column read).
+    pub fn parse(file: &str, text: &str) -> Result<CsvTable> {
+        let bytes = text.as_bytes();
+        read(
+            file,
+            &|| Ok(Box::new(bytes) as Box<dyn std::io::Read + '_>),
+            None,
+            &|_| true,
+        )
+    }
+}

@@ -4,7 +4,7 @@
 //! A table is held column by column in a compact form ([`Column`]): a
 //! column of numbers as one `f64` per cell, a column with text as one code
 //! per cell into its distinct texts, and a column the model does not use
-//! not at all. Reading ([`super::csv_read`]) builds it from the file in one
+//! not at all. Reading (`csv_read.rs`, also `CsvTable::parse`) builds it from the file in one
 //! pass (two when a column of numbers turns out to hold text further
 //! down).
 
@@ -41,17 +41,6 @@ pub struct CsvTable {
 }
 
 impl CsvTable {
-    /// Parse CSV text with a header row (every column read).
-    pub fn parse(file: &str, text: &str) -> Result<CsvTable> {
-        let bytes = text.as_bytes();
-        super::csv_read::read(
-            file,
-            &|| Ok(Box::new(bytes) as Box<dyn std::io::Read + '_>),
-            None,
-            &|_| true,
-        )
-    }
-
     /// Keep rows `first..=last` (0-based, inclusive).
     pub fn select_rows(self, first: usize, last: usize) -> Result<CsvTable> {
         if first > last || last >= self.nrows() {
