@@ -34,9 +34,51 @@ pub fn parse(text: &str) -> Result<Program> {
     crate::syntax::parse(text)
 }
 
-/// Resolve names and check types, with kernels and likelihoods from `registry`.
+/// Resolve names and check types, with kernels and likelihoods from
+/// `registry`, and the `infer` block's engine and settings against the
+/// engine registry: every error of both, in the order of the source.
 pub fn check(program: &Program, registry: &Registry) -> Result<Checked> {
-    crate::semantic::check(program, registry)
+    let infer = program.items.iter().find_map(|item| match item {
+        crate::syntax::ast::Item::Block(b) => match &b.kind {
+            crate::syntax::ast::BlockKind::Infer(spec) => Some(spec),
+            _ => None,
+        },
+        _ => None,
+    });
+    let settings = match infer.map(EngineConfig::from_ast) {
+        Some(Err(es)) => es,
+        _ => Vec::new(),
+    };
+    match crate::semantic::check(program, registry) {
+        Ok(c) if settings.is_empty() => Ok(c),
+        Ok(_) => Err(Errors(sorted(settings))),
+        Err(Errors(mut es)) => {
+            es.extend(settings);
+            Err(Errors(sorted(es)))
+        }
+    }
+}
+
+/// Errors in the order of their places in the source (unplaced first).
+fn sorted(mut es: Vec<Error>) -> Vec<Error> {
+    es.sort_by_key(|e| e.span.unwrap_or_default().start);
+    es
+}
+
+/// The engine configuration of the model's `infer` block, its settings
+/// checked against the engine's schema (`None`: no block).
+pub fn infer_config(graph: &Graph) -> Result<Option<EngineConfig>, Error> {
+    graph
+        .infer
+        .as_ref()
+        .map(|spec| {
+            EngineConfig::from_ast(spec).map_err(|es| {
+                es.into_iter()
+                    .next()
+                    .unwrap_or_else(|| Error::internal("an `infer` block failed without an error"))
+            })
+        })
+        .transpose()
 }
 
 /// Lower a checked model to its graph.
@@ -78,7 +120,8 @@ pub struct RunOptions {
 /// The engine configuration a run will use: the model's `infer` block or
 /// `options.engine`, with `options.settings` applied.
 pub fn engine_config(graph: &Graph, options: &RunOptions) -> Result<EngineConfig, Error> {
-    let mut cfg = match (&options.engine, &graph.engine) {
+    let written = infer_config(graph)?;
+    let mut cfg = match (&options.engine, &written) {
         (Some(name), existing) => {
             let schema = registry::schema(name).ok_or_else(|| {
                 let names = registry::names(false);

@@ -443,6 +443,12 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 Stage::Ir => {
                     let g = command::compile(src, registry)?;
                     out(&crate::ir::print::graph(&g))?;
+                    // The engine as it will run: its settings with defaults.
+                    if let Some(cfg) =
+                        crate::api::infer_config(&g).map_err(|e| sourced(e.into()))?
+                    {
+                        out(&format!("  engine   {cfg}\n"))?;
+                    }
                 }
             }
             Ok(())

@@ -463,7 +463,7 @@ pub fn check_with(
     // The engine of the `infer` block is built (not run), so that a model
     // it cannot run fails here as at `run` (without a block the engine is
     // chosen at `run`).
-    if graph.engine.is_some() {
+    if graph.infer.is_some() {
         let options = crate::RunOptions {
             settings: engine_sets.clone(),
             ..Default::default()

@@ -283,3 +283,19 @@ pub fn fixed(v: f64, decimals: usize) -> String {
         format!("{v:.decimals$}")
     }
 }
+
+/// The closest of `candidates` to `name`, if close enough (Jaro–Winkler
+/// similarity above 0.8): the "did you mean" of every message.
+pub fn suggest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut best: Option<(f64, &str)> = None;
+    for c in candidates {
+        if c == name {
+            continue;
+        }
+        let score = strsim::jaro_winkler(name, c);
+        if score > 0.8 && best.is_none_or(|(s, _)| score > s) {
+            best = Some((score, c));
+        }
+    }
+    best.map(|(_, c)| c.to_string())
+}

@@ -42,8 +42,9 @@ pub const FORMAT: &str = "tempest fit";
 /// The format's version.
 pub const VERSION: u64 = 1;
 
-/// The model's printed IR without the `engine` line: what must match
-/// between the model a fit was saved from and the one predicting.
+/// The model's printed IR (which holds no engine: a fit predicts under
+/// any `infer` block), as lines joined without a final newline: what must
+/// match between the model a fit was saved from and the one predicting.
 pub fn graph_text(g: &Graph) -> String {
     crate::ir::print::graph(g)
         .lines()

@@ -1,10 +1,10 @@
 //! The typed graph of a model: declarations, latent GPs and their sites,
 //! deterministic definitions, observation and prior terms, variational
-//! families, estimates and the engine. Expressions refer to nodes by index.
+//! families, estimates and the `infer` block as written. Expressions refer
+//! to nodes by index.
 
 use super::expr::TExpr;
 use super::types::Ty;
-use crate::infer::settings::EngineConfig;
 use crate::model::custom::DynLikelihood;
 use crate::model::dist::Dist;
 use crate::syntax::ast::{self, Span};
@@ -313,8 +313,10 @@ pub struct Graph {
     pub estimates: Vec<EstimateNode>,
     /// How to compute them (`using ...`).
     pub estimate_method: Option<ast::Call>,
-    /// The engine from the `infer` block.
-    pub engine: Option<EngineConfig>,
+    /// The `infer` block as written: syntax, which the facade turns into
+    /// an engine configuration (each engine validates its own settings),
+    /// so the graph imports no engine.
+    pub infer: Option<ast::EngineSpec>,
 }
 
 impl Graph {

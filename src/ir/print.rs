@@ -149,9 +149,6 @@ pub fn graph(g: &Graph) -> String {
             })
         );
     }
-    if let Some(e) = &g.engine {
-        let _ = writeln!(o, "  engine   {e}");
-    }
     o
 }
 

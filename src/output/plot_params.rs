@@ -123,7 +123,7 @@ fn unknown(r: &str, names: &[String]) -> Error {
             ErrorKind::Settings,
             format!("--plot-params {r}: the model has no param `{base}`"),
         );
-        if let Some(s) = crate::semantic::scope::suggest(base, bases.iter().copied()) {
+        if let Some(s) = crate::error::suggest(base, bases.iter().copied()) {
             e = e.with_note(format!("did you mean `{s}`?"));
         }
         e

@@ -133,17 +133,4 @@ impl Scope {
     }
 }
 
-/// The closest candidate to `name`, if close enough.
-pub fn suggest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
-    let mut best: Option<(f64, &str)> = None;
-    for c in candidates {
-        if c == name {
-            continue;
-        }
-        let score = strsim::jaro_winkler(name, c);
-        if score > 0.8 && best.is_none_or(|(s, _)| score > s) {
-            best = Some((score, c));
-        }
-    }
-    best.map(|(_, c)| c.to_string())
-}
+pub use crate::error::suggest;

@@ -169,8 +169,7 @@ impl EngineConfig {
             )
             .with_label("not an engine")
             .with_note(format!("engines: {}", names.join(", ")));
-            if let Some(h) = crate::semantic::scope::suggest(&spec.name.name, names.iter().copied())
-            {
+            if let Some(h) = crate::error::suggest(&spec.name.name, names.iter().copied()) {
                 e = e.with_note(format!("did you mean `{h}`?"));
             }
             return Err(vec![e]);

@@ -52,7 +52,7 @@ pub(super) fn parse_setting(
             schema.name,
             names.join(", ")
         ));
-        if let Some(h) = crate::semantic::scope::suggest(key, names.iter().copied()) {
+        if let Some(h) = crate::error::suggest(key, names.iter().copied()) {
             e = e.with_note(format!("did you mean `{h}`?"));
         }
         return Err(vec![e]);

@@ -325,7 +325,7 @@ pub const GRADIENT_DESCENT: ViDef = ViDef {
 pub(crate) fn guide_family(bound: &Bound, def: &Def) -> Result<Option<Family>, Error> {
     let g = &bound.graph;
     let engine = def.schema.name;
-    if g.engine.as_ref().is_some_and(|e| e.name != engine) {
+    if g.infer.as_ref().is_some_and(|e| e.name.name != engine) {
         return Ok(None);
     }
     let latent = crate::infer::structure::latent_observation(bound, engine)?;
