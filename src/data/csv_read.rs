@@ -293,6 +293,19 @@ fn read_again(file: &str, open: &Open<'_>, cols: &mut [Building], rows: usize) -
     Ok(())
 }
 
+impl CsvTable {
+    /// Parse CSV text with a header row (every column read).
+    pub fn parse(file: &str, text: &str) -> Result<CsvTable> {
+        let bytes = text.as_bytes();
+        read(
+            file,
+            &|| Ok(Box::new(bytes) as Box<dyn std::io::Read + '_>),
+            None,
+            &|_| true,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,18 +374,5 @@ mod tests {
             "{}",
             e.message
         );
-    }
-}
-
-impl CsvTable {
-    /// Parse CSV text with a header row (every column read).
-    pub fn parse(file: &str, text: &str) -> Result<CsvTable> {
-        let bytes = text.as_bytes();
-        read(
-            file,
-            &|| Ok(Box::new(bytes) as Box<dyn std::io::Read + '_>),
-            None,
-            &|_| true,
-        )
     }
 }
