@@ -2,7 +2,7 @@
 //! quantiles of a predictive distribution at M points, from draws or from a
 //! normal distribution. Every engine's predictions at test data use it.
 
-use crate::infer::mcmc::diagnostics::quantile_sorted;
+use crate::mc::diagnostics::quantile_sorted;
 use serde::Serialize;
 
 /// The standard normal quantiles of 0.975 and 0.75.

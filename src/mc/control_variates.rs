@@ -20,9 +20,9 @@
 //! gives the lengths of consecutive chains (n for one iid sample), used for
 //! Monte Carlo standard errors that account for autocorrelation.
 
+use super::diagnostics::mcse_mean;
 use super::stein::{BaseKernel, median_distance, stein_gram};
 use crate::error::{Error, ErrorKind};
-use crate::infer::mcmc::diagnostics::mcse_mean;
 use crate::math::linalg::cholesky_jitter;
 use nalgebra::{DMatrix, DVector};
 

@@ -13,8 +13,8 @@ use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
 use crate::infer::mcmc::def::{SamplerDef, SamplerSettings};
 use crate::infer::mcmc::density::Density;
-use crate::infer::mcmc::diagnostics::MIN_DRAWS_ESS;
 use crate::infer::mcmc::engine::McmcEngine;
+use crate::mc::diagnostics::MIN_DRAWS_ESS;
 use crate::mc::spec::CvSpec;
 use std::time::Instant;
 

@@ -4,14 +4,14 @@
 
 use super::chain::{ChainConfig, Draw, Method};
 use super::density::Density;
-use super::diagnostics::{
-    MIN_DRAWS_ESS, MIN_DRAWS_RHAT, Summary, ebfmi, summarize, summarize_independent,
-};
 use super::predict::SamplerPredictions;
 use crate::error::{Error, ErrorKind, fixed};
 use crate::ir::eval::Env;
 use crate::ir::value::Value;
 use crate::mc::control_variates::{CvEstimate, Method as CvMethod, Samples};
+use crate::mc::diagnostics::{
+    MIN_DRAWS_ESS, MIN_DRAWS_RHAT, Summary, ebfmi, summarize, summarize_independent,
+};
 use crate::mc::spec::CvSpec;
 use crate::mc::vector_valued::{Task, vector_valued_poly};
 use crate::output::report::{Report, Table};

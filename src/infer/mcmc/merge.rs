@@ -12,12 +12,12 @@
 //! error (an array job whose processes were not given distinct
 //! `chain_offset`s).
 
-use super::diagnostics::{Summary, ebfmi, summarize};
 use super::fit::{
     RunDiagnostics, SUMMARY_HEADER, SUMMARY_WIDTHS, extremes, summary_cells, summary_json, warnings,
 };
 use super::same_run::config;
 use crate::error::{Error, ErrorKind};
+use crate::mc::diagnostics::{Summary, ebfmi, summarize};
 use crate::output::report::{Report, Table};
 use crate::output::stan_csv::{StanCsv, read_stan_csv};
 use serde_json::{Map, json};

@@ -1,12 +1,13 @@
 //! Markov chain Monte Carlo over a model's params: the log density and its
-//! gradient, the samplers (MALA, HMC, NUTS) with adaptation, and
-//! diagnostics.
+//! gradient, the samplers (MALA, HMC, NUTS) with adaptation, and their
+//! fits. The diagnostics of draws are `crate::mc::diagnostics`.
 
 pub mod adapt;
 pub mod chain;
 pub mod def;
 pub mod density;
-pub mod diagnostics;
+/// The diagnostics of draws (R-hat, ESS, MCSE), at their old path.
+pub use crate::mc::diagnostics;
 pub mod engine;
 pub mod fit;
 pub mod hamiltonian;
