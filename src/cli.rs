@@ -675,9 +675,9 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
             for w in crate::api::preflight(&bound, &options).map_err(sourced)? {
                 let _ = writeln!(std::io::stderr(), "warning: {w}");
             }
-            let cfg = crate::engine_config(&bound.graph, &options).ok();
+            let cfg =
+                crate::engine_config(&bound.graph, &options).map_err(|e| sourced(e.into()))?;
             if save.is_some()
-                && let Some(cfg) = &cfg
                 && !crate::infer::registry::find(&cfg.name).is_some_and(|d| d.accepts().saves_fits)
             {
                 return Err(Error::new(
@@ -737,7 +737,6 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 &files,
             )?;
             if let Some(path) = &save {
-                let cfg = cfg.ok_or_else(|| Error::internal("a saved fit without settings"))?;
                 let j = fit
                     .saved(&src.name, &cfg)
                     .ok_or_else(|| Error::internal("a fit that cannot be saved"))??;

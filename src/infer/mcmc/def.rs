@@ -121,7 +121,12 @@ impl SamplerSettings {
                     "gradient" => Adaptation::Gradient,
                     "dense" => Adaptation::Dense,
                     "low_rank" => Adaptation::LowRank,
-                    _ => Adaptation::Stan,
+                    "stan" => Adaptation::Stan,
+                    other => {
+                        return Err(Error::internal(format!(
+                            "adaptation `{other}` is a choice of the schema that the sampler does not read"
+                        )));
+                    }
                 },
                 early_stop: cfg.flag("early_stop")?,
             },
