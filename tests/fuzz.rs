@@ -69,11 +69,11 @@ fn non_finite_headline(out: &str) -> Option<&str> {
     let mut table: Option<(usize, usize)> = None;
     for line in out.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
-        if let Some(at) = words.iter().position(|w| *w == "mean") {
-            if words.contains(&"sd") {
-                table = Some((words.len(), at));
-                continue;
-            }
+        if let Some(at) = words.iter().position(|w| *w == "mean")
+            && words.contains(&"sd")
+        {
+            table = Some((words.len(), at));
+            continue;
         }
         if let Some((width, at)) = table {
             // A row: a name (absent from a summary's header), then numbers.

@@ -125,7 +125,7 @@ fn damage_fit(text: &str, what: u8, at: usize, k: usize) -> (String, String) {
         // Shorten or lengthen an array.
         2 => {
             if let Some(Json::Array(a)) = node(&mut j, &path) {
-                if k % 2 == 0 {
+                if k.is_multiple_of(2) {
                     a.pop();
                 } else if let Some(first) = a.first().cloned() {
                     a.push(first);
