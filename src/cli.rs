@@ -1,4 +1,7 @@
-//! The `tempest` command line: run, check and inspect model files.
+//! The `tempest` command line: run, check and inspect model files. Built
+//! with the `cli` feature (on by default); without `plot` its `--plot` and
+//! `plot-trace` are refused before any work, without `progress` it writes
+//! plain progress lines instead of bars.
 //!
 //! The `tempest` binary is [`main_with`] with the default (empty)
 //! [`Registry`]. A program that registers its own likelihoods and kernels
@@ -15,7 +18,6 @@
 
 use crate::command::{self, Failure};
 use crate::error::{Error, ErrorKind, Errors};
-use crate::output::plot::traces_xy;
 use crate::output::progress::BarProgress;
 use crate::syntax::diagnostics::{SourceFile, render};
 use crate::{Registry, RunOptions};
@@ -296,8 +298,10 @@ fn check_outputs(
     Ok(())
 }
 
-/// Check a PNG output path: the extension, then that it can be written.
+/// Check a PNG output path: that this build draws figures (the `plot`
+/// feature), the extension, then that it can be written.
 fn check_png(flag: &str, p: &Path) -> Result<(), Failure> {
+    crate::output::require_plot(flag)?;
     let png = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("png"));
     if !png {
         return Err(Error::new(
@@ -860,7 +864,11 @@ fn plot_trace(
         }
     });
     let x_label = timed.then_some("seconds");
-    traces_xy(out_path, &xy, &title, x_label, y_label, gap)?;
+    #[cfg(feature = "plot")]
+    crate::output::plot::traces_xy(out_path, &xy, &title, x_label, y_label, gap)?;
+    // Without figures `check_png` refused the command before any reading.
+    #[cfg(not(feature = "plot"))]
+    let _ = (xy, title, x_label, y_label, gap);
     out(&format!("plot written to {}\n", out_path.display()))?;
     Ok(())
 }

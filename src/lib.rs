@@ -15,12 +15,23 @@
 //! Rust ([`UserLikelihood`], [`UserKernel`]) are registered in a [`Registry`]
 //! and used by name in model files; autodiff supplies their derivatives.
 //!
+//! Cargo features, all on by default: `cli` (the `cli` module and the
+//! `tempest` binary: clap, anyhow, ctrlc), `plot` (PNG figures through
+//! [`Fit::plot`]: plotters) and `progress` (terminal progress bars:
+//! indicatif). A program that embeds tempest can leave them out with
+//! `default-features = false`: every engine, [`run`], reports, JSON, Stan
+//! CSV and saved fits stay; [`Fit::plot`] and [`Fit::plot_with`] remain and
+//! return an error naming the missing feature
+//! ([`output::require_plot`]), and
+//! [`output::progress::BarProgress`] writes plain lines instead of bars.
+//!
 //! Shapes follow one notation: inputs X are [N, D], outcomes y are \[N\], test
 //! inputs X* are [M, D].
 
 #![warn(missing_docs)]
 
 pub mod api;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod command;
 pub mod data;

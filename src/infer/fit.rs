@@ -65,8 +65,12 @@ pub trait Fit: AsAny + Send {
     }
     /// Draw the fit's figure to a PNG file at `path` (and, for engines with
     /// two figures, the second beside it): the files written, `path` first.
+    ///
+    /// Without the `plot` feature every engine returns the error of
+    /// [`crate::output::require_plot`] instead.
     fn plot(&self, path: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
         let _ = path;
+        crate::output::require_plot("--plot")?;
         Err(Error::new(
             ErrorKind::Unsupported,
             format!("--plot is not available for the `{}` engine", self.engine()),
@@ -79,6 +83,7 @@ pub trait Fit: AsAny + Send {
         path: &Path,
         options: &PlotOptions,
     ) -> Result<Vec<std::path::PathBuf>, Error> {
+        crate::output::require_plot("--plot")?;
         if options.params.is_some() {
             return Err(Error::new(
                 ErrorKind::Settings,

@@ -3,6 +3,7 @@
 //! (variational), trace and density per chain (samplers), and the rung
 //! means (evidence). The fits' [`crate::infer::fit::Fit::plot`] call these.
 
+use super::labels::{engine_words, input_label};
 use super::plot::{RegressionPlot, regression_1d, reliability_diagram, traces, traces_xy};
 use super::plot_mcmc::{ChainSeries, trace_density};
 use super::plot_pairs::pair_plot;
@@ -24,15 +25,6 @@ use std::path::{Path, PathBuf};
 /// Points of the grid a 1-D regression is drawn on: fine enough for a
 /// seasonal term over several decades.
 const GRID: usize = 1000;
-
-/// An engine's name in words, for plot titles and summaries.
-pub fn engine_words(engine: &str) -> &str {
-    match engine {
-        "mirror_descent" => "mirror-descent VI",
-        "gradient_descent" => "gradient-descent VI",
-        other => other,
-    }
-}
 
 /// The exact fit of a model with 1-D inputs: the training data, the test
 /// data when it has outcomes, and the predictive mean with a band over the
@@ -200,37 +192,6 @@ fn axis_labels(g: &crate::ir::Graph, site: usize, obs: usize) -> (String, String
         input_label(g, Some(site)),
         g.data[g.observations[obs].data].name.clone(),
     )
-}
-
-/// A latent GP's input at `site` as written (`year`, `year - 1900`), or
-/// without such a site an `ode` solution's output times, else `input`.
-pub(crate) fn input_label(g: &crate::ir::Graph, site: Option<usize>) -> String {
-    match site.and_then(|s| g.sites.get(s)) {
-        Some(s) => infix(&s.input, g),
-        None => crate::ir::ode::first_times(g)
-            .map(|t| infix(&t, g))
-            .unwrap_or_else(|| "input".into()),
-    }
-    .replace("data:", "")
-}
-
-/// A short expression of data and numbers as written (`year - 1900`), for
-/// an axis label; other expressions in the graph's prefix form.
-fn infix(e: &crate::ir::expr::TExpr, g: &crate::ir::Graph) -> String {
-    use crate::ir::expr::{Ref, TKind};
-    match &e.kind {
-        TKind::Ref(Ref::Data(i)) => g.data[*i].name.clone(),
-        TKind::Int(v) => v.to_string(),
-        TKind::Real(v) => v.to_string(),
-        TKind::Binary(op, a, b) => {
-            let side = |x: &crate::ir::expr::TExpr| match x.kind {
-                TKind::Binary(..) => format!("({})", infix(x, g)),
-                _ => infix(x, g),
-            };
-            format!("{} {} {}", side(a), op.symbol(), side(b))
-        }
-        _ => crate::ir::print::expr_in(e, g),
-    }
 }
 
 /// A variational fit's predictions as points of a fit plot: `None` unless

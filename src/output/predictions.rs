@@ -59,7 +59,7 @@ impl<'a> PointIndex<'a> {
 /// written for one column, `NAME[k]` for several); `input`, `input[k]`
 /// without a site.
 pub fn input_names(g: &crate::ir::Graph, site: Option<usize>, dim: usize) -> Vec<String> {
-    let label = crate::output::figures::input_label(g, site);
+    let label = crate::output::labels::input_label(g, site);
     if dim == 1 {
         vec![label]
     } else {

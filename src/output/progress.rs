@@ -1,22 +1,21 @@
 //! Progress display on standard error for iterative engines: indicatif
 //! bars with the time spent and an estimate of the time left on a
-//! terminal; otherwise (a log file, a pipe) one plain line every
-//! [`PLAIN_EVERY`] seconds, with the same estimate.
+//! terminal; otherwise (a log file, a pipe, or a build without the
+//! `progress` feature) one plain line every [`PLAIN_EVERY`] seconds, with
+//! the same estimate.
 
 use crate::infer::engine::{Observer, Progress};
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 /// Seconds between two plain progress lines.
 pub const PLAIN_EVERY: u64 = 5;
 
 /// A progress bar showing the step and the objective, or one bar per lane
-/// (e.g. per chain) when the engine reports lanes.
+/// (e.g. per chain) when the engine reports lanes; plain lines where bars
+/// cannot be drawn.
 pub struct BarProgress {
-    bar: Option<ProgressBar>,
-    multi: Option<MultiProgress>,
-    lanes: Vec<ProgressBar>,
+    #[cfg(feature = "progress")]
+    bars: bars::Bars,
     /// For plain lines: the start and the last line's time.
     plain: Option<(Instant, Instant)>,
 }
@@ -29,14 +28,16 @@ impl Default for BarProgress {
 
 impl BarProgress {
     /// A new display; the bars appear at the first step, or plain lines
-    /// when standard error is not a terminal.
+    /// when standard error is not a terminal or the build has no bars
+    /// (no `progress` feature).
     pub fn new() -> Self {
         let now = Instant::now();
+        let bars =
+            cfg!(feature = "progress") && std::io::IsTerminal::is_terminal(&std::io::stderr());
         BarProgress {
-            bar: None,
-            multi: None,
-            lanes: Vec::new(),
-            plain: (!std::io::stderr().is_terminal()).then_some((now, now)),
+            #[cfg(feature = "progress")]
+            bars: bars::Bars::default(),
+            plain: (!bars).then_some((now, now)),
         }
     }
 }
@@ -80,10 +81,6 @@ pub fn plain_line(p: &Progress, elapsed: Duration) -> String {
     line
 }
 
-fn style(template: &str) -> ProgressStyle {
-    ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar())
-}
-
 impl Observer for BarProgress {
     fn observe(&mut self, p: &Progress) {
         if let Some((start, last)) = &mut self.plain {
@@ -92,46 +89,79 @@ impl Observer for BarProgress {
                 *last = now;
                 eprintln!("{}", plain_line(p, now.duration_since(*start)));
             }
-            return;
+        } else {
+            #[cfg(feature = "progress")]
+            self.bars.observe(p);
         }
-        if !p.lanes.is_empty() {
-            let multi = self.multi.get_or_insert_with(MultiProgress::new);
-            while self.lanes.len() < p.lanes.len() {
-                let lane = &p.lanes[self.lanes.len()];
-                let b = multi.add(ProgressBar::new(lane.len as u64));
-                b.set_style(style(
-                    "  {prefix} {bar:30} {pos}/{len} [{elapsed}, ~{eta} left] {msg}",
-                ));
-                b.set_prefix(lane.label.clone());
-                self.lanes.push(b);
-            }
-            for (b, lane) in self.lanes.iter().zip(&p.lanes) {
-                b.set_length(lane.len as u64);
-                b.set_position(lane.pos as u64);
-                b.set_message(lane.message.clone());
-            }
-            return;
-        }
-        let bar = self.bar.get_or_insert_with(|| {
-            let b = ProgressBar::new(p.total.unwrap_or(0) as u64);
-            b.set_style(style(
-                "  {bar:30} {pos}/{len} [{elapsed}, ~{eta} left] {msg}",
-            ));
-            b
-        });
-        bar.set_position(p.step as u64);
-        let obj = p
-            .objective
-            .map(|o| format!("{} {:.6}", p.objective_name, o))
-            .unwrap_or_default();
-        bar.set_message(format!("{obj}  {}", p.message));
     }
     fn finish(&mut self) {
-        if let Some(b) = &self.bar {
-            b.finish_and_clear();
+        #[cfg(feature = "progress")]
+        self.bars.finish();
+    }
+}
+
+/// The bars themselves (indicatif), with the `progress` feature.
+#[cfg(feature = "progress")]
+mod bars {
+    use crate::infer::engine::Progress;
+    use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+    /// One bar, or one bar per lane under a [`MultiProgress`].
+    #[derive(Default)]
+    pub(super) struct Bars {
+        bar: Option<ProgressBar>,
+        multi: Option<MultiProgress>,
+        lanes: Vec<ProgressBar>,
+    }
+
+    fn style(template: &str) -> ProgressStyle {
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar())
+    }
+
+    impl Bars {
+        /// Show `p`: its lanes' bars, or one bar.
+        pub(super) fn observe(&mut self, p: &Progress) {
+            if !p.lanes.is_empty() {
+                let multi = self.multi.get_or_insert_with(MultiProgress::new);
+                while self.lanes.len() < p.lanes.len() {
+                    let lane = &p.lanes[self.lanes.len()];
+                    let b = multi.add(ProgressBar::new(lane.len as u64));
+                    b.set_style(style(
+                        "  {prefix} {bar:30} {pos}/{len} [{elapsed}, ~{eta} left] {msg}",
+                    ));
+                    b.set_prefix(lane.label.clone());
+                    self.lanes.push(b);
+                }
+                for (b, lane) in self.lanes.iter().zip(&p.lanes) {
+                    b.set_length(lane.len as u64);
+                    b.set_position(lane.pos as u64);
+                    b.set_message(lane.message.clone());
+                }
+                return;
+            }
+            let bar = self.bar.get_or_insert_with(|| {
+                let b = ProgressBar::new(p.total.unwrap_or(0) as u64);
+                b.set_style(style(
+                    "  {bar:30} {pos}/{len} [{elapsed}, ~{eta} left] {msg}",
+                ));
+                b
+            });
+            bar.set_position(p.step as u64);
+            let obj = p
+                .objective
+                .map(|o| format!("{} {:.6}", p.objective_name, o))
+                .unwrap_or_default();
+            bar.set_message(format!("{obj}  {}", p.message));
         }
-        for b in &self.lanes {
-            b.finish_and_clear();
+
+        /// Clear the bars at the end of the run.
+        pub(super) fn finish(&mut self) {
+            if let Some(b) = &self.bar {
+                b.finish_and_clear();
+            }
+            for b in &self.lanes {
+                b.finish_and_clear();
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests; those that run the `tempest`
+//! binary exist with the `cli` feature only.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -48,6 +49,7 @@ pub fn assert_rel(a: f64, b: f64, tol: f64, what: &str) {
     );
 }
 
+#[cfg(feature = "cli")]
 /// Run the `tempest` binary from the repository root.
 pub fn tempest(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_tempest"))
@@ -57,6 +59,7 @@ pub fn tempest(args: &[&str]) -> std::process::Output {
         .expect("run tempest")
 }
 
+#[cfg(feature = "cli")]
 /// Run the `tempest` binary from the repository root with the environment
 /// variables `env` added, killing it past `limit` (which fails the caller
 /// as a hang). The output and the wall time.
@@ -176,6 +179,7 @@ param { alpha : real ~ normal(0, 1)  beta : vector[30] ~ normal(0, 1) }
 model { y ~ bernoulli_logit(alpha + X * beta) }
 "#;
 
+#[cfg(feature = "cli")]
 /// `tempest run MODEL --data DATA [extra...] --json JSON` that must succeed:
 /// its standard output and the JSON it wrote.
 #[allow(dead_code)]

@@ -293,6 +293,7 @@ impl crate::infer::fit::Fit for EvidenceFit {
         "evidence"
     }
 
+    #[cfg(feature = "plot")]
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
         crate::output::figures::evidence(self, path)?;
         Ok(vec![path.to_path_buf()])

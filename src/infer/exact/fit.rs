@@ -163,6 +163,7 @@ impl Fit for ExactFit {
         Ok(())
     }
 
+    #[cfg(feature = "plot")]
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
         crate::output::figures::exact(self, path)?;
         Ok(vec![path.to_path_buf()])

@@ -331,10 +331,12 @@ impl crate::infer::fit::Fit for McmcFit {
         Ok(())
     }
 
+    #[cfg(feature = "plot")]
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
         crate::output::figures::mcmc(self, path, None)
     }
 
+    #[cfg(feature = "plot")]
     fn plot_with(
         &self,
         path: &std::path::Path,

@@ -145,6 +145,7 @@ impl Fit for SavedDraws {
         crate::infer::fit::hyper_by_name(&self.density.bound.graph, &self.density.hypers, name)
     }
 
+    #[cfg(feature = "plot")]
     /// The fit (the posterior predictive at the training and test points)
     /// of a model with a latent GP on one input column.
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, Error> {

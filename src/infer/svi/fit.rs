@@ -398,6 +398,7 @@ impl crate::infer::fit::Fit for SviFit {
         Ok(())
     }
 
+    #[cfg(feature = "plot")]
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
         crate::output::figures::svi(self, path)
     }

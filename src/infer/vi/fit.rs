@@ -170,6 +170,7 @@ impl crate::infer::fit::Fit for VariationalFit {
         self.attach_test_binned(test, self.core.bins)
     }
 
+    #[cfg(feature = "plot")]
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
         crate::output::figures::variational(self, path)
     }
@@ -177,7 +178,7 @@ impl crate::infer::fit::Fit for VariationalFit {
     fn report(&self) -> Report {
         let b = &self.core.model.bound;
         let mut r = Report::new(self.engine);
-        let what = crate::output::figures::engine_words(self.engine);
+        let what = crate::output::labels::engine_words(self.engine);
         let cls = if self.core.model.latents > 1 {
             format!(", {} latent GPs", self.core.model.latents)
         } else {
