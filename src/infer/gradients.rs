@@ -1,7 +1,9 @@
-//! Gradient building blocks shared by the GP engines: seeding a chunk of
-//! hyper directions, and the Gram node's backward pass in its kernel
-//! parameters, contracting a weight matrix with the derivative of a Gram
-//! matrix entry by entry (no dual matrix is stored).
+//! Gradient building blocks shared by the GP engines: the kernel's part of
+//! the hypers' reverse sweep (⟨p̄, leaves⟩, [`kernel_term`]); and, for
+//! kernels without reverse rules, seeding a chunk of hyper directions and
+//! the Gram node's backward pass in its kernel parameters, contracting a
+//! weight matrix with the derivative of a Gram matrix entry by entry (no
+//! dual matrix is stored).
 //!
 //! The weight W [N, N] is twice the adjoint K̄ of the Gram matrix, as given
 //! by the matrix-level rules of [`crate::math::adjoint`]
@@ -10,12 +12,23 @@
 //! ½ Σᵢₖ Wᵢₖ ∂Kᵢₖ/∂θ = ⟨K̄, ∂K/∂θ⟩.
 
 use crate::error::Error;
+use crate::math::reverse::{self, Rev};
 use crate::math::scalar::{CHUNK, Dual8};
 use crate::model::custom::Scalar;
 use crate::model::kernel::{Inputs, KernelValue};
 use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
+
+/// ⟨p̄, leaves⟩ for the kernel evaluated with [`Rev`] in the hypers' sweep,
+/// given its leaf adjoints `pbar` at the same point ([`leaf_adjoints`],
+/// the Gram and cross-covariance nodes' reverse passes); `None` when the
+/// kernel has no leaves (Rust or interpreted parts) or another number of
+/// them.
+pub fn kernel_term(kernel: &KernelValue<Rev>, pbar: &[f64]) -> Option<Rev> {
+    let leaves = kernel.leaves()?;
+    (leaves.len() == pbar.len()).then(|| reverse::contract(pbar.iter().copied(), &leaves))
+}
 
 /// θ as duals, with unit tangents on entries `start..start + CHUNK`.
 pub fn seed_chunk(theta: &[f64], start: usize) -> Vec<Dual8> {

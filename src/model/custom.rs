@@ -212,6 +212,55 @@ impl Scalar for Dual8 {
     }
 }
 
+impl Scalar for crate::math::reverse::Rev {
+    #[inline]
+    fn is_constant(&self) -> bool {
+        crate::math::reverse::Rev::is_constant(self)
+    }
+    fn call_likelihood(l: &dyn DynLikelihood, y: f64, f: Self, p: &[Self]) -> Self {
+        let mut args = Vec::with_capacity(p.len() + 1);
+        args.push(f);
+        args.extend_from_slice(p);
+        lift_rev(&args, |a| l.log_density_d8(y, a[0], &a[1..]))
+    }
+    fn call_kernel(k: &dyn DynKernel, p: &[Self], x: &[f64], y: &[f64]) -> Self {
+        lift_rev(p, |a| k.entry_d8(a, x, y))
+    }
+}
+
+/// A Rust function of reverse-mode arguments as one reverse-mode value: its
+/// value and gradient at the arguments' values by forward mode (eight
+/// arguments per pass, only those on the tape), recorded as
+/// f(a₀) + Σⱼ ∂f/∂aⱼ (aⱼ − aⱼ₀) — exact in value and first derivatives.
+fn lift_rev(
+    args: &[crate::math::reverse::Rev],
+    f: impl Fn(&[Dual8]) -> Dual8,
+) -> crate::math::reverse::Rev {
+    use crate::math::reverse::Rev;
+    use ad_trait::AD;
+    let values: Vec<f64> = args.iter().map(|a| a.to_constant()).collect();
+    let live: Vec<usize> = (0..args.len())
+        .filter(|&j| !Rev::is_constant(&args[j]))
+        .collect();
+    let constants: Vec<Dual8> = values.iter().map(|&v| Dual8::constant(v)).collect();
+    let mut out = Rev::constant(f(&constants).value());
+    for chunk in live.chunks(crate::math::scalar::CHUNK) {
+        let mut seeded = constants.clone();
+        for (c, &j) in chunk.iter().enumerate() {
+            let mut t = [0.0; crate::math::scalar::CHUNK];
+            t[c] = 1.0;
+            seeded[j] = Dual8::new(values[j], t);
+        }
+        let g = f(&seeded).tangent();
+        for (c, &j) in chunk.iter().enumerate() {
+            if g[c] != 0.0 {
+                out += (args[j] - Rev::constant(values[j])) * ad_trait::F64(g[c]);
+            }
+        }
+    }
+    out
+}
+
 /// Likelihoods and kernels registered from Rust, looked up by name when a
 /// model is checked.
 #[derive(Clone, Default)]
