@@ -973,6 +973,42 @@ impl<'k> Plan<'k> {
         DMatrix::from_fn(x.len(), y.len(), |i, j| cols[j][i])
     }
 
+    /// p̄ⱼ = Σᵢₖ K̄ᵢₖ ∂K(X, Y)ᵢₖ/∂pⱼ for every leaf, for K̄ [N, M] (the
+    /// entries as [`Plan::cross`] has them: no point of X is the same as
+    /// a point of Y). Columns of Y run in parallel, a zero column is
+    /// skipped, and the columns' sums are added in column order, so the
+    /// result does not depend on the number of threads.
+    pub fn cross_adjoints(&self, x: &Inputs, y: &Inputs, k_bar: &DMatrix<f64>) -> Vec<f64> {
+        let (n, l) = (x.len(), self.leaves);
+        let partial: Vec<Vec<f64>> = (0..y.len())
+            .into_par_iter()
+            .with_min_len(8)
+            .map(|j| {
+                let col = &k_bar.as_slice()[j * n..(j + 1) * n];
+                let mut acc = vec![0.0; l];
+                if col.iter().all(|g| *g == 0.0) {
+                    return acc;
+                }
+                self.with_work(|w| {
+                    for b in Self::blocks(x, y, j, false) {
+                        self.forward(b, true, w);
+                        let root = (self.nodes.len() - 1) * BLOCK;
+                        w.adj[root..root + b.m].copy_from_slice(&col[b.start..b.start + b.m]);
+                        self.backward(b, w, &mut acc);
+                    }
+                });
+                acc
+            })
+            .collect();
+        let mut out = vec![0.0; l];
+        for p in &partial {
+            for (a, v) in out.iter_mut().zip(p) {
+                *a += v;
+            }
+        }
+        out
+    }
+
     /// p̄ⱼ = ½ Σᵢₖ Wᵢₖ ∂K(X, X)ᵢₖ/∂pⱼ for every leaf, for a symmetric W
     /// [N, N] of which only the upper triangle (diagonal included) is
     /// read, a block of columns at a time as the weight hands them out
@@ -1260,6 +1296,22 @@ pub fn leaf_adjoints<W: UpperColumns + ?Sized>(
         )));
     }
     Ok(Plan::new(kernel, x, x).map(|p| p.adjoints(x, w)))
+}
+
+/// p̄ = Σᵢₖ K̄ᵢₖ ∂K(X, Y)ᵢₖ/∂p for every leaf of the kernel, K̄ [N, M],
+/// by one reverse pass over column blocks ([`Plan::cross_adjoints`]);
+/// `None` when the kernel has no plan (Rust or interpreted parts) or the
+/// inputs' widths differ. The kernel must be validated for X's width.
+pub fn cross_leaf_adjoints(
+    kernel: &KernelValue<f64>,
+    x: &Inputs,
+    y: &Inputs,
+    k_bar: &DMatrix<f64>,
+) -> Option<Vec<f64>> {
+    if x.dim() != y.dim() || k_bar.shape() != (x.len(), y.len()) {
+        return None;
+    }
+    Plan::new(kernel, x, y).map(|p| p.cross_adjoints(x, y, k_bar))
 }
 
 impl KernelValue<f64> {

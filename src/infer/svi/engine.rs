@@ -14,7 +14,7 @@ use super::sparse::{Marginals, Natural, batch_adjoints, left_family, weighted_gr
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
-use crate::infer::gradients::{kernel_term, seed_chunk};
+use crate::infer::gradients::{kernel_term, reverse_sweeps, seed_chunk};
 use crate::infer::hyper_prior::{log_prior, log_prior_value};
 use crate::infer::vi::expect::{
     Expectations, Rule, expectations_for_step, expected_total_at, mixed_total,
@@ -421,24 +421,33 @@ impl Svi {
         let mean_bar: f64 = adjs.iter().map(|a| a.mean).sum();
         // The likelihood's arguments' adjoints, once; `None` sends its
         // part to the forward-mode chunks below.
-        let lik_adj = LikAdjoints::new(
-            &self.model,
-            &self.theta,
-            b.view.as_ref(),
-            || lik_on(&self.model, &self.theta, &self.pieces, b.view.as_ref()),
-            &self.rule,
-            Some(&b.rows),
-            &b.marg.mean,
-            &b.marg.var,
-            Some(e),
-        )?;
+        let reverse = reverse_sweeps();
+        let lik_adj = if !reverse {
+            None
+        } else {
+            LikAdjoints::new(
+                &self.model,
+                &self.theta,
+                b.view.as_ref(),
+                || lik_on(&self.model, &self.theta, &self.pieces, b.view.as_ref()),
+                &self.rule,
+                Some(&b.rows),
+                &b.marg.mean,
+                &b.marg.var,
+                Some(e),
+            )?
+        };
         // One reverse sweep through the hypers' expressions: the kernel's
         // leaves, the prior mean and the likelihood's arguments.
         let mut kernel_done = false;
         let (_, g) = reverse::sweep(&self.theta, |t| {
             let pd = self.model.pieces_on::<Rev>(t, b.view.as_ref())?;
             let mut s = pd.mean * F64(mean_bar);
-            if let Some(k) = pbar.as_deref().and_then(|pb| kernel_term(&pd.kernel, pb)) {
+            if let Some(k) = pbar
+                .as_deref()
+                .filter(|_| reverse)
+                .and_then(|pb| kernel_term(&pd.kernel, pb))
+            {
                 s += k;
                 kernel_done = true;
             }
@@ -455,7 +464,10 @@ impl Svi {
                 let td = seed_chunk(&self.theta, start);
                 let pd = self.model.pieces_on::<Dual8>(&td, b.view.as_ref())?;
                 let mut g = [0.0; CHUNK];
-                if !kernel_done {
+                if let (false, Some(pbar)) = (kernel_done, pbar.as_deref()) {
+                    g = crate::infer::gradients::chain_leaves(&pd.kernel, pbar)
+                        .ok_or_else(|| Error::internal("the kernel's leaves changed"))?;
+                } else if !kernel_done {
                     for (s, adj) in adjs.iter().enumerate() {
                         let z = &self.ind.sets[s].z;
                         let t = dual_kernel_terms(&pd.kernel, b.proj.inputs(&b.x, s), z, adj)?;

@@ -55,8 +55,11 @@ pub(super) fn adjoints(out: usize) -> Vec<f64> {
             }
             let n = t[k];
             for (i, d) in [n.a, n.b].into_iter().flatten() {
-                if d != 0.0 {
-                    adj[i] += g * d;
+                // Operands come before their results (i < k).
+                if d != 0.0
+                    && let Some(a) = adj.get_mut(i)
+                {
+                    *a += g * d;
                 }
             }
         }
