@@ -178,6 +178,30 @@ impl ExactModel {
         Ok(g)
     }
 
+    /// The log marginal likelihood's adjoints contracted with its pieces
+    /// evaluated with [`Rev`] (at the point of `state` and `w`), for one
+    /// reverse sweep: ½ Σᵢ Wᵢᵢ σᵢ²/t + αᵀ(m + offset) + Σ log c, plus
+    /// ⟨p̄, leaves⟩ when the kernel's leaf adjoints `pbar` are given and
+    /// match its leaves (the flag says whether they did; otherwise the
+    /// kernel's part is left to forward-mode chunks).
+    pub fn contraction(
+        &self,
+        state: &LmlState,
+        w: &LmlWeight,
+        p: &Pieces<Rev>,
+        pbar: Option<&[f64]>,
+    ) -> (Rev, bool) {
+        let n = p.loc.len();
+        let noise = p.tempered_noise();
+        let mut s = reverse::contract((0..n).map(|i| 0.5 * w.diag(i)), &noise);
+        s += reverse::contract(state.alpha.iter().copied(), p.loc.iter());
+        s += p.log_c();
+        match pbar.and_then(|pb| kernel_term(&p.kernel, pb)) {
+            Some(k) => (s + k, true),
+            None => (s, false),
+        }
+    }
+
     /// The log marginal likelihood and its gradient with respect to θ.
     ///
     /// The kernel's part costs one reverse pass over the Gram entries
@@ -198,18 +222,11 @@ impl ExactModel {
         let pbar = leaf_adjoints(&p64.kernel, &self.inputs, &w)?.filter(|_| reverse_sweeps());
         // One reverse sweep: ½ Σᵢ Wᵢᵢ ∂(σᵢ²/t) + αᵀ ∂(m + offset) + ∂Σ log c,
         // and ⟨p̄, leaves⟩ when the kernel has reverse rules.
-        let alpha = &state.alpha;
         let mut kernel_done = false;
         let (_, g) = reverse::sweep(theta, |t| {
             let p = self.pieces::<Rev>(t, &self.bound, n)?;
-            let noise = p.tempered_noise();
-            let mut s = reverse::contract((0..n).map(|i| 0.5 * w.diag(i)), &noise);
-            s += reverse::contract(alpha.iter().copied(), p.loc.iter());
-            s += p.log_c();
-            if let Some(k) = pbar.as_deref().and_then(|pb| kernel_term(&p.kernel, pb)) {
-                s += k;
-                kernel_done = true;
-            }
+            let (s, k) = self.contraction(&state, &w, &p, pbar.as_deref());
+            kernel_done = k;
             Ok(s)
         })?;
         grad.copy_from_slice(&g);
