@@ -134,7 +134,10 @@ impl<K: UserKernel> DynKernel for K {
 }
 
 /// The scalar types tempest evaluates models with: `f64`, [`Dual1`],
-/// [`Dual4`] and [`Dual8`]. Registered Rust functions are dispatched to the matching method.
+/// [`Dual4`], [`Dual8`] and the reverse-mode [`crate::math::reverse::Rev`].
+/// Registered Rust functions are dispatched to the matching method (for
+/// `Rev`, to the eight-tangent one, whose value and derivatives are
+/// recorded as one operation).
 pub trait Scalar: Real {
     /// Whether this value carries no derivative (an `f64`, or a dual whose
     /// tangents are all zero): a function of it may then be computed in

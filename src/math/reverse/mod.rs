@@ -4,8 +4,8 @@
 //! log priors), at a cost that does not grow with the number of inputs.
 //!
 //! The pieces are evaluated once with [`Rev`], a reverse-mode scalar
-//! ([`scalar`]) that records every operation on a tape private to the
-//! calling thread ([`tape`]); the caller contracts them with adjoints known
+//! (`scalar.rs`) that records every operation on a tape private to the
+//! calling thread (`tape.rs`); the caller contracts them with adjoints known
 //! in `f64` (from the matrix-level rules of [`crate::math::adjoint`], the
 //! kernel's block pass, the expectations' derivatives) into one scalar,
 //! and one backward pass over the tape gives every input's adjoint.

@@ -1,5 +1,5 @@
 //! [`Rev`], the reverse-mode scalar: a value and the index of its node on
-//! the calling thread's tape ([`super::tape`]), with every operation of
+//! the calling thread's tape (`tape.rs`), with every operation of
 //! ad_trait's [`AD`] trait, so that model code generic over
 //! [`crate::math::scalar::Real`] runs on it unchanged.
 //!
