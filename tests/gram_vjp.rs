@@ -3,7 +3,7 @@
 //! `dims` and compiled model-file kernels, and θ̄ against the block path.
 
 mod common;
-use common::KERNEL_HYPERS;
+use common::{KERNEL_HYPERS, entry_cross_inputs};
 use nalgebra::DMatrix;
 use rand::{RngExt, SeedableRng};
 use tempest::infer::gradients::leaf_adjoints;
@@ -296,25 +296,7 @@ fn radial_kernels_take_the_matrix_path_with_the_entries_results() {
         assert!(k.radial(0.7).is_some(), "{kexpr} is radial");
         let (xi, zi) = (Inputs::from_matrix(&x), Inputs::from_matrix(&z));
         let adj = cross_vjp(&k, &xi, &zi, &k_bar).unwrap().expect("a rule");
-        let (mut rx, mut rz) = (DMatrix::<f64>::zeros(n, d), DMatrix::<f64>::zeros(m, d));
-        for i in 0..n {
-            for j in 0..m {
-                let (mut gx, mut gz) = (vec![0.0; d], vec![0.0; d]);
-                k.entry_vjp_inputs(
-                    xi.row(i),
-                    zi.row(j),
-                    false,
-                    k_bar[(i, j)],
-                    Some(&mut gx),
-                    Some(&mut gz),
-                )
-                .unwrap();
-                for c in 0..d {
-                    rx[(i, c)] += gx[c];
-                    rz[(j, c)] += gz[c];
-                }
-            }
-        }
+        let (rx, rz) = entry_cross_inputs(&k, &xi, &zi, &k_bar);
         let scale = rx.amax().max(rz.amax());
         assert!((&adj.x - &rx).amax() <= 1e-12 * scale, "{kexpr}: X̄");
         assert!((&adj.z - &rz).amax() <= 1e-12 * scale, "{kexpr}: Z̄");

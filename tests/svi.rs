@@ -8,14 +8,9 @@
 
 mod common;
 use common::*;
-use nalgebra::{DMatrix, DVector};
-use std::sync::Arc;
-use tempest::infer::registry::ENGINES;
-use tempest::infer::settings::{EngineConfig, Settings};
-use tempest::infer::svi::def::{SVI_SCHEMA, SviSettings};
+use tempest::infer::svi::def::SVI_SCHEMA;
 use tempest::infer::svi::engine::Svi;
 use tempest::infer::svi::fit::SviFit;
-use tempest::infer::vi::posterior::Whitened;
 use tempest::{Bound, Fit};
 
 const DIABETES: &str = r#"
@@ -179,26 +174,8 @@ fn check_softmax_gradient(text: &str, latents: u64, m: usize, seed: u64) -> Svi 
 }
 
 fn engine(b: &Bound, settings: &[(&str, &str)]) -> Svi {
-    let def = ENGINES
-        .iter()
-        .find(|d| d.schema().name == "svi")
-        .expect("svi registered");
-    let mut cfg = EngineConfig::defaults(def.schema(), Default::default());
-    for (k, v) in settings {
-        cfg.set(k, v).unwrap();
-    }
-    let s = SviSettings::from_config(&cfg).unwrap();
     assert_eq!(SVI_SCHEMA.name, "svi");
-    Svi::new(Arc::new(b.clone()), &s).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn random_q(m: usize, seed: u64) -> Whitened {
-    let v = |i: usize, j: usize| ((seed as f64 + 1.3 * i as f64 + 0.7 * j as f64).sin()) * 0.3;
-    let mut r = DMatrix::from_fn(m, m, |i, j| if i >= j { v(i, j) } else { 0.0 });
-    for j in 0..m {
-        r[(j, j)] = 0.6 + v(j, j).abs();
-    }
-    Whitened::from_factor(DVector::from_fn(m, |i, _| v(i, 3)), r)
+    svi_engine(b, settings)
 }
 
 /// Central differences of the minibatch objective in every optimised

@@ -1,7 +1,9 @@
-//! Gradient building blocks shared by the GP engines: seeding a chunk of
-//! hyper directions, and the Gram node's backward pass in its kernel
-//! parameters, contracting a weight matrix with the derivative of a Gram
-//! matrix entry by entry (no dual matrix is stored).
+//! Gradient building blocks shared by the GP engines: the kernel's part of
+//! the hypers' reverse sweep (⟨p̄, leaves⟩, [`kernel_term`]); and, for
+//! kernels without reverse rules, seeding a chunk of hyper directions and
+//! the Gram node's backward pass in its kernel parameters, contracting a
+//! weight matrix with the derivative of a Gram matrix entry by entry (no
+//! dual matrix is stored).
 //!
 //! The weight W [N, N] is twice the adjoint K̄ of the Gram matrix, as given
 //! by the matrix-level rules of [`crate::math::adjoint`]
@@ -10,12 +12,50 @@
 //! ½ Σᵢₖ Wᵢₖ ∂Kᵢₖ/∂θ = ⟨K̄, ∂K/∂θ⟩.
 
 use crate::error::Error;
+use crate::math::reverse::{self, Rev};
 use crate::math::scalar::{CHUNK, Dual8};
 use crate::model::custom::Scalar;
 use crate::model::kernel::{Inputs, KernelValue};
 use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
+
+thread_local! {
+    /// Whether this thread's hypers' gradients take the forward-mode chunks
+    /// ([`with_forward_chunks`]).
+    static FORWARD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the hypers' gradients on this thread taken by the
+/// forward-mode chunks (the path of kernels without reverse rules: the
+/// model's pieces as eight-tangent duals per chunk of hypers) instead of
+/// one reverse sweep: for checks of the sweep against them.
+pub fn with_forward_chunks<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            FORWARD.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(FORWARD.with(|c| c.replace(true)));
+    f()
+}
+
+/// Whether the hypers' gradients take the reverse sweep on this thread
+/// (see [`with_forward_chunks`]).
+pub fn reverse_sweeps() -> bool {
+    !FORWARD.with(|c| c.get())
+}
+
+/// ⟨p̄, leaves⟩ for the kernel evaluated with [`Rev`] in the hypers' sweep,
+/// given its leaf adjoints `pbar` at the same point ([`leaf_adjoints`],
+/// the Gram and cross-covariance nodes' reverse passes); `None` when the
+/// kernel has no leaves (Rust or interpreted parts) or another number of
+/// them.
+pub fn kernel_term(kernel: &KernelValue<Rev>, pbar: &[f64]) -> Option<Rev> {
+    let leaves = kernel.leaves()?;
+    (leaves.len() == pbar.len()).then(|| reverse::contract(pbar.iter().copied(), &leaves))
+}
 
 /// θ as duals, with unit tangents on entries `start..start + CHUNK`.
 pub fn seed_chunk(theta: &[f64], start: usize) -> Vec<Dual8> {
@@ -97,17 +137,29 @@ pub fn half_trace_w_dk_via<'w, const N: usize>(
 where
     adfn<N>: Scalar,
 {
-    if let (Some(pbar), Some(leaves)) = (pbar, kernel.leaves())
-        && leaves.len() == pbar.len()
-    {
-        let mut g = [0.0; N];
-        for (p, leaf) in pbar.iter().zip(&leaves) {
-            let tg = leaf.tangent();
-            for c in 0..N {
-                g[c] += p * tg[c];
-            }
-        }
+    if let Some(g) = pbar.and_then(|pbar| chain_leaves(kernel, pbar)) {
         return Ok(g);
     }
     half_trace_w_dk_n(kernel, x, w())
+}
+
+/// Σₗ p̄ₗ ∂leafₗ/∂θ in the directions seeded in a dual kernel, from the
+/// leaf adjoints `pbar` at the same point; `None` when the kernel has no
+/// leaves or another number of them.
+pub fn chain_leaves<const N: usize>(kernel: &KernelValue<adfn<N>>, pbar: &[f64]) -> Option<[f64; N]>
+where
+    adfn<N>: Scalar,
+{
+    let leaves = kernel.leaves()?;
+    if leaves.len() != pbar.len() {
+        return None;
+    }
+    let mut g = [0.0; N];
+    for (p, leaf) in pbar.iter().zip(&leaves) {
+        let tg = leaf.tangent();
+        for c in 0..N {
+            g[c] += p * tg[c];
+        }
+    }
+    Some(g)
 }

@@ -9,8 +9,8 @@
 //! density is taken on the constrained scale, without the Jacobian of the
 //! map θ → h, as Stan's optimizer does: the maximum is the mode of
 //! p(y | h) p(h) in the hypers themselves, whatever their transform. Its
-//! gradient with respect to θ comes from forward-mode duals, eight
-//! directions per pass (a handful of hypers: one or two passes).
+//! gradient with respect to θ comes from one reverse sweep
+//! ([`crate::math::reverse`]).
 //!
 //! Only learned hypers count: `fixed` ones cannot carry a prior (the checker
 //! refuses it), and with `learn_hypers = false` the priors are not used.
@@ -21,6 +21,7 @@ use crate::infer::hypers::HyperLayout;
 use crate::ir::bind::Bound;
 use crate::ir::eval::{Env, dist_terms};
 use crate::ir::value::Value;
+use crate::math::reverse::{self, Rev};
 use crate::math::scalar::{CHUNK, Dual8};
 use crate::model::custom::Scalar;
 
@@ -85,18 +86,24 @@ pub fn log_prior(
     if !has_priors(bound, layout) {
         return Ok((0.0, grad));
     }
-    // The value is every dual pass's constant part; the first one's is kept.
-    let mut value = 0.0;
-    for start in (0..theta.len()).step_by(CHUNK) {
-        let td = seed_chunk(theta, start);
-        let hd = layout.values::<Dual8>(bound, &td);
-        let t = total(bound, layout, &hd)?;
-        if start == 0 {
-            value = t.value();
+    if !crate::infer::gradients::reverse_sweeps() {
+        // The value is every dual pass's constant part; the first one's is kept.
+        let mut value = 0.0;
+        for start in (0..theta.len()).step_by(CHUNK) {
+            let td = seed_chunk(theta, start);
+            let hd = layout.values::<Dual8>(bound, &td);
+            let t = total(bound, layout, &hd)?;
+            if start == 0 {
+                value = t.value();
+            }
+            let m = CHUNK.min(theta.len() - start);
+            grad[start..start + m].copy_from_slice(&t.tangent()[..m]);
         }
-        let m = CHUNK.min(theta.len() - start);
-        grad[start..start + m].copy_from_slice(&t.tangent()[..m]);
+        return Ok((value, grad));
     }
+    let (value, grad) = reverse::sweep(theta, |t| {
+        total(bound, layout, &layout.values::<Rev>(bound, t))
+    })?;
     Ok((value, grad))
 }
 

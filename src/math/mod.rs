@@ -11,6 +11,7 @@ pub mod ode;
 pub mod optim;
 pub mod pool;
 pub mod quadrature;
+pub mod reverse;
 pub mod scalar;
 pub mod simd;
 pub mod tasks;

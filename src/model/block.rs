@@ -55,6 +55,8 @@ enum Node<'k> {
     Stationary {
         kind: KernelKind,
         ell: &'k [f64],
+        /// 1/ℓₖ with one lengthscale per column (ARD); empty otherwise.
+        inv: Vec<f64>,
         dims: Option<&'k [usize]>,
         dist: usize,
         leaf: usize,
@@ -157,6 +159,8 @@ pub struct Work {
     /// A periodic kernel's differences, sines and cosines over a block
     /// (3 × [`BLOCK`]).
     trig: Vec<f64>,
+    /// An ARD kernel's per-column sums over a block (its D).
+    ard: Vec<f64>,
 }
 
 /// The rows of one block: X rows `start..start + m` against Y's row `j`;
@@ -388,9 +392,15 @@ impl<'k> Plan<'k> {
                     | KernelKind::Matern32
                     | KernelKind::Matern52 => {
                         let dist = self.dist(dims);
+                        let ell = args[0].as_slice();
+                        let inv = match ell {
+                            [_] => Vec::new(),
+                            _ => ell.iter().map(|l| 1.0 / l).collect(),
+                        };
                         Node::Stationary {
                             kind: *kind,
-                            ell: args[0].as_slice(),
+                            ell,
+                            inv,
                             dims,
                             dist,
                             leaf,
@@ -507,6 +517,17 @@ impl<'k> Plan<'k> {
             pa: vec![0.0; self.prog_slots],
             g: vec![0.0; self.leaves],
             trig: vec![0.0; 3 * BLOCK],
+            ard: vec![
+                0.0;
+                self.nodes
+                    .iter()
+                    .map(|n| match n {
+                        Node::Stationary { inv, .. } => inv.len(),
+                        _ => 0,
+                    })
+                    .max()
+                    .unwrap_or(0)
+            ],
         }
     }
 
@@ -546,6 +567,7 @@ impl<'k> Plan<'k> {
                 Node::Stationary {
                     kind,
                     ell,
+                    inv,
                     dims,
                     dist,
                     ..
@@ -578,7 +600,7 @@ impl<'k> Plan<'k> {
                         for (e, a) in aux.iter_mut().enumerate() {
                             let mut acc = 0.0;
                             for_diffs(b.x.row(b.start + e), yr, *dims, |k, u| {
-                                let s = u / ell[k];
+                                let s = u * inv[k];
                                 acc += s * s;
                             });
                             *a = acc;
@@ -758,6 +780,7 @@ impl<'k> Plan<'k> {
                 Node::Stationary {
                     kind,
                     ell,
+                    inv,
                     dims,
                     dist,
                     leaf,
@@ -790,18 +813,22 @@ impl<'k> Plan<'k> {
                             k => sum_zip3(ai, v, aux, |a, v, r| term(k, a, v, r)),
                         };
                     } else {
+                        // ∂k/∂ℓₖ = dk/dr² · (−2 dₖ²/ℓₖ³): Σₑ slopeₑ dₑₖ² per
+                        // column over the block, then scaled once per column.
+                        let acc = &mut w.ard[..inv.len()];
+                        acc.fill(0.0);
                         for e in 0..m {
                             let r2 = aux[e];
-                            if !r2.is_finite() || ai[e] == 0.0 {
+                            if !(r2 > 0.0 && r2.is_finite()) || ai[e] == 0.0 {
                                 continue;
                             }
-                            let sl = f * ai[e] * slope(*kind, r2, v[e]);
+                            let sl = ai[e] * slope(*kind, r2, v[e]);
                             for_diffs(b.x.row(b.start + e), yr, *dims, |k, u| {
-                                let (d2, l) = (u * u, ell[k]);
-                                if d2 != 0.0 {
-                                    pbar[leaf + k] += sl * (-2.0 * d2 / (l * l * l));
-                                }
+                                acc[k] += sl * (u * u);
                             });
+                        }
+                        for (k, (a, i)) in acc.iter().zip(inv).enumerate() {
+                            pbar[leaf + k] += f * (-2.0 * i * i * i) * a;
                         }
                     }
                 }
@@ -971,6 +998,42 @@ impl<'k> Plan<'k> {
             })
             .collect();
         DMatrix::from_fn(x.len(), y.len(), |i, j| cols[j][i])
+    }
+
+    /// p̄ⱼ = Σᵢₖ K̄ᵢₖ ∂K(X, Y)ᵢₖ/∂pⱼ for every leaf, for K̄ [N, M] (the
+    /// entries as [`Plan::cross`] has them: no point of X is the same as
+    /// a point of Y). Columns of Y run in parallel, a zero column is
+    /// skipped, and the columns' sums are added in column order, so the
+    /// result does not depend on the number of threads.
+    pub fn cross_adjoints(&self, x: &Inputs, y: &Inputs, k_bar: &DMatrix<f64>) -> Vec<f64> {
+        let (n, l) = (x.len(), self.leaves);
+        let partial: Vec<Vec<f64>> = (0..y.len())
+            .into_par_iter()
+            .with_min_len(8)
+            .map(|j| {
+                let col = &k_bar.as_slice()[j * n..(j + 1) * n];
+                let mut acc = vec![0.0; l];
+                if col.iter().all(|g| *g == 0.0) {
+                    return acc;
+                }
+                self.with_work(|w| {
+                    for b in Self::blocks(x, y, j, false) {
+                        self.forward(b, true, w);
+                        let root = (self.nodes.len() - 1) * BLOCK;
+                        w.adj[root..root + b.m].copy_from_slice(&col[b.start..b.start + b.m]);
+                        self.backward(b, w, &mut acc);
+                    }
+                });
+                acc
+            })
+            .collect();
+        let mut out = vec![0.0; l];
+        for p in &partial {
+            for (a, v) in out.iter_mut().zip(p) {
+                *a += v;
+            }
+        }
+        out
     }
 
     /// p̄ⱼ = ½ Σᵢₖ Wᵢₖ ∂K(X, X)ᵢₖ/∂pⱼ for every leaf, for a symmetric W
@@ -1260,6 +1323,22 @@ pub fn leaf_adjoints<W: UpperColumns + ?Sized>(
         )));
     }
     Ok(Plan::new(kernel, x, x).map(|p| p.adjoints(x, w)))
+}
+
+/// p̄ = Σᵢₖ K̄ᵢₖ ∂K(X, Y)ᵢₖ/∂p for every leaf of the kernel, K̄ [N, M],
+/// by one reverse pass over column blocks ([`Plan::cross_adjoints`]);
+/// `None` when the kernel has no plan (Rust or interpreted parts) or the
+/// inputs' widths differ. The kernel must be validated for X's width.
+pub fn cross_leaf_adjoints(
+    kernel: &KernelValue<f64>,
+    x: &Inputs,
+    y: &Inputs,
+    k_bar: &DMatrix<f64>,
+) -> Option<Vec<f64>> {
+    if x.dim() != y.dim() || k_bar.shape() != (x.len(), y.len()) {
+        return None;
+    }
+    Plan::new(kernel, x, y).map(|p| p.cross_adjoints(x, y, k_bar))
 }
 
 impl KernelValue<f64> {

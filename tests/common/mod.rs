@@ -234,3 +234,64 @@ pub fn fit_with(
     };
     tempest::run(b, options).unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// The `svi` engine on a bound model with engine settings (name, value).
+pub fn svi_engine(b: &Bound, settings: &[(&str, &str)]) -> tempest::infer::svi::engine::Svi {
+    use tempest::infer::settings::{EngineConfig, Settings};
+    let def = tempest::infer::registry::ENGINES
+        .iter()
+        .find(|d| d.schema().name == "svi")
+        .expect("svi registered");
+    let mut cfg = EngineConfig::defaults(def.schema(), Default::default());
+    for (k, v) in settings {
+        cfg.set(k, v).unwrap();
+    }
+    let s = tempest::infer::svi::def::SviSettings::from_config(&cfg).unwrap();
+    tempest::infer::svi::engine::Svi::new(std::sync::Arc::new(b.clone()), &s)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A whitened q(u) [M] away from the prior, the same for the same seed.
+pub fn random_q(m: usize, seed: u64) -> tempest::infer::vi::posterior::Whitened {
+    use nalgebra::{DMatrix, DVector};
+    let v = |i: usize, j: usize| ((seed as f64 + 1.3 * i as f64 + 0.7 * j as f64).sin()) * 0.3;
+    let mut r = DMatrix::from_fn(m, m, |i, j| if i >= j { v(i, j) } else { 0.0 });
+    for j in 0..m {
+        r[(j, j)] = 0.6 + v(j, j).abs();
+    }
+    tempest::infer::vi::posterior::Whitened::from_factor(DVector::from_fn(m, |i, _| v(i, 3)), r)
+}
+
+/// X̄ [N, D] and Z̄ [M, D] of the cross-covariance K(X, Z) given K̄
+/// [N, M], by one reverse pass per entry (the reference for faster paths).
+pub fn entry_cross_inputs(
+    k: &tempest::model::kernel::KernelValue<f64>,
+    x: &tempest::model::kernel::Inputs,
+    z: &tempest::model::kernel::Inputs,
+    k_bar: &nalgebra::DMatrix<f64>,
+) -> (nalgebra::DMatrix<f64>, nalgebra::DMatrix<f64>) {
+    let (n, m, d) = (x.len(), z.len(), x.dim());
+    let (mut rx, mut rz) = (
+        nalgebra::DMatrix::<f64>::zeros(n, d),
+        nalgebra::DMatrix::<f64>::zeros(m, d),
+    );
+    for i in 0..n {
+        for j in 0..m {
+            let (mut gx, mut gz) = (vec![0.0; d], vec![0.0; d]);
+            k.entry_vjp_inputs(
+                x.row(i),
+                z.row(j),
+                false,
+                k_bar[(i, j)],
+                Some(&mut gx),
+                Some(&mut gz),
+            )
+            .unwrap();
+            for c in 0..d {
+                rx[(i, c)] += gx[c];
+                rz[(j, c)] += gz[c];
+            }
+        }
+    }
+    (rx, rz)
+}

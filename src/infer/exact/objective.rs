@@ -9,20 +9,25 @@
 //!
 //! The gradient uses the matrix identity
 //! ∂/∂θ = ½ tr(W ∂A/∂θ) + αᵀ ∂(m + offset)/∂θ + ∂Σlog c/∂θ
-//! with W = ααᵀ − A⁻¹, where every ∂A/∂θ entry comes from
-//! forward-mode autodiff of the kernel entry (eight directions per pass).
+//! with W = ααᵀ − A⁻¹: the kernel's part by its block reverse pass, the
+//! rest by one reverse sweep through the model-file expressions (a kernel
+//! without reverse rules by forward-mode autodiff of its entries, eight
+//! directions per pass).
 //! [`ExactModel::lml_grad_autodiff`] instead pushes duals through the whole
 //! computation, including the Cholesky factorisation: slower, and used to
 //! check the first.
 
 use super::model::{ExactModel, Pieces};
 use crate::error::Error;
-use crate::infer::gradients::{half_trace_w_dk_via, leaf_adjoints, seed_chunk};
+use crate::infer::gradients::{
+    half_trace_w_dk_via, kernel_term, leaf_adjoints, reverse_sweeps, seed_chunk,
+};
 use crate::math::adjoint::LmlWeight;
 use crate::math::linalg::{
     JitteredCholesky, cholesky_generic, cholesky_jitter, cholesky_jitter_with,
     cholesky_jitter_with_inverse, solve_lower_generic,
 };
+use crate::math::reverse::{self, Rev};
 use crate::math::scalar::{CHUNK, Dual8};
 use crate::model::custom::Scalar;
 use ad_trait::AD;
@@ -173,12 +178,39 @@ impl ExactModel {
         Ok(g)
     }
 
+    /// The log marginal likelihood's adjoints contracted with its pieces
+    /// evaluated with [`Rev`] (at the point of `state` and `w`), for one
+    /// reverse sweep: ½ Σᵢ Wᵢᵢ σᵢ²/t + αᵀ(m + offset) + Σ log c, plus
+    /// ⟨p̄, leaves⟩ when the kernel's leaf adjoints `pbar` are given and
+    /// match its leaves (the flag says whether they did; otherwise the
+    /// kernel's part is left to forward-mode chunks).
+    pub fn contraction(
+        &self,
+        state: &LmlState,
+        w: &LmlWeight,
+        p: &Pieces<Rev>,
+        pbar: Option<&[f64]>,
+    ) -> (Rev, bool) {
+        let n = p.loc.len();
+        let noise = p.tempered_noise();
+        let mut s = reverse::contract((0..n).map(|i| 0.5 * w.diag(i)), &noise);
+        s += reverse::contract(state.alpha.iter().copied(), p.loc.iter());
+        s += p.log_c();
+        match pbar.and_then(|pb| kernel_term(&p.kernel, pb)) {
+            Some(k) => (s + k, true),
+            None => (s, false),
+        }
+    }
+
     /// The log marginal likelihood and its gradient with respect to θ.
     ///
     /// The kernel's part costs one reverse pass over the Gram entries
     /// whatever the number of hypers ([`leaf_adjoints`]: ∂/∂p for every
     /// kernel parameter p, weighted by W); the hypers' part is the chain
-    /// rule through the parameters, by duals eight at a time.
+    /// rule through the parameters, the noise, the mean and offsets and
+    /// the power, by one reverse sweep ([`crate::math::reverse`]). A
+    /// kernel with Rust or interpreted parts takes its part by duals,
+    /// eight hypers at a time.
     pub fn lml_grad(&self, theta: &[f64]) -> Result<(LmlState, Vec<f64>), Error> {
         let n = self.inputs.len();
         let p64 = self.pieces::<f64>(theta, &self.bound, n)?;
@@ -187,13 +219,29 @@ impl ExactModel {
         let Some(w) = w else {
             return Ok((state, grad));
         };
-        let pbar = leaf_adjoints(&p64.kernel, &self.inputs, &w)?;
-        for start in (0..theta.len()).step_by(CHUNK) {
-            let td = seed_chunk(theta, start);
-            let p = self.pieces::<Dual8>(&td, &self.bound, n)?;
-            let g = self.grad_chunk_n(&state, &w, &p, pbar.as_deref())?;
-            let m = CHUNK.min(theta.len() - start);
-            grad[start..start + m].copy_from_slice(&g[..m]);
+        let pbar = leaf_adjoints(&p64.kernel, &self.inputs, &w)?.filter(|_| reverse_sweeps());
+        // One reverse sweep: ½ Σᵢ Wᵢᵢ ∂(σᵢ²/t) + αᵀ ∂(m + offset) + ∂Σ log c,
+        // and ⟨p̄, leaves⟩ when the kernel has reverse rules.
+        let mut kernel_done = false;
+        let (_, g) = reverse::sweep(theta, |t| {
+            let p = self.pieces::<Rev>(t, &self.bound, n)?;
+            let (s, k) = self.contraction(&state, &w, &p, pbar.as_deref());
+            kernel_done = k;
+            Ok(s)
+        })?;
+        grad.copy_from_slice(&g);
+        if !kernel_done {
+            // Kernels with Rust or interpreted parts: forward-mode chunks.
+            for start in (0..theta.len()).step_by(CHUNK) {
+                let td = seed_chunk(theta, start);
+                let p = self.pieces::<Dual8>(&td, &self.bound, n)?;
+                let g = half_trace_w_dk_via(&p.kernel, pbar.as_deref(), &self.inputs, || w.full())?;
+                let m = CHUNK.min(theta.len() - start);
+                grad[start..start + m]
+                    .iter_mut()
+                    .zip(&g)
+                    .for_each(|(a, b)| *a += b);
+            }
         }
         drop(w);
         Ok((state, grad))

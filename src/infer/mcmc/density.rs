@@ -15,6 +15,7 @@
 use super::tape::Tape;
 use crate::error::{Error, ErrorKind};
 use crate::infer::exact::model::ExactModel;
+use crate::infer::gradients::{kernel_term, reverse_sweeps};
 use crate::infer::hypers::HyperLayout;
 use crate::infer::structure::{latent_observation_with_params, likelihood_power};
 use crate::ir::bind::{Bound, declared_shape};
@@ -25,10 +26,12 @@ use crate::ir::pointwise::Pointwise;
 use crate::ir::value::Value;
 use crate::limits::{self, Request};
 use crate::math::adjoint;
+use crate::math::reverse::{self, Rev};
 use crate::math::scalar::{CHUNK, Dual1};
 use crate::model::constraint::Bounds;
 use crate::model::dist::Dist;
 use crate::output::stan_csv::stan_names;
+use ad_trait::AD;
 use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
@@ -646,6 +649,22 @@ impl Density {
         // half_trace_w_dk gives ½ Σ W ∂K; W = 2K̄ gives Σ K̄ ∂K.
         let mut w = adjoint::cholesky_vjp(l, l_bar);
         w *= 2.0;
+        // One reverse sweep from the params to the kernel's leaves, when
+        // the kernel has reverse rules.
+        if reverse_sweeps() {
+            let k64 = Env::new(&self.bound, &self.hypers, params, &[]).kernel(&lt.kernel)?;
+            if let Some(pbar) = crate::infer::gradients::leaf_adjoints(&k64, &lt.inputs, &w)? {
+                let g = self.coords_sweep(params, &lt.kernel_coords, |env| {
+                    Ok(kernel_term(&env.kernel(&lt.kernel)?, &pbar))
+                })?;
+                if let Some(g) = g {
+                    for (&coord, gc) in lt.kernel_coords.iter().zip(&g) {
+                        grad[coord] += gc * dtheta[coord];
+                    }
+                    return Ok(());
+                }
+            }
+        }
         if lt.kernel_coords.len() <= 4 {
             self.kernel_chunks::<4>(lt, &w, params, dtheta, grad)
         } else {
@@ -706,6 +725,19 @@ impl Density {
         // parameter at once, where the kernel has reverse rules; the dual
         // passes below then only carry the chain rule.
         let pbar = crate::infer::gradients::leaf_adjoints(&pieces.kernel, &m.model.inputs, &w)?;
+        if reverse_sweeps() {
+            let g = self.coords_sweep(params, &m.coords, |env| {
+                let pd = m.model.pieces_in(env, n)?;
+                let (s, kernel_done) = m.model.contraction(&state, &w, &pd, pbar.as_deref());
+                Ok(kernel_done.then_some(s))
+            })?;
+            if let Some(g) = g {
+                for (&coord, gc) in m.coords.iter().zip(&g) {
+                    grad[coord] += self.power * gc * dtheta[coord];
+                }
+                return Ok(state.lml);
+            }
+        }
         // Few coordinates (a GP's hypers, typically) take four-tangent
         // duals, which halve the cost of each kernel entry.
         if m.coords.len() <= 4 {
@@ -755,31 +787,76 @@ impl Density {
     where
         adfn<N>: crate::model::custom::Scalar,
     {
-        let mut out: Vec<Value<adfn<N>>> = params.iter().map(Value::lift).collect();
+        self.params_with(params, chunk, |c, d: &mut adfn<N>| {
+            let mut t = d.tangent();
+            t[c] = 1.0;
+            *d = adfn::<N>::new(d.value(), t);
+        })
+    }
+
+    /// The params lifted to scalar type T, with `set(c, entry)` applied to
+    /// the entry at x coordinate `coords[c]`.
+    fn params_with<T: crate::model::custom::Scalar>(
+        &self,
+        params: &[Value<f64>],
+        coords: &[usize],
+        set: impl Fn(usize, &mut T),
+    ) -> Vec<Value<T>> {
+        let mut out: Vec<Value<T>> = params.iter().map(Value::lift).collect();
         for s in &self.slots {
-            for (c, &coord) in chunk.iter().enumerate() {
+            for (c, &coord) in coords.iter().enumerate() {
                 if coord < s.offset || coord >= s.offset + s.len() {
                     continue;
                 }
                 let k = coord - s.offset;
-                let seed = |d: &mut adfn<N>| {
-                    let mut t = d.tangent();
-                    t[c] = 1.0;
-                    *d = adfn::<N>::new(d.value(), t);
-                };
                 match &mut out[s.param] {
-                    Value::Real(r) => seed(r),
-                    Value::Vector(v) => seed(&mut v[k]),
+                    Value::Real(r) => set(c, r),
+                    Value::Vector(v) => set(c, &mut v[k]),
                     // x holds matrices row-major (see `params_at`).
                     Value::Matrix(mm) => {
                         let cols = mm.ncols();
-                        seed(&mut mm[(k / cols, k % cols)])
+                        set(c, &mut mm[(k / cols, k % cols)])
                     }
                     _ => {}
                 }
             }
         }
         out
+    }
+
+    /// ∂s/∂(the params' entries at x coordinates `coords`) for the scalar
+    /// s = `f(env)` with the params as reverse-mode variables there: one
+    /// reverse sweep ([`reverse::sweep`]). `None` when `f` gives none (a
+    /// kernel without reverse rules).
+    fn coords_sweep(
+        &self,
+        params: &[Value<f64>],
+        coords: &[usize],
+        f: impl FnOnce(&Env<'_, Rev>) -> Result<Option<Rev>, Error>,
+    ) -> Result<Option<Vec<f64>>, Error> {
+        // The entries' values (x holds matrices row-major, as `flatten`).
+        let values: Vec<f64> = coords
+            .iter()
+            .map(|&coord| {
+                let s = self
+                    .slots
+                    .iter()
+                    .find(|s| coord >= s.offset && coord < s.offset + s.len());
+                s.and_then(|s| params[s.param].flatten().get(coord - s.offset).copied())
+                    .unwrap_or(0.0)
+            })
+            .collect();
+        let mut some = true;
+        let (_, g) = reverse::sweep(&values, |vars| {
+            let ps = self.params_with(params, coords, |c, r: &mut Rev| *r = vars[c]);
+            let hypers: Vec<Value<Rev>> = self.hypers.iter().map(Value::lift).collect();
+            let env = Env::new(&self.bound, &hypers, &ps, &[]);
+            Ok(f(&env)?.unwrap_or_else(|| {
+                some = false;
+                Rev::constant(0.0)
+            }))
+        })?;
+        Ok(some.then_some(g))
     }
 
     /// One sampling statement's log density, tempered by t, with its

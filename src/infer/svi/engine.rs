@@ -14,19 +14,22 @@ use super::sparse::{Marginals, Natural, batch_adjoints, left_family, weighted_gr
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
-use crate::infer::gradients::seed_chunk;
+use crate::infer::gradients::{kernel_term, reverse_sweeps, seed_chunk};
 use crate::infer::hyper_prior::{log_prior, log_prior_value};
 use crate::infer::vi::expect::{
     Expectations, Rule, expectations_for_step, expected_total_at, mixed_total,
 };
+use crate::infer::vi::lik_adjoint::LikAdjoints;
 use crate::infer::vi::model::{ViModel, ViPieces};
 use crate::infer::vi::posterior::Whitened;
 use crate::ir::bind::Bound;
 use crate::math::optim::{Ascent, Rule as OptRule};
+use crate::math::reverse::{self, Rev};
 use crate::math::scalar::{CHUNK, Dual8};
 use crate::model::gram_vjp::{CrossAdjoints, cross_vjp_with, gram_vjp_with};
 use crate::model::kernel::{Inputs, KernelValue};
 use crate::model::network::{Network, Tape};
+use ad_trait::F64;
 use nalgebra::{DMatrix, DVector};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -416,46 +419,83 @@ impl Svi {
             adjs.push(adj);
         }
         let mean_bar: f64 = adjs.iter().map(|a| a.mean).sum();
-        for start in (0..p).step_by(CHUNK) {
-            let td = seed_chunk(&self.theta, start);
-            let pd = self.model.pieces_on::<Dual8>(&td, b.view.as_ref())?;
-            let mut g = match (&pbar, pd.kernel.leaves()) {
-                (Some(pbar), Some(leaves)) if leaves.len() == pbar.len() => {
-                    let mut g = [0.0; CHUNK];
-                    for (pb, leaf) in pbar.iter().zip(&leaves) {
-                        let tg = leaf.tangent();
-                        (0..CHUNK).for_each(|c| g[c] += pb * tg[c]);
-                    }
-                    g
-                }
-                _ => {
-                    let mut g = [0.0; CHUNK];
+        // The likelihood's arguments' adjoints, once; `None` sends its
+        // part to the forward-mode chunks below.
+        let reverse = reverse_sweeps();
+        let lik_adj = if !reverse {
+            None
+        } else {
+            LikAdjoints::new(
+                &self.model,
+                &self.theta,
+                b.view.as_ref(),
+                || lik_on(&self.model, &self.theta, &self.pieces, b.view.as_ref()),
+                &self.rule,
+                Some(&b.rows),
+                &b.marg.mean,
+                &b.marg.var,
+                Some(e),
+            )?
+        };
+        // One reverse sweep through the hypers' expressions: the kernel's
+        // leaves, the prior mean and the likelihood's arguments.
+        let mut kernel_done = false;
+        let (_, g) = reverse::sweep(&self.theta, |t| {
+            let pd = self.model.pieces_on::<Rev>(t, b.view.as_ref())?;
+            let mut s = pd.mean * F64(mean_bar);
+            if let Some(k) = pbar
+                .as_deref()
+                .filter(|_| reverse)
+                .and_then(|pb| kernel_term(&pd.kernel, pb))
+            {
+                s += k;
+                kernel_done = true;
+            }
+            if let Some(la) = &lik_adj {
+                s += la.contract(&pd.lik) * F64(scale);
+            }
+            Ok(s)
+        })?;
+        grad[..p].copy_from_slice(&g);
+        // Forward-mode chunks for what has no reverse path: a kernel with
+        // Rust or interpreted parts, an argument seeded in no other way.
+        if !kernel_done || lik_adj.is_none() {
+            for start in (0..p).step_by(CHUNK) {
+                let td = seed_chunk(&self.theta, start);
+                let pd = self.model.pieces_on::<Dual8>(&td, b.view.as_ref())?;
+                let mut g = [0.0; CHUNK];
+                if let (false, Some(pbar)) = (kernel_done, pbar.as_deref()) {
+                    g = crate::infer::gradients::chain_leaves(&pd.kernel, pbar)
+                        .ok_or_else(|| Error::internal("the kernel's leaves changed"))?;
+                } else if !kernel_done {
                     for (s, adj) in adjs.iter().enumerate() {
                         let z = &self.ind.sets[s].z;
                         let t = dual_kernel_terms(&pd.kernel, b.proj.inputs(&b.x, s), z, adj)?;
                         (0..CHUNK).for_each(|c| g[c] += t[c]);
                     }
-                    g
                 }
-            };
-            let lik = match &e.mixing {
-                // Mixed latent GPs: from the step's own pass (Ā).
-                Some((total, a_bar)) => mixed_total(&self.model, &pd.lik, *total, a_bar)?,
-                None => expected_total_at(
-                    &self.model,
-                    &pd.lik,
-                    &self.rule,
-                    Some(&b.rows),
-                    &b.marg.mean,
-                    &b.marg.var,
-                )?,
-            };
-            let (tm, tl) = (pd.mean.tangent(), lik.tangent());
-            for c in 0..CHUNK {
-                g[c] += mean_bar * tm[c] + scale * tl[c];
+                if lik_adj.is_none() {
+                    let lik = match &e.mixing {
+                        // Mixed latent GPs: from the step's own pass (Ā).
+                        Some((total, a_bar)) => mixed_total(&self.model, &pd.lik, *total, a_bar)?,
+                        None => expected_total_at(
+                            &self.model,
+                            &pd.lik,
+                            &self.rule,
+                            Some(&b.rows),
+                            &b.marg.mean,
+                            &b.marg.var,
+                        )?,
+                    };
+                    let tl = lik.tangent();
+                    (0..CHUNK).for_each(|c| g[c] += scale * tl[c]);
+                }
+                let k = CHUNK.min(p - start);
+                grad[start..start + k]
+                    .iter_mut()
+                    .zip(&g)
+                    .for_each(|(a, b)| *a += b);
             }
-            let k = CHUNK.min(p - start);
-            grad[start..start + k].copy_from_slice(&g[..k]);
         }
         let (_, gp) = log_prior(&self.model.bound, &self.model.layout, &self.theta)?;
         grad.iter_mut().zip(&gp).for_each(|(g, p)| *g += p);

@@ -4,20 +4,28 @@
 //! ELBO(q, θ) = Σₙ E_q\[ℓₙ\] − Σ_c KL(q_c ‖ p). Its gradient with respect to θ
 //! is taken at fixed (m, S) of each q_c:
 //! ½ tr(W ∂K/∂θ) + (K⁻¹(m − μ₀))ᵀ 1 ∂μ₀/∂θ + ∂ Σₙ E_q\[ℓₙ\]/∂θ, with
-//! W = K⁻¹(S + (m − μ₀)(m − μ₀)ᵀ)K⁻¹ − K⁻¹ (see [`super::posterior`]);
-//! kernel entries and likelihood arguments are differentiated by forward-mode
-//! autodiff, eight directions at a time.
+//! W = K⁻¹(S + (m − μ₀)(m − μ₀)ᵀ)K⁻¹ − K⁻¹ (see [`super::posterior`]):
+//! the kernel's leaf adjoints by the block reverse pass, the likelihood
+//! arguments' by [`super::lik_adjoint`], and all of them carried back to θ
+//! through the model-file expressions by one reverse sweep
+//! ([`crate::math::reverse`]); kernels with Rust or interpreted parts take
+//! forward-mode chunks of eight directions.
 
 use super::def::ViSettings;
 use super::expect::{Expectations, Rule, expectations, expected_total};
+use super::lik_adjoint::LikAdjoints;
 use super::model::{ViModel, ViPieces};
 use super::posterior::{Prior, Whitened};
 use crate::error::Error;
 use crate::infer::engine::{Progress, Status};
-use crate::infer::gradients::{half_trace_w_dk_via, leaf_adjoints, seed_chunk};
+use crate::infer::gradients::{
+    half_trace_w_dk_via, kernel_term, leaf_adjoints, reverse_sweeps, seed_chunk,
+};
 use crate::infer::hyper_prior::{log_prior, log_prior_value};
 use crate::math::optim::{Ascent, Rule as OptRule};
+use crate::math::reverse::{self, Rev};
 use crate::math::scalar::{CHUNK, Dual8};
+use ad_trait::F64;
 use nalgebra::DMatrix;
 use std::sync::Arc;
 
@@ -129,22 +137,69 @@ impl Core {
             mean_weight += q.mean_weight(&self.prior).sum();
         }
         let pbar = leaf_adjoints(&self.pieces.kernel, &self.model.inputs, &w)?;
-        for start in (0..p).step_by(CHUNK) {
-            self.model
-                .bound
-                .stop
-                .check("computing the hypers' gradient")?;
-            let td = seed_chunk(&self.theta, start);
-            let pd = self.model.pieces::<Dual8>(&td, &self.model.bound)?;
-            let mut g =
-                half_trace_w_dk_via(&pd.kernel, pbar.as_deref(), &self.model.inputs, || &w)?;
-            let lik = expected_total(&self.model, &pd.lik, &self.rule, &m, &v)?;
-            let (tm, tl) = (pd.mean.tangent(), lik.tangent());
-            for c in 0..CHUNK {
-                g[c] += mean_weight * tm[c] + tl[c];
+        let reverse = reverse_sweeps();
+        let lik_adj = match reverse {
+            true => LikAdjoints::new(
+                &self.model,
+                &self.theta,
+                None,
+                || Ok::<_, Error>(&self.pieces.lik),
+                &self.rule,
+                None,
+                &m,
+                &v,
+                None,
+            )?,
+            false => None,
+        };
+        // One reverse sweep through the hypers' expressions: the kernel's
+        // leaves, the prior mean and the likelihood's arguments.
+        let mut kernel_done = false;
+        let (_, g) = reverse::sweep(&self.theta, |t| {
+            let pd = self.model.pieces::<Rev>(t, &self.model.bound)?;
+            let mut s = pd.mean * F64(mean_weight);
+            if let Some(k) = pbar
+                .as_deref()
+                .filter(|_| reverse)
+                .and_then(|pb| kernel_term(&pd.kernel, pb))
+            {
+                s += k;
+                kernel_done = true;
             }
-            let k = CHUNK.min(p - start);
-            grad[start..start + k].copy_from_slice(&g[..k]);
+            if let Some(la) = &lik_adj {
+                s += la.contract(&pd.lik);
+            }
+            Ok(s)
+        })?;
+        grad.copy_from_slice(&g);
+        // Forward-mode chunks for what has no reverse path.
+        if !kernel_done || lik_adj.is_none() {
+            for start in (0..p).step_by(CHUNK) {
+                self.model
+                    .bound
+                    .stop
+                    .check("computing the hypers' gradient")?;
+                let td = seed_chunk(&self.theta, start);
+                let pd = self.model.pieces::<Dual8>(&td, &self.model.bound)?;
+                let mut g = [0.0; CHUNK];
+                if !kernel_done {
+                    g = half_trace_w_dk_via(
+                        &pd.kernel,
+                        pbar.as_deref(),
+                        &self.model.inputs,
+                        || &w,
+                    )?;
+                }
+                if lik_adj.is_none() {
+                    let tl = expected_total(&self.model, &pd.lik, &self.rule, &m, &v)?.tangent();
+                    (0..CHUNK).for_each(|c| g[c] += tl[c]);
+                }
+                let k = CHUNK.min(p - start);
+                grad[start..start + k]
+                    .iter_mut()
+                    .zip(&g)
+                    .for_each(|(a, b)| *a += b);
+            }
         }
         let (_, gp) = log_prior(&self.model.bound, &self.model.layout, &self.theta)?;
         grad.iter_mut().zip(&gp).for_each(|(g, p)| *g += p);

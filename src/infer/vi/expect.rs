@@ -194,6 +194,16 @@ pub struct Expectations {
 }
 
 impl Expectations {
+    /// Zeros for n points and c latent values each.
+    pub fn zeros(n: usize, c: usize) -> Expectations {
+        Expectations {
+            value: vec![0.0; n],
+            gm: DMatrix::zeros(n, c),
+            gv: DMatrix::zeros(n, c),
+            mixing: None,
+        }
+    }
+
     /// Σₙ eₙ.
     pub fn total(&self) -> f64 {
         self.value.iter().sum()
@@ -256,12 +266,7 @@ fn expectations_with(
     // takes seconds.
     let stop = &model.bound.stop;
     const DURING: &str = "computing the expected log-likelihood";
-    let mut out = Expectations {
-        value: vec![0.0; n],
-        gm: DMatrix::zeros(n, c),
-        gv: DMatrix::zeros(n, c),
-        mixing: None,
-    };
+    let mut out = Expectations::zeros(n, c);
     match rule {
         Rule::Quadrature(gh) => {
             let lik1: LikArgs<Dual1> = lik.lift();
@@ -600,12 +605,7 @@ pub fn expected_total_at<T: Scalar>(
             // ℓ = t · log softmax_y(f): the expectation is t times a number.
             let at = |i: usize| rows.map_or(i, |r| r[i]);
             let (n, c) = m.shape();
-            let mut out = Expectations {
-                value: vec![0.0; n],
-                gm: DMatrix::zeros(n, c),
-                gv: DMatrix::zeros(n, c),
-                mixing: None,
-            };
+            let mut out = Expectations::zeros(n, c);
             softmax(model, r, 1.0, &at, m, v, &mut out)?;
             total += lik.t * T::constant(out.total());
         }
@@ -616,12 +616,7 @@ pub fn expected_total_at<T: Scalar>(
             };
             let a = a_t.map(|x| x.to_constant());
             let (n, j) = m.shape();
-            let mut out = Expectations {
-                value: vec![0.0; n],
-                gm: DMatrix::zeros(n, j),
-                gv: DMatrix::zeros(n, j),
-                mixing: None,
-            };
+            let mut out = Expectations::zeros(n, j);
             let mut a_bar = DMatrix::zeros(a.nrows(), a.ncols());
             mixed_softmax(model, &a, eps, 1.0, &at, m, v, &mut out, Some(&mut a_bar))?;
             total += mixed_total(model, lik, out.total(), &a_bar)?;

@@ -8,6 +8,7 @@ pub mod def;
 pub mod expect;
 pub mod fit;
 pub mod gd;
+pub mod lik_adjoint;
 pub mod mirror;
 pub mod model;
 pub mod posterior;

@@ -193,9 +193,11 @@ pub fn gram_vjp_with(
 /// Kᵢⱼ = k(xᵢ, zⱼ), given K̄ [N, M]:
 /// θ̄ = Σᵢⱼ K̄ᵢⱼ ∂k(xᵢ, zⱼ)/∂θ, x̄ᵢ = Σⱼ K̄ᵢⱼ ∂₁k(xᵢ, zⱼ),
 /// z̄ⱼ = Σᵢ K̄ᵢⱼ ∂₂k(xᵢ, zⱼ).
-/// One parallel pass over the rows of X (θ̄, X̄) and one over the rows of
-/// Z (Z̄); sums in a fixed order, so the result does not depend on the
-/// number of threads.
+/// θ̄ comes from the kernel's block plan ([`crate::model::block::cross_leaf_adjoints`])
+/// when it has one, X̄ and Z̄ from two matrix products for a radial kernel
+/// (`radial.rs`); otherwise one parallel pass over the rows of X (θ̄, X̄)
+/// and one over the rows of Z (Z̄). Sums run in a fixed order, so the
+/// result does not depend on the number of threads.
 ///
 /// `None` when the kernel has Rust or interpreted model-file parts; an
 /// error when shapes disagree.
@@ -237,17 +239,25 @@ pub fn cross_vjp_with(
     let Some(leaves) = kernel.leaves().map(|l| l.len()) else {
         return Ok(None);
     };
-    // A radial kernel's X̄ and Z̄ by matrix products; then the entries
-    // serve θ̄ alone.
+    // θ̄ by the kernel's block plan when it has one; a radial kernel's X̄
+    // and Z̄ by matrix products. The entries then serve what is left.
+    let planned = crate::model::block::cross_leaf_adjoints(kernel, x, z, k_bar);
+    let entry_params = if planned.is_some() { 0 } else { leaves };
     let fast = super::radial::cross_inputs(kernel, x, z, k_bar, want_x, want_z);
     let (want_x, want_z) = (want_x && fast.is_none(), want_z && fast.is_none());
+    if entry_params == 0 && !want_x && !want_z {
+        let params = planned.unwrap_or_default();
+        let (x, z) = fast.unwrap_or_else(|| (DMatrix::zeros(n, d), DMatrix::zeros(m, d)));
+        finite(&params, &[&x, &z])?;
+        return Ok(Some(CrossAdjoints { params, x, z }));
+    }
     let rows: Vec<(Vec<f64>, Vec<f64>)> = (0..n)
         .into_par_iter()
         .with_min_len(8)
         .map_init(
-            || vec![0.0; leaves],
+            || vec![0.0; entry_params],
             |scratch, i| {
-                let (mut p, mut xi) = (vec![0.0; leaves], vec![0.0; d]);
+                let (mut p, mut xi) = (vec![0.0; entry_params], vec![0.0; d]);
                 for j in 0..m {
                     let g = k_bar[(i, j)];
                     if g != 0.0 {
@@ -285,7 +295,7 @@ pub fn cross_vjp_with(
     let (ps, xs): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
     let (x, z) = fast.unwrap_or_else(|| (stack(&xs, d), stack(&zs, d)));
     let out = CrossAdjoints {
-        params: total(&ps, leaves),
+        params: planned.unwrap_or_else(|| total(&ps, leaves)),
         x,
         z,
     };

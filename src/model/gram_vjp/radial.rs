@@ -10,6 +10,12 @@
 //!
 //! two matrix products instead of a D-dimensional reverse pass per entry.
 //! Coincident points (ρ = 0) contribute nothing, as in the entry path.
+//!
+//! The same holds for kernels radial in weighted coordinates, where every
+//! stationary part has the same lengthscales ℓ [D] (one per column, ARD):
+//! with ρ = Σₖ (xₖ − zₖ)²/ℓₖ², ∂k/∂xₖ = 2 (dk/dρ) (xₖ − zₖ)/ℓₖ², so the
+//! products above are taken with W = K̄ ⊙ dk/dρ and column k of X̄ and Z̄
+//! is then divided by ℓₖ².
 
 use crate::math::linalg::matmul;
 use crate::model::kernel::{Inputs, KernelKind, KernelValue};
@@ -17,9 +23,110 @@ use crate::model::kernels::stationary;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
+/// The squared distance a radial kernel is a function of.
+#[derive(Clone, Debug, PartialEq)]
+enum Metric {
+    /// ‖x − z‖² (lengthscales, if any, inside the kernel).
+    Plain,
+    /// Σₖ wₖ (xₖ − zₖ)² with wₖ = 1/ℓₖ², shared by every stationary part.
+    Weighted(Vec<f64>),
+}
+
+impl Metric {
+    /// ρ between two rows.
+    fn rho(&self, x: &[f64], z: &[f64]) -> f64 {
+        let d2 = x.iter().zip(z).map(|(a, b)| (a - b) * (a - b));
+        match self {
+            Metric::Plain => d2.sum(),
+            Metric::Weighted(w) => d2.zip(w).map(|(d, w)| d * w).sum(),
+        }
+    }
+}
+
 impl KernelValue<f64> {
+    /// The metric the kernel is radial in, if it is: [`Metric::Plain`]
+    /// when every stationary part has one lengthscale (or there is none),
+    /// [`Metric::Weighted`] when every one has the same D lengthscales.
+    fn metric(&self) -> Option<Metric> {
+        let mut weights: Option<&[f64]> = None;
+        let mut plain = false;
+        self.stationary_scales(&mut weights, &mut plain)?;
+        match (weights, plain) {
+            (Some(_), true) => None,
+            (Some(ls), false) => Some(Metric::Weighted(ls.iter().map(|l| 1.0 / (l * l)).collect())),
+            (None, _) => Some(Metric::Plain),
+        }
+    }
+
+    /// Walks the kernel for [`KernelValue::metric`]: records the one
+    /// vector of lengthscales of ARD parts (`None` if two differ or a part
+    /// is not radial) and whether an isotropic stationary part was seen.
+    fn stationary_scales<'a>(
+        &'a self,
+        ard: &mut Option<&'a [f64]>,
+        plain: &mut bool,
+    ) -> Option<()> {
+        match self {
+            KernelValue::Base {
+                kind,
+                args,
+                dims: None,
+                ..
+            } => match kind {
+                KernelKind::Rbf
+                | KernelKind::Matern12
+                | KernelKind::Matern32
+                | KernelKind::Matern52 => {
+                    let ls = args[0].as_slice();
+                    if ls.len() == 1 {
+                        *plain = true;
+                    } else if ard.is_some_and(|a| a != ls) {
+                        return None;
+                    } else {
+                        *ard = Some(ls);
+                    }
+                    Some(())
+                }
+                KernelKind::White | KernelKind::Constant => Some(()),
+                _ => None,
+            },
+            KernelValue::Sum(a, b) | KernelValue::Product(a, b) => {
+                a.stationary_scales(ard, plain)?;
+                b.stationary_scales(ard, plain)
+            }
+            KernelValue::Scale(_, k) => k.stationary_scales(ard, plain),
+            _ => None,
+        }
+    }
+
+    /// k and dk/dρ for a kernel radial in weighted coordinates (see
+    /// [`Metric::Weighted`]) at the weighted ρ of two distinct points.
+    fn weighted_radial(&self, rho: f64) -> Option<(f64, f64)> {
+        match self {
+            KernelValue::Base { kind, args, .. } => match kind {
+                KernelKind::White => Some((0.0, 0.0)),
+                KernelKind::Constant => Some((1.0, 0.0)),
+                _ if args[0].as_slice().len() > 1 => Some(stationary::value_and_slope(*kind, rho)),
+                _ => None,
+            },
+            KernelValue::Sum(a, b) => {
+                let ((ka, da), (kb, db)) = (a.weighted_radial(rho)?, b.weighted_radial(rho)?);
+                Some((ka + kb, da + db))
+            }
+            KernelValue::Product(a, b) => {
+                let ((ka, da), (kb, db)) = (a.weighted_radial(rho)?, b.weighted_radial(rho)?);
+                Some((ka * kb, da * kb + ka * db))
+            }
+            KernelValue::Scale(c, k) => {
+                let (v, d) = k.weighted_radial(rho)?;
+                Some((c * v, c * d))
+            }
+            _ => None,
+        }
+    }
+
     /// k and dk/dρ at ρ = ‖x − z‖² for two distinct points, when the kernel
-    /// is radial (see the module); `None` otherwise.
+    /// is radial in the plain metric (see the module); `None` otherwise.
     pub fn radial(&self, rho: f64) -> Option<(f64, f64)> {
         match self {
             KernelValue::Base {
@@ -67,15 +174,19 @@ fn dense(x: &Inputs) -> DMatrix<f64> {
 }
 
 /// W = K̄ ⊙ dk/dρ for the entries of K(X, Z) (0 where the points coincide
-/// or ρ is not finite); `None` when the kernel is not radial.
+/// or ρ is not finite), with ρ in the kernel's `metric`.
 fn weights(
     kernel: &KernelValue<f64>,
+    metric: &Metric,
     x: &Inputs,
     z: &Inputs,
     k_bar: &DMatrix<f64>,
-) -> Option<DMatrix<f64>> {
-    kernel.radial(1.0)?;
+) -> DMatrix<f64> {
     let (n, m) = (x.len(), z.len());
+    let slope = |rho: f64| match metric {
+        Metric::Plain => kernel.radial(rho),
+        Metric::Weighted(_) => kernel.weighted_radial(rho),
+    };
     let cols: Vec<Vec<f64>> = (0..m)
         .into_par_iter()
         .with_min_len(8)
@@ -87,25 +198,21 @@ fn weights(
                     if g == 0.0 {
                         return 0.0;
                     }
-                    let rho: f64 = x
-                        .row(i)
-                        .iter()
-                        .zip(zj)
-                        .map(|(a, b)| (a - b) * (a - b))
-                        .sum();
+                    let rho = metric.rho(x.row(i), zj);
                     if rho == 0.0 || !rho.is_finite() {
                         return 0.0;
                     }
-                    kernel.radial(rho).map_or(0.0, |(_, s)| g * s)
+                    slope(rho).map_or(0.0, |(_, s)| g * s)
                 })
                 .collect()
         })
         .collect();
-    Some(DMatrix::from_fn(n, m, |i, j| cols[j][i]))
+    DMatrix::from_fn(n, m, |i, j| cols[j][i])
 }
 
 /// X̄ [N, D] and Z̄ [M, D] of K(X, Z) for a radial kernel (see the module),
-/// each only when wanted; `None` when the kernel is not radial.
+/// each only when wanted; `None` when the kernel is not radial in either
+/// metric.
 pub fn cross_inputs(
     kernel: &KernelValue<f64>,
     x: &Inputs,
@@ -118,8 +225,18 @@ pub fn cross_inputs(
     if !want_x && !want_z {
         return Some((DMatrix::zeros(n, d), DMatrix::zeros(m, d)));
     }
-    let w = weights(kernel, x, z, k_bar)?;
+    let metric = kernel.metric()?;
+    let w = weights(kernel, &metric, x, z, k_bar);
     let (xd, zd) = (dense(x), dense(z));
+    // ∂ρ/∂xₖ carries wₖ in the weighted metric.
+    let scale = |mut out: DMatrix<f64>| {
+        if let Metric::Weighted(wk) = &metric {
+            for (k, wk) in wk.iter().enumerate() {
+                out.column_mut(k).scale_mut(*wk);
+            }
+        }
+        out
+    };
     let side = |w: &DMatrix<f64>, t: bool, own: &DMatrix<f64>, other: &DMatrix<f64>| {
         let sums: Vec<f64> = if t {
             w.column_iter().map(|c| c.sum()).collect()
@@ -135,12 +252,12 @@ pub fn cross_inputs(
         out
     };
     let xb = if want_x {
-        side(&w, false, &xd, &zd)
+        scale(side(&w, false, &xd, &zd))
     } else {
         DMatrix::zeros(n, d)
     };
     let zb = if want_z {
-        side(&w, true, &zd, &xd)
+        scale(side(&w, true, &zd, &xd))
     } else {
         DMatrix::zeros(m, d)
     };
