@@ -41,7 +41,7 @@ impl ExactFit {
 
 /// Rebuild a saved exact fit for `graph`.
 pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Bound), Error> {
-    let (bound, cfg, _) = restore_full_data(graph, j, file, "exact")?;
+    let (bound, cfg, _) = restore_full_data(graph, j, file, &super::def::SCHEMA)?;
     let s = ExactSettings::from_config(&cfg)?;
     let root = Field::root(file, j);
     let sec = root.get("exact");

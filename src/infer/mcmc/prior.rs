@@ -18,7 +18,7 @@ use super::fit::McmcFit;
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
-use crate::infer::registry::{Accepts, BuildCx, EngineDef, TestData};
+use crate::infer::seam::{Accepts, BuildCx, EngineDef, TestData};
 use crate::infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, SettingSpec, s};
 use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
@@ -73,7 +73,16 @@ impl EngineDef for PriorDef {
             draw_sinks: false,
             families: &[],
             saves_fits: true,
+            plot_params: true,
         }
+    }
+    fn restore(
+        &self,
+        graph: crate::ir::Graph,
+        j: &serde_json::Value,
+        file: &str,
+    ) -> Result<(Box<dyn Fit>, Bound), Error> {
+        super::saved::restore(graph, j, file, &SCHEMA)
     }
     fn build(
         &self,

@@ -51,7 +51,7 @@ pub fn restore(
     graph: Graph,
     j: &Json,
     file: &str,
-    engine: &str,
+    engine: &'static crate::infer::settings::EngineSchema,
 ) -> Result<(Box<dyn Fit>, Bound), Error> {
     let (bound, cfg, name) = restore_full_data(graph, j, file, engine)?;
     let s = ViSettings::from_config(&cfg)?;
