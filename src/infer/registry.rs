@@ -5,12 +5,10 @@
 //! imports it. Adding an engine is one folder (its state machine, its
 //! fit, its `def.rs` with its schema, restore and words) and one line here.
 
-use super::fit::Fit;
 pub use super::seam::{Accepts, BuildCx, BuildFn, Def, EngineDef, TestData};
 use super::settings::{EngineConfig, EngineSchema};
 use crate::error::Error;
 use crate::ir::Graph;
-use crate::ir::bind::Bound;
 use serde_json::Value as Json;
 
 /// Every engine the language knows, in the order they are listed to users.
@@ -65,7 +63,7 @@ pub fn build_cx(
 /// `predict`): the file's header checked, then the engine it names reads
 /// the rest ([`EngineDef::restore`]). The fit, ready to predict, and the
 /// bound training data (to bind test data against).
-pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Bound), Error> {
+pub fn restore(graph: Graph, j: &Json, file: &str) -> crate::infer::seam::Restored {
     let engine = super::saved::check_header(&graph, j, file)?;
     match find(engine) {
         Some(def) => def.restore(graph, j, file),

@@ -156,7 +156,7 @@ pub trait EngineDef: Sync {
     /// predict, and the bound training data (to bind test data against).
     /// By default the engine saves no fits: an error at the file's
     /// `engine`.
-    fn restore(&self, graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Bound), Error> {
+    fn restore(&self, graph: Graph, j: &Json, file: &str) -> Restored {
         let _ = graph;
         Err(no_restore(self.schema().name, j, file))
     }
@@ -175,8 +175,12 @@ pub fn no_restore(engine: &str, j: &Json, file: &str) -> Error {
     ))
 }
 
+/// A saved fit read back: the fit, ready to predict, and the bound
+/// training data (to bind test data against).
+pub type Restored = Result<(Box<dyn Fit>, Bound), Error>;
+
 /// How a [`Def`] reads back a fit it saved ([`EngineDef::restore`]).
-pub type RestoreFn = fn(Graph, &Json, &str) -> Result<(Box<dyn Fit>, Bound), Error>;
+pub type RestoreFn = fn(Graph, &Json, &str) -> Restored;
 
 /// How a [`Def`] builds its engine.
 pub type BuildFn = fn(Arc<Bound>, &EngineConfig, &BuildCx) -> Result<Box<dyn Engine>, Error>;
@@ -209,7 +213,7 @@ impl EngineDef for Def {
     ) -> Result<Box<dyn Engine>, Error> {
         (self.build)(bound, cfg, cx)
     }
-    fn restore(&self, graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Bound), Error> {
+    fn restore(&self, graph: Graph, j: &Json, file: &str) -> Restored {
         match self.restore {
             Some(restore) => restore(graph, j, file),
             None => Err(no_restore(self.schema.name, j, file)),

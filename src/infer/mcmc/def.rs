@@ -7,13 +7,14 @@ use super::density::Density;
 use super::engine::McmcEngine;
 use crate::error::Error;
 use crate::infer::engine::Engine;
-use crate::infer::fit::Fit;
-use crate::infer::seam::{Accepts, BuildCx, EngineDef, TestData};
+use crate::infer::seam::{Accepts, BuildCx, EngineDef, Restored, TestData};
 use crate::infer::settings::{
     EngineConfig, EngineSchema, SEED, SettingKind, SettingSpec, Written, s,
 };
 use crate::infer::sink::CmdStanName;
+use crate::ir::Graph;
 use crate::ir::bind::Bound;
+use serde_json::Value as Json;
 use std::sync::Arc;
 
 /// The samplers' settings.
@@ -288,12 +289,7 @@ impl EngineDef for Sampler {
             &cx.model_name,
         )?))
     }
-    fn restore(
-        &self,
-        graph: crate::ir::Graph,
-        j: &serde_json::Value,
-        file: &str,
-    ) -> Result<(Box<dyn Fit>, Bound), Error> {
+    fn restore(&self, graph: Graph, j: &Json, file: &str) -> Restored {
         super::saved::restore(graph, j, file, self.schema)
     }
     fn as_sampler(&self) -> Option<&dyn std::any::Any> {

@@ -69,7 +69,7 @@ pub fn restore(
     j: &Json,
     file: &str,
     engine: &'static crate::infer::settings::EngineSchema,
-) -> Result<(Box<dyn Fit>, Bound), Error> {
+) -> crate::infer::seam::Restored {
     let (bound, _, name) = restore_full_data(graph, j, file, engine)?;
     let density = Density::new(Arc::new(bound.clone()))?;
     let sec = Field::root(file, j).get("draws");

@@ -8,12 +8,13 @@ use super::mirror::MirrorDescent;
 use super::model::ViModel;
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::Engine;
-use crate::infer::fit::Fit;
-use crate::infer::seam::{Accepts, BuildCx, Def, EngineDef, TestData};
+use crate::infer::seam::{Accepts, BuildCx, Def, EngineDef, Restored, TestData};
 use crate::infer::settings::{EngineConfig, EngineSchema, SettingKind, SettingSpec, Settings, s};
+use crate::ir::Graph;
 use crate::ir::bind::Bound;
 use crate::ir::graph::{Family, GuideTarget};
 use crate::math::optim::Rule;
+use serde_json::Value as Json;
 use std::sync::Arc;
 
 /// The variational engines' jitter.
@@ -308,12 +309,7 @@ impl EngineDef for ViDef {
         let (_, _, cost, _) = self.model_and_cost(bound, cfg, cx)?;
         Ok(cost.warning().into_iter().collect())
     }
-    fn restore(
-        &self,
-        graph: crate::ir::Graph,
-        j: &serde_json::Value,
-        file: &str,
-    ) -> Result<(Box<dyn Fit>, Bound), Error> {
+    fn restore(&self, graph: Graph, j: &Json, file: &str) -> Restored {
         super::saved::restore(graph, j, file, self.def.schema)
     }
 }
