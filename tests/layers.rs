@@ -19,8 +19,13 @@
 //! - an engine's name appears as a string literal only inside its own
 //!   folder (its definition), the registry and tests.
 
+mod common;
+
+use common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use tempest::RunOptions;
+use tempest::infer::registry::ENGINES;
 
 /// One source file, read.
 struct Source {
@@ -669,5 +674,35 @@ fn engine_names_are_written_only_in_their_own_definitions() {
             1,
             "`\"{name}\"` is written in more than one engine (or none): {places:?}"
         );
+    }
+}
+
+/// A guide family the engine refuses is named with the families of every
+/// engine: the registry's list reaches the engine through the seam
+/// (`BuildCx::engines`), not through an import of the registry.
+#[test]
+fn a_refused_guide_family_names_the_families_of_every_engine() {
+    let m = model(
+        r#"
+data { n : int  X : matrix[n, 30] = columns("x0".."x29")  y : int<lower=0, upper=1>[n] }
+hyper { ell : positive = 5.0 }
+model { f ~ gp(0, rbf(ell))  y ~ bernoulli_logit(f(X)) }
+guide { f : mean_field }
+infer mirror_descent { steps = 5 }
+"#,
+    );
+    let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 19))));
+    let e = tempest::run(&b, RunOptions::default())
+        .err()
+        .expect("the family is refused");
+    let text = m.render(&e);
+    let takes: Vec<String> = ENGINES
+        .iter()
+        .filter(|d| !d.accepts().families.is_empty())
+        .map(|d| format!("{} takes `", d.schema().name))
+        .collect();
+    assert!(takes.len() >= 3, "{takes:?}");
+    for t in &takes {
+        assert!(text.contains(t.as_str()), "`{t}` in\n{text}");
     }
 }

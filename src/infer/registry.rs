@@ -151,4 +151,31 @@ mod tests {
             ]
         );
     }
+
+    /// `tempest predict` reaches every engine's restore through the list:
+    /// an engine that saves no fits refuses one at the file's `engine`,
+    /// and one that saves fits reads the file itself.
+    #[test]
+    fn engines_that_save_no_fits_refuse_to_restore_one() {
+        let m = crate::api::Model::from_str(
+            "m.tempest",
+            "data { n : int  y : vector[n] }\nmodel { y ~ normal(0, 1) }\n",
+            &Default::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let j = serde_json::json!({ "engine": "x" });
+        for def in ENGINES {
+            let e = def
+                .restore(m.graph.clone(), &j, "f.json")
+                .err()
+                .expect("an empty file is refused");
+            assert_eq!(
+                e.message.contains("which saves no fits"),
+                !def.accepts().saves_fits,
+                "{}: {}",
+                def.schema().name,
+                e.message
+            );
+        }
+    }
 }

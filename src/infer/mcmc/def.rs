@@ -296,3 +296,24 @@ impl EngineDef for Sampler {
         Some(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `tempest summary` knows each sampler again by the CmdStan name its
+    /// files carry; CmdStan's HMC with another engine, or none, reads as
+    /// static HMC, and an algorithm no sampler has as none.
+    #[test]
+    fn each_sampler_is_known_again_by_its_cmdstan_name() {
+        for s in SAMPLERS {
+            let back = sampler_of(s.cmdstan.algorithm, s.cmdstan.engine).expect("a sampler");
+            assert_eq!(back.schema.name, s.schema.name);
+        }
+        let name = |a: &str, e: Option<&str>| sampler_of(a, e).map(|s| s.schema.name);
+        assert_eq!(name("hmc", None), Some(HMC_SCHEMA.name));
+        assert_eq!(name("hmc", Some("xhmc")), Some(HMC_SCHEMA.name));
+        assert_eq!(name("mala", Some("nuts")), Some(MALA_SCHEMA.name));
+        assert_eq!(name("fixed_param", None), None);
+    }
+}
