@@ -16,13 +16,14 @@ use crate::data::Data;
 use crate::error::{Error, ErrorKind, Errors, Result};
 use crate::infer::engine::{Executor, Observer};
 use crate::infer::fit::Fit;
-use crate::infer::registry::{self, BuildCx, TestData};
+use crate::infer::registry::{self, TestData};
 use crate::infer::settings::EngineConfig;
-use crate::infer::sink::{DrawSinks, StanCsvSinks};
+use crate::infer::sink::DrawSinks;
 use crate::interrupt::StopFlag;
 use crate::ir::bind::{self, Bound, Overrides};
 use crate::ir::graph::Graph;
 use crate::model::custom::Registry;
+use crate::output::stan_csv::StanCsvSinks;
 use crate::semantic::Checked;
 use crate::syntax::ast::Program;
 use crate::syntax::diagnostics::{self, SourceFile};
@@ -45,7 +46,7 @@ pub fn check(program: &Program, registry: &Registry) -> Result<Checked> {
         },
         _ => None,
     });
-    let settings = match infer.map(EngineConfig::from_ast) {
+    let settings = match infer.map(|spec| EngineConfig::from_ast(spec, &registry::schemas())) {
         Some(Err(es)) => es,
         _ => Vec::new(),
     };
@@ -72,7 +73,7 @@ pub fn infer_config(graph: &Graph) -> Result<Option<EngineConfig>, Error> {
         .infer
         .as_ref()
         .map(|spec| {
-            EngineConfig::from_ast(spec).map_err(|es| {
+            EngineConfig::from_ast(spec, &registry::schemas()).map_err(|es| {
                 es.into_iter()
                     .next()
                     .unwrap_or_else(|| Error::internal("an `infer` block failed without an error"))
@@ -117,6 +118,12 @@ pub struct RunOptions {
     pub model_name: Option<String>,
 }
 
+/// The model's name a run records in output headers (`model` when
+/// `options` gives none).
+fn model_name(options: &RunOptions) -> String {
+    options.model_name.clone().unwrap_or_else(|| "model".into())
+}
+
 /// The engine configuration a run will use: the model's `infer` block or
 /// `options.engine`, with `options.settings` applied.
 pub fn engine_config(graph: &Graph, options: &RunOptions) -> Result<EngineConfig, Error> {
@@ -147,7 +154,7 @@ pub fn engine_config(graph: &Graph, options: &RunOptions) -> Result<EngineConfig
         }
     };
     for (k, v) in &options.settings {
-        cfg.set(k, v)?;
+        cfg.set_with(k, v, &registry::schemas())?;
     }
     if let Some(seed) = options.seed
         && cfg.values.contains_key("seed")
@@ -198,10 +205,7 @@ pub fn run_outcome(bound: &Bound, mut options: RunOptions) -> Result<Outcome> {
         }
         return Err(e.into());
     }
-    let mut cx = BuildCx {
-        sinks: std::mem::take(&mut options.sinks),
-        model_name: options.model_name.clone().unwrap_or_else(|| "model".into()),
-    };
+    let mut cx = registry::build_cx(std::mem::take(&mut options.sinks), model_name(&options));
     if let Some(prefix) = &options.csv {
         cx.sinks.push(Arc::new(StanCsvSinks {
             prefix: prefix.clone(),
@@ -269,14 +273,17 @@ pub struct Outcome {
 }
 
 /// What the engine a run would use says before it starts on `bound`
-/// ([`crate::infer::registry::EngineDef::preflight`]): warnings, such as a
+/// ([`crate::infer::seam::EngineDef::preflight`]): warnings, such as a
 /// dense variational run's estimated time when it is long (the command
 /// line prints them before the run); the error the run would give when the
 /// engine refuses to start (a run estimated to exceed `max_minutes`).
 pub fn preflight(bound: &Bound, options: &RunOptions) -> Result<Vec<String>> {
     let cfg = engine_config(&bound.graph, options)?;
     match registry::find(&cfg.name) {
-        Some(def) if def.schema().implemented => Ok(def.preflight(Arc::new(bound.clone()), &cfg)?),
+        Some(def) if def.schema().implemented => {
+            let cx = registry::build_cx(Vec::new(), model_name(options));
+            Ok(def.preflight(Arc::new(bound.clone()), &cfg, &cx)?)
+        }
         _ => Ok(Vec::new()),
     }
 }
@@ -294,15 +301,22 @@ pub fn check_plot_options(
         return Ok(());
     };
     let cfg = engine_config(&bound.graph, options)?;
-    let draws_params = cfg.name == crate::infer::mcmc::prior::NAME
-        || registry::find(&cfg.name).is_some_and(|d| d.as_sampler().is_some());
+    let draws_params = registry::find(&cfg.name).is_some_and(|d| d.accepts().plot_params);
     if !draws_params {
+        // The samplers, then the other engines whose figures draw params.
+        let mut which = vec![registry::draw_engines()];
+        which.extend(
+            registry::ENGINES
+                .iter()
+                .filter(|e| e.accepts().plot_params && !e.accepts().draw_sinks)
+                .map(|e| format!("`{}`", e.schema().name)),
+        );
         return Err(Error::new(
             ErrorKind::Settings,
             format!(
-                "--plot-params: the `{}` engine's figure draws no params; the samplers' trace and pair plots do ({}, `sample_prior`)",
+                "--plot-params: the `{}` engine's figure draws no params; the samplers' trace and pair plots do ({})",
                 cfg.name,
-                registry::draw_engines()
+                which.join(", ")
             ),
         )
         .into());
@@ -322,10 +336,7 @@ pub fn prepare(bound: &Bound, options: &RunOptions) -> Result<String> {
     if !def.schema().implemented {
         return Err(registry::unavailable(def.schema(), &cfg).into());
     }
-    let cx = BuildCx {
-        sinks: Vec::new(),
-        model_name: options.model_name.clone().unwrap_or_else(|| "model".into()),
-    };
+    let cx = registry::build_cx(Vec::new(), model_name(options));
     def.build(Arc::new(bound.clone()), &cfg, &cx)?;
     Ok(cfg.name.to_string())
 }

@@ -415,6 +415,18 @@ fn sourced(errors: Errors) -> Failure {
     }
 }
 
+/// The engines whose runs write an ELBO trace, as the registry lists them:
+/// the variational engines (those whose guides name a family), e.g.
+/// "mirror_descent, gradient_descent, svi".
+fn variational_engines() -> String {
+    let names: Vec<&str> = crate::infer::registry::ENGINES
+        .iter()
+        .filter(|e| !e.accepts().families.is_empty())
+        .map(|e| e.schema().name)
+        .collect();
+    names.join(", ")
+}
+
 fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Result<(), Failure> {
     // A memory budget that cannot be read is refused before any work.
     crate::limits::memory_budget()?;
@@ -534,7 +546,7 @@ fn run_cli(cli: Cli, source: &mut Option<SourceFile>, registry: &Registry) -> Re
                 .with_note("write a saved fit with `tempest run ... --save FIT.json`")
             })?;
             let (mut fit, base) =
-                crate::infer::saved::restore(graph, &j, &name).map_err(|e| sourced(e.into()))?;
+                crate::infer::registry::restore(graph, &j, &name).map_err(|e| sourced(e.into()))?;
             let data =
                 command::load_data_for(&base.graph, &test, test_rows.as_deref(), "--test-rows")
                     .map_err(sourced)?;
@@ -787,15 +799,19 @@ fn plot_trace(
             )
             .with_note("plot-trace reads the files written by `tempest run ... --json OUT`")
         })?;
-        let trace = j.get("elbo_trace").and_then(|t| t.as_array()).ok_or_else(|| {
-            Error::new(
-                ErrorKind::Data,
-                format!("`{}` has no `elbo_trace` array", path.display()),
-            )
-            .with_note(
-                "write one with `tempest run ... --json OUT` and a variational engine (mirror_descent, gradient_descent, svi)",
-            )
-        })?;
+        let trace = j
+            .get("elbo_trace")
+            .and_then(|t| t.as_array())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Data,
+                    format!("`{}` has no `elbo_trace` array", path.display()),
+                )
+                .with_note(format!(
+                    "write one with `tempest run ... --json OUT` and a variational engine ({})",
+                    variational_engines()
+                ))
+            })?;
         // NaN and infinities are written as null; keep their place in the
         // trace. An svi run's entries are objects with step, seconds, elbo.
         let points: Vec<TracePoint> = trace

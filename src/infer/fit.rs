@@ -1,14 +1,11 @@
 //! The result of an engine, as every engine gives it: the [`Fit`] trait
 //! (one report rendered to summary text and JSON, predictions at test
 //! data, a figure), and a way back
-//! to the engine's own result type for callers that need its details.
+//! to the engine's own result type for callers that need its details
+//! ([`dyn Fit::downcast_ref`](trait.Fit.html#method.downcast_ref); each
+//! engine adds its own shorthand beside its fit, e.g. `fit.as_exact()`).
 
 use crate::error::{Error, ErrorKind};
-use crate::infer::evidence::fit::EvidenceFit;
-use crate::infer::exact::fit::ExactFit;
-use crate::infer::mcmc::fit::McmcFit;
-use crate::infer::svi::fit::SviFit;
-use crate::infer::vi::fit::VariationalFit;
 use crate::ir::bind::Bound;
 use crate::output::report::Report;
 use std::any::Any;
@@ -35,7 +32,7 @@ pub trait Fit: AsAny + Send {
     /// Predict at test data (bound like the training data) and keep the
     /// predictions and test metrics in the fit (with the settings the
     /// engine was built with). Engines whose
-    /// [`crate::infer::registry::Accepts`] refuse test data never receive it.
+    /// [`crate::infer::seam::Accepts`] refuse test data never receive it.
     fn attach_test(&mut self, test: &Bound) -> Result<(), Error> {
         let _ = test;
         Err(Error::internal(format!(
@@ -132,26 +129,6 @@ impl dyn Fit {
     /// The engine's own result, owned, if it is a `T`.
     pub fn downcast<T: Fit>(self: Box<Self>) -> Option<Box<T>> {
         self.into_any().downcast().ok()
-    }
-    /// The exact fit, if this is one.
-    pub fn as_exact(&self) -> Option<&ExactFit> {
-        self.downcast_ref()
-    }
-    /// The variational fit, if this is one.
-    pub fn as_variational(&self) -> Option<&VariationalFit> {
-        self.downcast_ref()
-    }
-    /// The sparse variational (`svi`) fit, if this is one.
-    pub fn as_svi(&self) -> Option<&SviFit> {
-        self.downcast_ref()
-    }
-    /// The evidence fit, if this is one.
-    pub fn as_evidence(&self) -> Option<&EvidenceFit> {
-        self.downcast_ref()
-    }
-    /// The sampling fit, if this is one.
-    pub fn as_mcmc(&self) -> Option<&McmcFit> {
-        self.downcast_ref()
     }
 }
 

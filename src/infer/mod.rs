@@ -15,6 +15,7 @@ pub mod planned;
 pub mod registry;
 pub mod saved;
 pub mod saved_json;
+pub mod seam;
 pub mod settings;
 pub mod sink;
 pub mod structure;

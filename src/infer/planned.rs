@@ -2,8 +2,10 @@
 //! written for them is validated now; running one is a located error.
 
 use super::engine::Engine;
-use super::registry::{Accepts, BuildCx, Def};
-use super::settings::{EngineConfig, EngineSchema, SEED, SettingKind, s};
+use super::seam::{Accepts, BuildCx, Def};
+use super::settings::{EngineConfig, EngineSchema, Nested, SEED, SettingKind, s};
+use super::svi::def::SVI_SCHEMA;
+use super::vi::def::{GD_SCHEMA, MIRROR_SCHEMA};
 use crate::error::Error;
 use crate::ir::bind::Bound;
 use std::sync::Arc;
@@ -40,7 +42,7 @@ pub const META_SCHEMA: EngineSchema = EngineSchema {
         ),
         s(
             "inner",
-            SettingKind::Engine(&["mirror_descent", "gradient_descent", "svi"]),
+            SettingKind::Engine(Nested(&[&MIRROR_SCHEMA, &GD_SCHEMA, &SVI_SCHEMA])),
             Some("mirror_descent { steps = 3, rho = 1 }"),
             "the per-task inference",
         ),
@@ -59,11 +61,11 @@ pub const META: Def = Def {
     schema: &META_SCHEMA,
     accepts: Accepts::NOTHING,
     build: unavailable,
+    restore: None,
 };
 
-/// Building an engine this version does not have: the registry's error.
-fn unavailable(_: Arc<Bound>, cfg: &EngineConfig, _: &BuildCx) -> Result<Box<dyn Engine>, Error> {
-    let schema = super::registry::schema(&cfg.name)
-        .ok_or_else(|| Error::internal(format!("`{}` has no schema", cfg.name)))?;
-    Err(super::registry::unavailable(schema, cfg))
+/// Building an engine this version does not have: the error naming the
+/// engines that are available.
+fn unavailable(_: Arc<Bound>, cfg: &EngineConfig, cx: &BuildCx) -> Result<Box<dyn Engine>, Error> {
+    Err(super::seam::unavailable(cfg.schema, cfg, cx.engines))
 }

@@ -1,124 +1,15 @@
-//! The open engine seam: every engine the language knows is one
-//! [`EngineDef`] in [`ENGINES`]. A definition states the engine's settings
-//! (its schema), what it accepts besides the bound model (test data, draw
-//! sinks, guide families) and builds the engine; `api::run` and the checker
-//! know engines only through this table. Adding an engine is one folder
-//! (its state machine, its fit, its `def.rs`) and one line here.
+//! The one list of engines: every engine the language knows is one
+//! [`EngineDef`] in [`ENGINES`] (the seam's traits are in
+//! [`super::seam`]). `api::run`, the checker, the command line and
+//! `tempest predict` know engines only through this table; no engine
+//! imports it. Adding an engine is one folder (its state machine, its
+//! fit, its `def.rs` with its schema, restore and words) and one line here.
 
-use super::engine::Engine;
+pub use super::seam::{Accepts, BuildCx, BuildFn, Def, EngineDef, TestData};
 use super::settings::{EngineConfig, EngineSchema};
-use super::sink::DrawSinks;
 use crate::error::Error;
-use crate::ir::bind::Bound;
-use crate::ir::graph::Family;
-use std::sync::Arc;
-
-/// What an engine does with test data (`--test`).
-#[derive(Clone, Copy, Debug)]
-pub enum TestData {
-    /// It predicts at the test inputs and scores the test outcomes
-    /// ([`super::fit::Fit::attach_test`]).
-    Predicts,
-    /// It makes no predictions: the error's message (`{engine}` stands
-    /// for the engine's name) and an optional note.
-    Refused(&'static str, Option<&'static str>),
-}
-
-/// What an engine accepts besides the bound model and its settings.
-#[derive(Clone, Copy, Debug)]
-pub struct Accepts {
-    /// Test data.
-    pub test: TestData,
-    /// Whether it streams draws to [`DrawSinks`] (`--csv`).
-    pub draw_sinks: bool,
-    /// The variational families its guide may name (empty: no guide).
-    pub families: &'static [Family],
-    /// Whether its fit can be saved (`--save`) for `tempest predict`.
-    pub saves_fits: bool,
-}
-
-impl Accepts {
-    /// Neither test data nor draw sinks nor a guide.
-    pub const NOTHING: Accepts = Accepts {
-        test: TestData::Refused("the `{engine}` engine makes no predictions", None),
-        draw_sinks: false,
-        families: &[],
-        saves_fits: false,
-    };
-}
-
-/// What a build gets besides the model and the settings.
-#[derive(Clone, Default)]
-pub struct BuildCx {
-    /// Where a sampler streams its draws, one sink per chain (only for
-    /// engines whose [`Accepts::draw_sinks`] is true).
-    pub sinks: Vec<Arc<dyn DrawSinks>>,
-    /// The model's name, recorded in output headers.
-    pub model_name: String,
-}
-
-/// One engine: its settings, what it accepts, and how to build it.
-pub trait EngineDef: Sync {
-    /// The engine's settings (and its name, `schema().name`).
-    fn schema(&self) -> &EngineSchema;
-    /// What it accepts besides the bound model.
-    fn accepts(&self) -> Accepts {
-        Accepts::NOTHING
-    }
-    /// Build the engine in its initial state. Settings are the validated
-    /// `cfg` (its `name` is this engine's).
-    ///
-    /// Errors: whatever the model or settings make impossible, located.
-    fn build(
-        &self,
-        bound: Arc<Bound>,
-        cfg: &EngineConfig,
-        cx: &BuildCx,
-    ) -> Result<Box<dyn Engine>, Error>;
-    /// What the engine says before it runs on `bound` with `cfg`:
-    /// warnings (a long run's estimated time), or the error its build
-    /// would give when it refuses to start. Nothing by default.
-    fn preflight(&self, bound: Arc<Bound>, cfg: &EngineConfig) -> Result<Vec<String>, Error> {
-        let _ = (bound, cfg);
-        Ok(Vec::new())
-    }
-    /// A sampler usable inside other engines (e.g. at each rung of the
-    /// `evidence` engine), when this engine is one.
-    fn as_sampler(&self) -> Option<&dyn super::mcmc::def::SamplerDef> {
-        None
-    }
-}
-
-/// How a [`Def`] builds its engine.
-pub type BuildFn = fn(Arc<Bound>, &EngineConfig, &BuildCx) -> Result<Box<dyn Engine>, Error>;
-
-/// An engine defined by its schema, what it accepts and a build function
-/// (every engine but the samplers, which also build inside other engines).
-pub struct Def {
-    /// Its settings.
-    pub schema: &'static EngineSchema,
-    /// What it accepts.
-    pub accepts: Accepts,
-    /// How it is built.
-    pub build: BuildFn,
-}
-
-impl EngineDef for Def {
-    fn schema(&self) -> &EngineSchema {
-        self.schema
-    }
-    fn accepts(&self) -> Accepts {
-        self.accepts
-    }
-    fn build(
-        &self,
-        bound: Arc<Bound>,
-        cfg: &EngineConfig,
-        cx: &BuildCx,
-    ) -> Result<Box<dyn Engine>, Error> {
-        (self.build)(bound, cfg, cx)
-    }
-}
+use crate::ir::Graph;
+use serde_json::Value as Json;
 
 /// Every engine the language knows, in the order they are listed to users.
 pub static ENGINES: &[&dyn EngineDef] = &[
@@ -144,38 +35,47 @@ pub fn schema(name: &str) -> Option<&'static EngineSchema> {
     find(name).map(|e| e.schema())
 }
 
+/// Every engine's schema, in the order of [`ENGINES`]: the engines a
+/// model's `infer` block may name.
+pub fn schemas() -> Vec<&'static EngineSchema> {
+    ENGINES.iter().map(|e| e.schema()).collect()
+}
+
 /// The names of every engine (`available` only: those this version runs).
 pub fn names(available: bool) -> Vec<&'static str> {
-    ENGINES
-        .iter()
-        .map(|e| e.schema())
-        .filter(|s| !available || s.implemented)
-        .map(|s| s.name)
-        .collect()
+    super::seam::names(ENGINES, available)
+}
+
+/// What a build gets from a run: `sinks`, the model's name and every
+/// engine.
+pub fn build_cx(
+    sinks: Vec<std::sync::Arc<dyn super::sink::DrawSinks>>,
+    model_name: String,
+) -> BuildCx {
+    BuildCx {
+        sinks,
+        model_name,
+        engines: ENGINES,
+    }
+}
+
+/// Read a saved fit of any engine for `graph` (the model given to
+/// `predict`): the file's header checked, then the engine it names reads
+/// the rest ([`EngineDef::restore`]). The fit, ready to predict, and the
+/// bound training data (to bind test data against).
+pub fn restore(graph: Graph, j: &Json, file: &str) -> crate::infer::seam::Restored {
+    let engine = super::saved::check_header(&graph, j, file)?;
+    match find(engine) {
+        Some(def) => def.restore(graph, j, file),
+        None => Err(super::seam::no_restore(engine, j, file)),
+    }
 }
 
 /// The error for running an engine this version does not have
-/// (`schema.implemented` is false): at the `infer` block, naming the
-/// engines that are available. It comes before anything the engine would
-/// refuse, so a user learns first that the engine cannot run at all.
+/// (`schema.implemented` is false): [`super::seam::unavailable`] naming
+/// the engines of [`ENGINES`] that are.
 pub fn unavailable(schema: &EngineSchema, cfg: &EngineConfig) -> Error {
-    let message = format!(
-        "the `{}` engine ({}) is not available in this version of tempest",
-        schema.name, schema.doc
-    );
-    let note = format!("available engines: {}", names(true).join(", "));
-    // An engine named by `--engine` has no place in the model file.
-    if cfg.span.end == 0 {
-        return Error::new(
-            crate::error::ErrorKind::Unsupported,
-            format!("--engine {}: {message}", schema.name),
-        )
-        .with_note(note);
-    }
-    Error::new(crate::error::ErrorKind::Unsupported, message)
-        .with_span(cfg.span)
-        .with_label("engine not available")
-        .with_note(note)
+    super::seam::unavailable(schema, cfg, ENGINES)
 }
 
 /// The engines that stream draws, as prose: "`mala`, `hmc` and `nuts`".
@@ -250,5 +150,32 @@ mod tests {
                 "evidence"
             ]
         );
+    }
+
+    /// `tempest predict` reaches every engine's restore through the list:
+    /// an engine that saves no fits refuses one at the file's `engine`,
+    /// and one that saves fits reads the file itself.
+    #[test]
+    fn engines_that_save_no_fits_refuse_to_restore_one() {
+        let m = crate::api::Model::from_str(
+            "m.tempest",
+            "data { n : int  y : vector[n] }\nmodel { y ~ normal(0, 1) }\n",
+            &Default::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let j = serde_json::json!({ "engine": "x" });
+        for def in ENGINES {
+            let e = def
+                .restore(m.graph.clone(), &j, "f.json")
+                .err()
+                .expect("an empty file is refused");
+            assert_eq!(
+                e.message.contains("which saves no fits"),
+                !def.accepts().saves_fits,
+                "{}: {}",
+                def.schema().name,
+                e.message
+            );
+        }
     }
 }

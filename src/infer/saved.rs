@@ -9,27 +9,18 @@
 //! read from text, by data name). The full-data engines add `data` (the
 //! training data in Stan's JSON convention: prediction conditions on it),
 //! `settings` (the engine's settings, as written in an `infer` block) and a
-//! section of their own:
-//!
-//! - `exact`: `theta` (the learned hypers, unconstrained, exactly),
-//!   `log_marginal_likelihood` (checked when the fit is read back),
-//!   `iterations`, `evaluations`, `gradient`, `reason`, `converged`, `trace`;
-//! - `mirror_descent`, `gradient_descent` — `vi`: `theta`, `elbo`, `steps`,
-//!   `reason`, `trace`, and `q`, per latent GP the whitened mean `mean` \[N\]
-//!   and lower-triangular factor `factor` \[N, N\] as rows;
-//! - `nuts`, `hmc`, `mala` — `draws`: `chains`, `kept` (draws per chain),
-//!   `seed`, `predictive_draws`, and `positions`: at most
-//!   `predictive_draws` draws (evenly spaced over the chains) on the
-//!   sampler's unconstrained scale, one row each.
-//!
-//! `svi` keeps only the training data's first row (`base`) and its own
-//! section (see [`crate::infer::svi::saved`]).
+//! section of their own, which each engine's `saved.rs` describes, writes
+//! ([`crate::infer::fit::Fit::saved`]) and reads back (its definition's
+//! `restore`): the exact engine's `exact`, the variational engines' `vi`,
+//! the samplers' `draws`; the sparse engine keeps only the training data's
+//! first row (`base`) and its own section. This module holds what they
+//! share; the registry finds the engine a file names
+//! (`registry::restore`).
 
 use crate::data::{Data, JsonData};
 use crate::error::{Error, ErrorKind};
-use crate::infer::fit::Fit;
 use crate::infer::saved_json::Field;
-use crate::infer::settings::EngineConfig;
+use crate::infer::settings::{EngineConfig, EngineSchema};
 use crate::ir::bind::{Bound, Overrides, bind};
 use crate::ir::graph::Graph;
 use crate::ir::value::Value;
@@ -325,10 +316,12 @@ pub fn restore_bound(
 }
 
 /// The engine's settings saved in the file, checked by its schema.
-pub fn restore_config(engine: &str, j: &Json, file: &str) -> Result<EngineConfig, Error> {
+pub fn restore_config(
+    schema: &'static EngineSchema,
+    j: &Json,
+    file: &str,
+) -> Result<EngineConfig, Error> {
     let root = Field::root(file, j);
-    let schema = crate::infer::registry::schema(engine)
-        .ok_or_else(|| root.get("engine").expected("an engine that saves fits"))?;
     let mut cfg = EngineConfig::defaults(schema, Default::default());
     let settings = root.get("settings");
     for k in settings.object()?.keys() {
@@ -339,42 +332,17 @@ pub fn restore_config(engine: &str, j: &Json, file: &str) -> Result<EngineConfig
     }
     Ok(cfg)
 }
+
 /// What every full-data engine's restore starts with: the training data
-/// bound (with hypers and labels), the engine's settings, and its name as
-/// the registry spells it.
+/// bound (with hypers and labels), the engine's settings (of `schema`,
+/// the engine's), and its name.
 pub fn restore_full_data(
     graph: Graph,
     j: &Json,
     file: &str,
-    engine: &str,
+    schema: &'static EngineSchema,
 ) -> Result<(Bound, EngineConfig, &'static str), Error> {
     let bound = restore_bound(graph, j, file, "data", "the training data")?;
-    let cfg = restore_config(engine, j, file)?;
-    let name = crate::infer::registry::schema(engine)
-        .map(|s| s.name)
-        .ok_or_else(|| bad(file, "engine"))?;
-    Ok((bound, cfg, name))
-}
-
-/// Read a saved fit of any engine for `graph` (the model given to
-/// `predict`): the fit, ready to predict, and the bound training data (to
-/// bind test data against).
-pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Bound), Error> {
-    let engine = check_header(&graph, j, file)?.to_string();
-    match engine.as_str() {
-        "svi" => {
-            let (fit, base) = crate::infer::svi::fit::SviFit::restore(graph, j, file)?;
-            Ok((Box::new(fit), base))
-        }
-        "exact" => crate::infer::exact::saved::restore(graph, j, file),
-        "mirror_descent" | "gradient_descent" => {
-            crate::infer::vi::saved::restore(graph, j, file, &engine)
-        }
-        "nuts" | "hmc" | "mala" | crate::infer::mcmc::prior::NAME => {
-            crate::infer::mcmc::saved::restore(graph, j, file, &engine)
-        }
-        other => Err(Field::root(file, j).get("engine").error(format!(
-            "saved by the engine `{other}`, which saves no fits"
-        ))),
-    }
+    let cfg = restore_config(schema, j, file)?;
+    Ok((bound, cfg, schema.name))
 }

@@ -1,14 +1,6 @@
-//! Names in words for summaries, prediction tables and figures: an
-//! engine's name, and a latent GP's input as written in the model.
-
-/// An engine's name in words, for plot titles and summaries.
-pub fn engine_words(engine: &str) -> &str {
-    match engine {
-        "mirror_descent" => "mirror-descent VI",
-        "gradient_descent" => "gradient-descent VI",
-        other => other,
-    }
-}
+//! Names in words for summaries, prediction tables and figures: a latent
+//! GP's input as written in the model. (An engine's name in words is its
+//! definition's, `EngineDef::words`.)
 
 /// A latent GP's input at `site` as written (`year`, `year - 1900`), or
 /// without such a site an `ode` solution's output times, else `input`.

@@ -9,6 +9,7 @@
 pub mod atomic;
 #[cfg(feature = "plot")]
 pub mod axis;
+pub mod calibration;
 #[cfg(feature = "plot")]
 pub mod figures;
 pub mod labels;

@@ -5,7 +5,7 @@
 use super::axis;
 use crate::error::{Error, ErrorKind};
 use crate::infer::band::Band;
-use crate::infer::vi::predict::Bin;
+use crate::output::calibration::Bin;
 use crate::output::ticks::Axis;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
@@ -260,8 +260,8 @@ pub(crate) const PALETTE: [RGBColor; 10] = [
 /// bin's mean confidence shaded, and the diagonal of perfect calibration; the
 /// panel below counts the test points per bin; the side panel holds the
 /// legend, the overall accuracy (from the bins), and `ece` and `mce`.
-/// `bins` are the non-empty bins, as [`TestMetrics::bins`](crate::infer::vi::predict::TestMetrics)
-/// gives them; `n_bins` (at least 1) is how many equal-width bins there
+/// `bins` are the non-empty bins, as a classifier's test metrics hold
+/// them; `n_bins` (at least 1) is how many equal-width bins there
 /// were.
 pub fn reliability_diagram(
     path: &Path,

@@ -1,29 +1,35 @@
 //! The plot of thermodynamic integration: each rung's mean of log p(y|x)
-//! against its power t, with ±2 standard-error bars.
+//! against its power t, with ±2 standard-error bars (drawn from plain
+//! numbers: the evidence engine's figure hands them over).
 
 use super::axis;
 use super::plot::{PALETTE, plot_err, register_font};
 use crate::error::{Error, ErrorKind};
-use crate::infer::evidence::fit::EvidenceFit;
 use crate::output::ticks::Axis;
 use plotters::prelude::*;
 use std::path::Path;
 
-/// Draw μᵢ against tᵢ to a PNG file at `path`.
+/// Draw μᵢ against tᵢ to a PNG file at `path`: `rungs` holds each rung's
+/// (tᵢ, μᵢ, standard error of μᵢ); `method` names how the means were
+/// estimated, in the legend.
 ///
 /// Errors: [`ErrorKind::Data`] when no rung mean is finite, [`ErrorKind::Io`]
 /// when the file cannot be written.
-pub fn rung_means(path: &Path, fit: &EvidenceFit, title: &str) -> Result<(), Error> {
+pub fn rung_means(
+    path: &Path,
+    rungs: &[(f64, f64, f64)],
+    method: &str,
+    title: &str,
+) -> Result<(), Error> {
     register_font();
     let e = |err| plot_err(path, err);
-    let pts: Vec<(f64, f64, f64)> = fit
-        .rungs
+    let pts: Vec<(f64, f64, f64)> = rungs
         .iter()
-        .filter(|r| axis::drawable(r.mean) && axis::drawable(r.t))
-        .map(|r| {
+        .filter(|&&(t, mean, _)| axis::drawable(mean) && axis::drawable(t))
+        .map(|&(t, mean, se)| {
             // An error bar that cannot be placed on the axis is left out.
-            let bar = 2.0 * r.mean_se.max(0.0);
-            (r.t, r.mean, if axis::drawable(bar) { bar } else { 0.0 })
+            let bar = 2.0 * se.max(0.0);
+            (t, mean, if axis::drawable(bar) { bar } else { 0.0 })
         })
         .collect();
     if pts.is_empty() {
@@ -65,7 +71,7 @@ pub fn rung_means(path: &Path, fit: &EvidenceFit, title: &str) -> Result<(), Err
             blue.stroke_width(2),
         ))
         .map_err(e)?
-        .label(format!("rung means ({})", fit.method))
+        .label(format!("rung means ({method})"))
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], blue.stroke_width(2)));
     chart
         .draw_series(

@@ -39,6 +39,8 @@
 //! exponent notation (`1.5e-7`) when very small or very large.
 
 use crate::error::{Error, ErrorKind};
+pub use crate::infer::sink::SamplerStats;
+use crate::infer::sink::{ChainRun, DrawSink, DrawSinks, RunHeader};
 use crate::output::atomic::PartialFile;
 use std::fmt::Write as _;
 use std::fs::File;
@@ -79,15 +81,17 @@ pub struct StanCsvHeader {
     pub warmup: usize,
     /// Number of saved draws after warmup.
     pub draws: usize,
-    /// The sampler: `nuts` (written as CmdStan does, `algorithm = hmc` with
-    /// `engine = nuts`, its `max_depth` and a diagonal metric), `hmc`
-    /// (`algorithm = hmc`, `engine = static`), or another name written as
-    /// the `algorithm` itself (`mala`).
+    /// CmdStan's `algorithm` (`hmc`, or the sampler's own name such as
+    /// `mala`).
     pub algorithm: String,
+    /// CmdStan's `engine` of the algorithm (`nuts`, `static`), written with
+    /// `max_depth` (when given) and a diagonal metric; `None`: the
+    /// algorithm alone.
+    pub engine: Option<String>,
     /// The target acceptance rate of step-size adaptation.
     pub adapt_delta: f64,
-    /// The largest tree depth of NUTS.
-    pub max_depth: usize,
+    /// The largest tree depth, for an engine that builds trees (NUTS).
+    pub max_depth: Option<usize>,
     /// The data file of the run (may be empty).
     pub data_file: String,
     /// The version of tempest that wrote the file.
@@ -99,24 +103,25 @@ pub struct StanCsvHeader {
     pub tempest: Vec<(String, String)>,
 }
 
-/// What the sampler reports about one draw: the seven `__` columns.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SamplerStats {
-    /// The log density of the draw, up to a constant (`lp__`).
-    pub lp: f64,
-    /// The mean Metropolis acceptance probability of the trajectory
-    /// (`accept_stat__`).
-    pub accept_stat: f64,
-    /// The leapfrog step size (`stepsize__`).
-    pub stepsize: f64,
-    /// The depth of the NUTS tree (`treedepth__`).
-    pub treedepth: usize,
-    /// The number of leapfrog steps taken (`n_leapfrog__`).
-    pub n_leapfrog: usize,
-    /// Whether the trajectory diverged (`divergent__`, written 0 or 1).
-    pub divergent: bool,
-    /// The Hamiltonian at the draw (`energy__`).
-    pub energy: f64,
+impl From<&RunHeader> for StanCsvHeader {
+    /// The header of a chain's file: the run as the sampler describes it,
+    /// the sampler named as CmdStan names it.
+    fn from(h: &RunHeader) -> StanCsvHeader {
+        StanCsvHeader {
+            model: h.model.clone(),
+            chain_id: h.chain_id,
+            seed: h.seed,
+            warmup: h.warmup,
+            draws: h.draws,
+            algorithm: h.cmdstan.algorithm.to_string(),
+            engine: h.cmdstan.engine.map(String::from),
+            adapt_delta: h.adapt_delta,
+            max_depth: h.max_depth,
+            data_file: h.data_file.clone(),
+            tempest_version: h.tempest_version.clone(),
+            tempest: h.tempest.clone(),
+        }
+    }
 }
 
 /// The names the language uses for the elements of a parameter of the
@@ -294,20 +299,16 @@ impl StanCsvWriter {
         line(format!("#       engaged = {}", u8::from(h.warmup > 0)));
         line(format!("#       delta = {}", num(h.adapt_delta)));
         let algorithm = one_line(&h.algorithm);
-        match algorithm.as_str() {
-            "nuts" | "hmc" => {
-                line("#     algorithm = hmc".into());
-                line("#       hmc".into());
-                if algorithm == "nuts" {
-                    line("#         engine = nuts".into());
-                    line("#           nuts".into());
-                    line(format!("#             max_depth = {}", h.max_depth));
-                } else {
-                    line("#         engine = static".into());
-                }
-                line("#         metric = diag_e".into());
+        line(format!("#     algorithm = {algorithm}"));
+        if let Some(engine) = &h.engine {
+            let engine = one_line(engine);
+            line(format!("#       {algorithm}"));
+            line(format!("#         engine = {engine}"));
+            if let Some(depth) = h.max_depth {
+                line(format!("#           {engine}"));
+                line(format!("#             max_depth = {depth}"));
             }
-            other => line(format!("#     algorithm = {other}")),
+            line("#         metric = diag_e".into());
         }
         line("#     num_chains = 1".into());
         line(format!("# id = {}", h.chain_id));
@@ -503,6 +504,44 @@ fn end_of_draw(path: &Path, kept: usize) -> std::io::Result<u64> {
             draws += 1;
         }
         at += n as u64;
+    }
+}
+
+/// Stan CSV files `PREFIX_<chain>.csv`, one line per draw, written as they
+/// are made to `PREFIX_<chain>.csv.partial` (locked against another run
+/// writing the same file) and renamed when the chain is over. A stopped
+/// run's files keep the draws its fit keeps; a run that fails or is killed
+/// leaves the `.partial` files, every complete line readable.
+#[derive(Clone, Debug)]
+pub struct StanCsvSinks {
+    /// The path prefix.
+    pub prefix: PathBuf,
+}
+
+impl DrawSinks for StanCsvSinks {
+    fn open(&self, run: &ChainRun) -> Result<Box<dyn DrawSink>, Error> {
+        let id = run.header.chain_id;
+        let path = PathBuf::from(format!("{}_{id}.csv", self.prefix.display()));
+        Ok(Box::new(StanCsvWriter::create(
+            &path,
+            &StanCsvHeader::from(&run.header),
+            &run.columns,
+        )?))
+    }
+}
+
+impl DrawSink for StanCsvWriter {
+    fn adapted(&mut self, step_size: f64, inv_metric: &[f64]) -> Result<(), Error> {
+        self.write_adaptation(step_size, inv_metric)
+    }
+    fn draw(&mut self, stats: &SamplerStats, values: &[f64]) -> Result<(), Error> {
+        self.write_draw(stats, values)
+    }
+    fn stopped(&mut self, kept: usize, reason: &str) -> Result<(), Error> {
+        self.keep_first(kept, reason)
+    }
+    fn finish(self: Box<Self>, warmup_seconds: f64, sampling_seconds: f64) -> Result<(), Error> {
+        StanCsvWriter::finish(*self, warmup_seconds, sampling_seconds)
     }
 }
 
@@ -710,9 +749,10 @@ mod tests {
             seed: 42,
             warmup: 500,
             draws: 1000,
-            algorithm: "nuts".into(),
+            algorithm: "hmc".into(),
+            engine: Some("nuts".into()),
             adapt_delta: 0.8,
-            max_depth: 10,
+            max_depth: Some(10),
             data_file: "data/mauna.json".into(),
             tempest_version: "0.1.0".into(),
             tempest: vec![

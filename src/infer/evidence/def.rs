@@ -1,12 +1,14 @@
 //! The `evidence` engine's definition: its settings and how it is built,
-//! with its sampler found in the registry.
+//! with its sampler found among the run's engines ([`BuildCx::engines`]).
 
 use super::engine::EvidenceEngine;
 use crate::error::{Error, ErrorKind};
-use crate::infer::mcmc::def::{SamplerDef, SamplerSettings};
+use crate::infer::mcmc::def::{
+    HMC_SCHEMA, MALA_SCHEMA, NUTS_SCHEMA, Sampler, SamplerDef, SamplerSettings,
+};
 use crate::infer::mcmc::density::Density;
-use crate::infer::registry::{Accepts, Def, TestData};
-use crate::infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, Settings, Written, s};
+use crate::infer::seam::{Accepts, BuildCx, Def, TestData};
+use crate::infer::settings::{EngineConfig, EngineSchema, Nested, SEED, SettingKind, Written, s};
 use crate::mc::spec::{CvSpec, parse};
 use crate::mc::vector_valued::TaskMatrix;
 
@@ -30,7 +32,7 @@ pub const SCHEMA: EngineSchema = EngineSchema {
         ),
         s(
             "sampler",
-            SettingKind::Engine(&["mala", "hmc", "nuts"]),
+            SettingKind::Engine(Nested(&[&MALA_SCHEMA, &HMC_SCHEMA, &NUTS_SCHEMA])),
             Some("nuts {}"),
             "the sampler run at each rung",
         ),
@@ -52,7 +54,7 @@ pub struct EvidenceSettings {
     pub power: f64,
     /// The run's seed; rung i's sampler is seeded from seed + i.
     pub seed: u64,
-    /// The sampler run at each rung, found in the registry.
+    /// The sampler run at each rung, found among the run's engines.
     pub sampler_def: &'static dyn SamplerDef,
     /// Its settings (its own seed is replaced per rung).
     pub sampler: SamplerSettings,
@@ -62,11 +64,13 @@ pub struct EvidenceSettings {
     pub written: Written,
 }
 
-impl Settings for EvidenceSettings {
+impl EvidenceSettings {
+    /// The settings of `cfg`, its sampler found among `cx`'s engines.
+    ///
     /// Errors: a control-variate method that does not parse (at its span,
     /// or naming the setting when it came from `--set`), a fixed task
     /// matrix of the wrong size.
-    fn from_config(cfg: &EngineConfig) -> Result<Self, Error> {
+    pub fn read(cfg: &EngineConfig, cx: &BuildCx) -> Result<Self, Error> {
         let rungs = cfg.count("rungs")?;
         let written = cfg.written();
         let control_variates = parse(cfg.method("control_variates")?).map_err(|mut err| {
@@ -97,8 +101,10 @@ impl Settings for EvidenceSettings {
         }
         // The setting's schema admits only samplers.
         let nested = cfg.engine("sampler")?;
-        let sampler_def = crate::infer::registry::find(&nested.name)
+        let sampler_def: &'static dyn SamplerDef = cx
+            .engine(&nested.name)
             .and_then(|d| d.as_sampler())
+            .and_then(|s| s.downcast_ref::<Sampler>())
             .ok_or_else(|| {
                 Error::internal(format!("evidence: `{}` is not a sampler", nested.name))
             })?;
@@ -124,8 +130,9 @@ pub const EVIDENCE: Def = Def {
         ),
         ..Accepts::NOTHING
     },
-    build: |bound, cfg, _| {
-        let s = EvidenceSettings::from_config(cfg)?;
+    build: |bound, cfg, cx| {
+        let s = EvidenceSettings::read(cfg, cx)?;
         Ok(Box::new(EvidenceEngine::new(Density::new(bound)?, s)?))
     },
+    restore: None,
 };

@@ -295,7 +295,7 @@ impl crate::infer::fit::Fit for EvidenceFit {
 
     #[cfg(feature = "plot")]
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
-        crate::output::figures::evidence(self, path)?;
+        super::figure::draw(self, path)?;
         Ok(vec![path.to_path_buf()])
     }
 
@@ -355,5 +355,12 @@ impl crate::infer::fit::Fit for EvidenceFit {
                     .collect::<Vec<_>>(),
             );
         r
+    }
+}
+
+impl dyn crate::infer::fit::Fit {
+    /// The evidence fit, if this is one.
+    pub fn as_evidence(&self) -> Option<&EvidenceFit> {
+        self.downcast_ref()
     }
 }

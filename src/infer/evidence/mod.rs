@@ -4,4 +4,6 @@
 
 pub mod def;
 pub mod engine;
+#[cfg(feature = "plot")]
+pub mod figure;
 pub mod fit;

@@ -2,7 +2,7 @@
 
 use super::{engine::ExactEngine, model::ExactModel};
 use crate::error::Error;
-use crate::infer::registry::{Accepts, Def, TestData};
+use crate::infer::seam::{Accepts, Def, TestData};
 use crate::infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, Settings, s};
 
 /// The `exact` engine's settings.
@@ -116,4 +116,5 @@ pub const EXACT: Def = Def {
         let s = ExactSettings::from_config(cfg)?;
         Ok(Box::new(ExactEngine::new(ExactModel::new(bound, &s)?, &s)?))
     },
+    restore: Some(super::saved::restore),
 };

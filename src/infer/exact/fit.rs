@@ -165,7 +165,7 @@ impl Fit for ExactFit {
 
     #[cfg(feature = "plot")]
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
-        crate::output::figures::exact(self, path)?;
+        super::figure::draw(self, path)?;
         Ok(vec![path.to_path_buf()])
     }
 
@@ -307,5 +307,12 @@ impl Fit for ExactFit {
             r.field_ser("predictions", p);
         }
         r
+    }
+}
+
+impl dyn crate::infer::fit::Fit {
+    /// The exact fit, if this is one.
+    pub fn as_exact(&self) -> Option<&ExactFit> {
+        self.downcast_ref()
     }
 }

@@ -4,6 +4,8 @@
 pub mod def;
 pub mod diagnose;
 pub mod engine;
+#[cfg(feature = "plot")]
+pub mod figure;
 pub mod fit;
 pub mod model;
 pub mod objective;

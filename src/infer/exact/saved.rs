@@ -6,11 +6,9 @@ use super::def::ExactSettings;
 use super::fit::ExactFit;
 use super::model::ExactModel;
 use crate::error::{Error, ErrorKind};
-use crate::infer::fit::Fit;
 use crate::infer::saved::{data_json, header, read_theta, restore_full_data};
 use crate::infer::saved_json::Field;
 use crate::infer::settings::{EngineConfig, Settings};
-use crate::ir::bind::Bound;
 use crate::ir::graph::Graph;
 use serde_json::{Value as Json, json};
 use std::sync::Arc;
@@ -40,8 +38,8 @@ impl ExactFit {
 }
 
 /// Rebuild a saved exact fit for `graph`.
-pub fn restore(graph: Graph, j: &Json, file: &str) -> Result<(Box<dyn Fit>, Bound), Error> {
-    let (bound, cfg, _) = restore_full_data(graph, j, file, "exact")?;
+pub fn restore(graph: Graph, j: &Json, file: &str) -> crate::infer::seam::Restored {
+    let (bound, cfg, _) = restore_full_data(graph, j, file, &super::def::SCHEMA)?;
     let s = ExactSettings::from_config(&cfg)?;
     let root = Field::root(file, j);
     let sec = root.get("exact");

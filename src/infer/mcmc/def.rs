@@ -7,11 +7,14 @@ use super::density::Density;
 use super::engine::McmcEngine;
 use crate::error::Error;
 use crate::infer::engine::Engine;
-use crate::infer::registry::{Accepts, BuildCx, EngineDef, TestData};
+use crate::infer::seam::{Accepts, BuildCx, EngineDef, Restored, TestData};
 use crate::infer::settings::{
     EngineConfig, EngineSchema, SEED, SettingKind, SettingSpec, Written, s,
 };
+use crate::infer::sink::CmdStanName;
+use crate::ir::Graph;
 use crate::ir::bind::Bound;
+use serde_json::Value as Json;
 use std::sync::Arc;
 
 /// The samplers' settings.
@@ -95,14 +98,15 @@ pub struct SamplerSettings {
     pub chains: usize,
     /// The run's seed (chain k draws from a stream of its own).
     pub seed: u64,
-    /// The `max_depth` setting (NUTS's, and recorded in output headers for
-    /// every sampler).
+    /// The `max_depth` setting (NUTS's largest tree depth).
     pub max_depth: usize,
     /// Draws the posterior predictive at test data averages over.
     pub predictive_draws: usize,
     /// Chains are numbered from `chain_offset + 1` (their seeds and the
     /// ids in output files).
     pub chain_offset: usize,
+    /// The sampler as CmdStan names it, for the draw sinks' headers.
+    pub cmdstan: CmdStanName,
     /// Where the settings were written.
     pub written: Written,
 }
@@ -135,6 +139,7 @@ impl SamplerSettings {
             max_depth: cfg.count("max_depth")?,
             predictive_draws: cfg.count("predictive_draws")?,
             chain_offset: cfg.count("chain_offset")?,
+            cmdstan: def.cmdstan(),
             written: cfg.written(),
         })
     }
@@ -145,6 +150,9 @@ impl SamplerSettings {
 pub trait SamplerDef: Sync {
     /// The sampler's transition, from its settings.
     fn method(&self, cfg: &EngineConfig) -> Result<Method, Error>;
+    /// The sampler as CmdStan names it (`algorithm = hmc`, `engine =
+    /// nuts`): what its Stan CSV files say.
+    fn cmdstan(&self) -> CmdStanName;
     /// Chains over `density`, chain k starting at `init[k]` when given; the
     /// draws' output values are not kept (the caller reads the draws with
     /// [`McmcEngine::into_draws`]).
@@ -158,62 +166,106 @@ pub trait SamplerDef: Sync {
     }
 }
 
-/// One of the three samplers: its settings and its transition.
+/// One of the three samplers: its settings, its transition and its
+/// name in CmdStan's terms.
 pub struct Sampler {
-    schema: EngineSchema,
+    /// Its settings (and its name).
+    pub schema: &'static EngineSchema,
     method: fn(&EngineConfig) -> Result<Method, Error>,
+    cmdstan: CmdStanName,
 }
+
+/// The `mala` engine's settings.
+pub const MALA_SCHEMA: EngineSchema = EngineSchema {
+    name: "mala",
+    implemented: true,
+    doc: "Metropolis-adjusted Langevin algorithm",
+    settings: MCMC,
+};
+
+/// The `hmc` engine's settings.
+pub const HMC_SCHEMA: EngineSchema = EngineSchema {
+    name: "hmc",
+    implemented: true,
+    doc: "Hamiltonian Monte Carlo",
+    settings: MCMC,
+};
+
+/// The `nuts` engine's settings.
+pub const NUTS_SCHEMA: EngineSchema = EngineSchema {
+    name: "nuts",
+    implemented: true,
+    doc: "the No-U-Turn sampler",
+    settings: MCMC,
+};
 
 /// The registered `mala` engine.
 pub const MALA: Sampler = Sampler {
-    schema: EngineSchema {
-        name: "mala",
-        implemented: true,
-        doc: "Metropolis-adjusted Langevin algorithm",
-        settings: MCMC,
-    },
+    schema: &MALA_SCHEMA,
     method: |_| Ok(Method::Mala),
+    cmdstan: CmdStanName {
+        algorithm: "mala",
+        engine: None,
+    },
 };
 
-/// The registered `hmc` engine.
+/// The registered `hmc` engine (CmdStan's static HMC).
 pub const HMC: Sampler = Sampler {
-    schema: EngineSchema {
-        name: "hmc",
-        implemented: true,
-        doc: "Hamiltonian Monte Carlo",
-        settings: MCMC,
-    },
+    schema: &HMC_SCHEMA,
     method: |cfg| {
         Ok(Method::Hmc {
             steps: cfg.count("leapfrog_steps")?,
         })
     },
+    cmdstan: CmdStanName {
+        algorithm: "hmc",
+        engine: Some("static"),
+    },
 };
 
-/// The registered `nuts` engine.
+/// The registered `nuts` engine (CmdStan's HMC with the NUTS engine).
 pub const NUTS: Sampler = Sampler {
-    schema: EngineSchema {
-        name: "nuts",
-        implemented: true,
-        doc: "the No-U-Turn sampler",
-        settings: MCMC,
-    },
+    schema: &NUTS_SCHEMA,
     method: |cfg| {
         Ok(Method::Nuts {
             max_depth: cfg.count("max_depth")?,
         })
     },
+    cmdstan: CmdStanName {
+        algorithm: "hmc",
+        engine: Some("nuts"),
+    },
 };
+
+/// The samplers, in the order they are listed to users.
+pub const SAMPLERS: [&Sampler; 3] = [&MALA, &HMC, &NUTS];
+
+/// The sampler a Stan CSV file names by CmdStan's `algorithm` and `engine`
+/// (see [`CmdStanName`]): the one with both, else the first with the
+/// algorithm (CmdStan's `hmc` with another engine, or none, reads as
+/// `hmc`).
+pub fn sampler_of(algorithm: &str, engine: Option<&str>) -> Option<&'static Sampler> {
+    let named = |s: &&&Sampler| s.cmdstan.algorithm == algorithm;
+    SAMPLERS
+        .iter()
+        .filter(named)
+        .find(|s| s.cmdstan.engine == engine)
+        .or_else(|| SAMPLERS.iter().find(named))
+        .copied()
+}
 
 impl SamplerDef for Sampler {
     fn method(&self, cfg: &EngineConfig) -> Result<Method, Error> {
         (self.method)(cfg)
     }
+    fn cmdstan(&self) -> CmdStanName {
+        self.cmdstan
+    }
 }
 
 impl EngineDef for Sampler {
     fn schema(&self) -> &EngineSchema {
-        &self.schema
+        self.schema
     }
     fn accepts(&self) -> Accepts {
         Accepts {
@@ -221,6 +273,7 @@ impl EngineDef for Sampler {
             draw_sinks: true,
             families: &[],
             saves_fits: true,
+            plot_params: true,
         }
     }
     fn build(
@@ -236,7 +289,31 @@ impl EngineDef for Sampler {
             &cx.model_name,
         )?))
     }
-    fn as_sampler(&self) -> Option<&dyn SamplerDef> {
+    fn restore(&self, graph: Graph, j: &Json, file: &str) -> Restored {
+        super::saved::restore(graph, j, file, self.schema)
+    }
+    fn as_sampler(&self) -> Option<&dyn std::any::Any> {
         Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `tempest summary` knows each sampler again by the CmdStan name its
+    /// files carry; CmdStan's HMC with another engine, or none, reads as
+    /// static HMC, and an algorithm no sampler has as none.
+    #[test]
+    fn each_sampler_is_known_again_by_its_cmdstan_name() {
+        for s in SAMPLERS {
+            let back = sampler_of(s.cmdstan.algorithm, s.cmdstan.engine).expect("a sampler");
+            assert_eq!(back.schema.name, s.schema.name);
+        }
+        let name = |a: &str, e: Option<&str>| sampler_of(a, e).map(|s| s.schema.name);
+        assert_eq!(name("hmc", None), Some(HMC_SCHEMA.name));
+        assert_eq!(name("hmc", Some("xhmc")), Some(HMC_SCHEMA.name));
+        assert_eq!(name("mala", Some("nuts")), Some(MALA_SCHEMA.name));
+        assert_eq!(name("fixed_param", None), None);
     }
 }

@@ -3,7 +3,7 @@
 //! and streams kept draws to the run's draw sinks (e.g. a Stan CSV file per
 //! chain) as they are made.
 
-use super::chain::{Chain, ChainConfig, Draw};
+use super::chain::{Chain, ChainConfig, Draw, Method};
 use super::def::SamplerSettings;
 use super::density::Density;
 use super::fit::McmcFit;
@@ -11,8 +11,7 @@ use super::hamiltonian::Target;
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Lane, Progress, Status};
 use crate::infer::fit::Fit;
-use crate::infer::sink::{ChainRun, DrawSink, DrawSinks};
-use crate::output::stan_csv::{SamplerStats, StanCsvHeader};
+use crate::infer::sink::{ChainRun, DrawSink, DrawSinks, RunHeader, SamplerStats};
 use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -136,15 +135,19 @@ impl McmcEngine {
         let mut writers = Vec::with_capacity(n);
         if !sinks.is_empty() {
             let mut run = ChainRun {
-                header: StanCsvHeader {
+                header: RunHeader {
                     model: model_name.to_string(),
                     chain_id: 0,
                     seed,
                     warmup: chain_cfg.warmup,
                     draws: chain_cfg.draws,
-                    algorithm: method.name().to_string(),
+                    sampler: method.name(),
+                    cmdstan: s.cmdstan,
                     adapt_delta: chain_cfg.target_accept,
-                    max_depth: s.max_depth,
+                    max_depth: match method {
+                        Method::Nuts { max_depth } => Some(max_depth),
+                        _ => None,
+                    },
                     data_file: density.bound.data_file.clone(),
                     tempest_version: env!("CARGO_PKG_VERSION").to_string(),
                     tempest: tempest_header(&density, &chain_cfg),
@@ -220,7 +223,7 @@ fn tempest_header(density: &Density, cfg: &ChainConfig) -> Vec<(String, String)>
     if let Some(e) = cfg.step_size {
         h.push(("step_size".into(), crate::error::num(e)));
     }
-    if let super::chain::Method::Hmc { steps } = cfg.method {
+    if let Method::Hmc { steps } = cfg.method {
         h.push(("leapfrog_steps".into(), steps.to_string()));
     }
     h

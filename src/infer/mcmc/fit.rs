@@ -333,7 +333,7 @@ impl crate::infer::fit::Fit for McmcFit {
 
     #[cfg(feature = "plot")]
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
-        crate::output::figures::mcmc(self, path, None)
+        super::figure::draw(self, path, None)
     }
 
     #[cfg(feature = "plot")]
@@ -342,7 +342,7 @@ impl crate::infer::fit::Fit for McmcFit {
         path: &std::path::Path,
         options: &crate::infer::fit::PlotOptions,
     ) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
-        crate::output::figures::mcmc(self, path, options.params.as_deref())
+        super::figure::draw(self, path, options.params.as_deref())
     }
 
     /// The summary table, estimates, control variates and warnings.
@@ -1100,4 +1100,11 @@ fn estimates(density: &Density, values: &EstimateDraws, independent: bool) -> Co
         }
     }
     (out, series, owners)
+}
+
+impl dyn crate::infer::fit::Fit {
+    /// The sampling fit, if this is one.
+    pub fn as_mcmc(&self) -> Option<&McmcFit> {
+        self.downcast_ref()
+    }
 }

@@ -189,12 +189,10 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergedRun, Error> {
         .filter_map(|f| f.column("energy__"))
         .map(|e| ebfmi(&e))
         .collect();
-    let engine = match (config(first, "algorithm"), config(first, "engine")) {
-        (Some("hmc"), Some("nuts")) => "nuts",
-        (Some("hmc"), _) => "hmc",
-        (Some("mala"), _) => "mala",
-        _ => "mcmc",
-    };
+    // The sampler that names itself so in CmdStan's terms.
+    let engine = config(first, "algorithm")
+        .and_then(|a| super::def::sampler_of(a, config(first, "engine")))
+        .map_or("mcmc", |s| s.schema.name);
     // A chain whose params never change did not move.
     let stuck: Vec<usize> = (0..files.len())
         .filter(|&c| {

@@ -9,6 +9,8 @@ pub mod density;
 /// The diagnostics of draws (R-hat, ESS, MCSE), at their old path.
 pub use crate::mc::diagnostics;
 pub mod engine;
+#[cfg(feature = "plot")]
+pub mod figure;
 pub mod fit;
 pub mod hamiltonian;
 pub mod low_rank;

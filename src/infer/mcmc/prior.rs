@@ -18,8 +18,9 @@ use super::fit::McmcFit;
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
-use crate::infer::registry::{Accepts, BuildCx, EngineDef, TestData};
+use crate::infer::seam::{Accepts, BuildCx, EngineDef, Restored, TestData};
 use crate::infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, SettingSpec, s};
+use crate::ir::Graph;
 use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
 use crate::ir::expr::Ref;
@@ -28,6 +29,7 @@ use crate::ir::value::Value;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, StandardNormal};
+use serde_json::Value as Json;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -73,7 +75,11 @@ impl EngineDef for PriorDef {
             draw_sinks: false,
             families: &[],
             saves_fits: true,
+            plot_params: true,
         }
+    }
+    fn restore(&self, graph: Graph, j: &Json, file: &str) -> Restored {
+        super::saved::restore(graph, j, file, &SCHEMA)
     }
     fn build(
         &self,

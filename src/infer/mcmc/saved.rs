@@ -68,8 +68,8 @@ pub fn restore(
     graph: Graph,
     j: &Json,
     file: &str,
-    engine: &str,
-) -> Result<(Box<dyn Fit>, Bound), Error> {
+    engine: &'static crate::infer::settings::EngineSchema,
+) -> crate::infer::seam::Restored {
     let (bound, _, name) = restore_full_data(graph, j, file, engine)?;
     let density = Density::new(Arc::new(bound.clone()))?;
     let sec = Field::root(file, j).get("draws");
@@ -149,7 +149,7 @@ impl Fit for SavedDraws {
     /// The fit (the posterior predictive at the training and test points)
     /// of a model with a latent GP on one input column.
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, Error> {
-        let draws = crate::output::figures::SamplerDraws {
+        let draws = super::figure::SamplerDraws {
             engine: self.engine,
             density: &self.density,
             qs: self.positions.iter().map(Vec::as_slice).collect(),
@@ -157,7 +157,7 @@ impl Fit for SavedDraws {
             seed: self.seed,
             test: self.predictions.as_ref(),
         };
-        if crate::output::figures::sampler_fit(&draws, path)? {
+        if super::figure::sampler_fit(&draws, path)? {
             Ok(vec![path.to_path_buf()])
         } else {
             Err(Error::new(

@@ -29,10 +29,41 @@ pub enum SettingKind {
     /// One of these names.
     Choice(&'static [&'static str]),
     /// A nested engine, one of these: `nuts { draws = 500 }`.
-    Engine(&'static [&'static str]),
+    Engine(Nested),
     /// A method call or name, one of these (its arguments are validated by
     /// the engine that uses it): `stein(rbf, ell = 1.0)`, `poly2`.
     Method(&'static [&'static str]),
+}
+
+/// The engines a nested-engine setting accepts, by their schemas (so
+/// that its default resolves without the registry); iterating gives
+/// their names.
+#[derive(Clone, Copy, Debug)]
+pub struct Nested(pub &'static [&'static EngineSchema]);
+
+impl Nested {
+    /// The engines' names, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.into_iter().collect()
+    }
+}
+
+/// An engine's name.
+fn name_of(s: &&'static EngineSchema) -> &'static str {
+    s.name
+}
+
+impl IntoIterator for Nested {
+    type Item = &'static str;
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'static, &'static EngineSchema>,
+        fn(&&'static EngineSchema) -> &'static str,
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0
+            .iter()
+            .map(name_of as fn(&&'static EngineSchema) -> &'static str)
+    }
 }
 
 /// A setting's value.
@@ -126,6 +157,8 @@ pub struct EngineConfig {
     pub spans: BTreeMap<String, Span>,
     /// Where the engine was written (default span when from the CLI).
     pub span: Span,
+    /// The engine's schema, which the settings were validated against.
+    pub schema: &'static EngineSchema,
 }
 
 impl fmt::Display for EngineConfig {
@@ -144,7 +177,7 @@ impl EngineConfig {
     /// which would read as absent) fails in debug builds and tests.
     pub(super) fn get(&self, key: &str) -> Option<&SettingVal> {
         debug_assert!(
-            super::registry::schema(&self.name).is_none() || self.has(key),
+            self.has(key),
             "the `{}` engine reads `{key}`, which is not one of its settings",
             self.name
         );
@@ -153,15 +186,19 @@ impl EngineConfig {
 
     /// Whether this engine has a setting `key` (given or defaulted).
     fn has(&self, key: &str) -> bool {
-        super::registry::schema(&self.name)
-            .is_some_and(|s| s.settings.iter().any(|x| x.name == key))
+        self.schema.settings.iter().any(|x| x.name == key)
     }
 
-    /// Validate an `infer` block (or nested engine) against its schema.
-    pub fn from_ast(spec: &ast::EngineSpec) -> Result<EngineConfig, Vec<Error>> {
+    /// Validate an `infer` block (or nested engine) against its schema,
+    /// found among `engines` (the registry's list: every engine a model
+    /// may name).
+    pub fn from_ast(
+        spec: &ast::EngineSpec,
+        engines: &[&'static EngineSchema],
+    ) -> Result<EngineConfig, Vec<Error>> {
         let mut errors = Vec::new();
-        let Some(schema) = super::registry::schema(&spec.name.name) else {
-            let names = super::registry::names(false);
+        let Some(schema) = engines.iter().copied().find(|s| s.name == spec.name.name) else {
+            let names: Vec<&str> = engines.iter().map(|s| s.name).collect();
             let mut e = Error::at(
                 ErrorKind::Name,
                 spec.name.span,
@@ -188,7 +225,7 @@ impl EngineConfig {
                 );
                 continue;
             }
-            match parse_setting(schema, key, &st.value, st.key.span) {
+            match parse_setting(schema, key, &st.value, st.key.span, engines) {
                 Ok(v) => {
                     cfg.values.insert(key.clone(), v);
                     cfg.spans.insert(key.clone(), st.span);
@@ -204,7 +241,7 @@ impl EngineConfig {
     }
 
     /// An engine with every default.
-    pub fn defaults(schema: &EngineSchema, span: Span) -> EngineConfig {
+    pub fn defaults(schema: &'static EngineSchema, span: Span) -> EngineConfig {
         let mut values = BTreeMap::new();
         for spec in schema.settings {
             if let Some(d) = spec.default
@@ -218,13 +255,26 @@ impl EngineConfig {
             values,
             spans: BTreeMap::new(),
             span,
+            schema,
         }
     }
 
-    /// Apply `--set key=value` (the value is model syntax). Errors name the flag.
+    /// Apply `--set key=value` (the value is model syntax). Errors name the
+    /// flag. A nested engine is looked up among the setting's own choices;
+    /// [`EngineConfig::set_with`] names every engine in its errors.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), Error> {
-        let schema = super::registry::schema(&self.name)
-            .ok_or_else(|| Error::internal("engine without schema"))?;
+        self.set_with(key, value, &[])
+    }
+
+    /// [`EngineConfig::set`], a nested engine looked up among `engines`
+    /// (the registry's list; empty: the setting's own choices).
+    pub fn set_with(
+        &mut self,
+        key: &str,
+        value: &str,
+        engines: &[&'static EngineSchema],
+    ) -> Result<(), Error> {
+        let schema = self.schema;
         let flag = format!("--set {key}={value}");
         let parsed = parse_value_text(value).map_err(|_| {
             Error::new(
@@ -232,7 +282,7 @@ impl EngineConfig {
                 format!("{flag}: cannot read `{value}` as a value"),
             )
         })?;
-        let v = parse_setting(schema, key, &parsed, Span::default()).map_err(|errs| {
+        let v = parse_setting(schema, key, &parsed, Span::default(), engines).map_err(|errs| {
             let mut e = errs
                 .into_iter()
                 .next()
@@ -265,7 +315,7 @@ impl SettingSpec {
             SettingKind::Above(lo, hi) if hi.is_infinite() => format!("real > {}", num(lo)),
             SettingKind::Above(lo, hi) => format!("real in ({}, {}]", num(lo), num(hi)),
             SettingKind::Choice(names) => format!("one of {}", quoted(names)),
-            SettingKind::Engine(names) => format!("engine: {}", quoted(names)),
+            SettingKind::Engine(nested) => format!("engine: {}", quoted(&nested.names())),
             SettingKind::Method(names) => format!("method: {}", quoted(names)),
         };
         let default = match self.default {

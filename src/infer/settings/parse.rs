@@ -1,7 +1,7 @@
 //! The parser of setting values: literals checked against their
 //! [`SettingKind`], nested engines, methods, and `--set` text.
 
-use super::{EngineConfig, EngineSchema, SettingKind, SettingSpec, SettingVal};
+use super::{EngineConfig, EngineSchema, Nested, SettingKind, SettingSpec, SettingVal};
 use crate::error::{Error, ErrorKind, num};
 use crate::syntax::ast::{self, ExprKind, Span};
 
@@ -20,9 +20,11 @@ pub(super) fn parse_value_text(text: &str) -> Result<ast::SettingValue, ()> {
 pub(super) fn default_value(spec: &SettingSpec, text: &str) -> Option<SettingVal> {
     let parsed = parse_value_text(text).ok()?;
     match (&spec.kind, parsed) {
-        (SettingKind::Engine(_), ast::SettingValue::Engine(e)) => EngineConfig::from_ast(&e)
-            .ok()
-            .map(|c| SettingVal::Engine(Box::new(c))),
+        (SettingKind::Engine(nested), ast::SettingValue::Engine(e)) => {
+            EngineConfig::from_ast(&e, nested.0)
+                .ok()
+                .map(|c| SettingVal::Engine(Box::new(c)))
+        }
         (SettingKind::Method(_), ast::SettingValue::Expr(e)) => Some(SettingVal::Method(e)),
         (_, ast::SettingValue::Expr(e)) => literal(&spec.kind, &e).ok(),
         _ => None,
@@ -33,11 +35,15 @@ fn setting_error(span: Span, msg: String) -> Vec<Error> {
     vec![Error::at(ErrorKind::Settings, span, msg).with_label("this setting")]
 }
 
+/// The value of setting `key` of `schema`, checked against its kind; a
+/// nested engine is looked up among `engines` (every engine a model may
+/// name; empty: the setting's own choices).
 pub(super) fn parse_setting(
     schema: &EngineSchema,
     key: &str,
     value: &ast::SettingValue,
     span: Span,
+    engines: &[&'static EngineSchema],
 ) -> Result<SettingVal, Vec<Error>> {
     let Some(spec) = schema.settings.iter().find(|s| s.name == key) else {
         let names: Vec<&str> = schema.settings.iter().map(|s| s.name).collect();
@@ -72,11 +78,19 @@ pub(super) fn parse_setting(
                 ))
             }
         };
-    match (&spec.kind, value) {
-        (SettingKind::Engine(names), ast::SettingValue::Engine(e)) => {
-            EngineConfig::from_ast(e).and_then(|c| engine_of(names, c, e.name.span))
+    let known = |nested: &Nested| {
+        if engines.is_empty() {
+            nested.0
+        } else {
+            engines
         }
-        (SettingKind::Engine(names), ast::SettingValue::Expr(e)) => match &e.kind {
+    };
+    match (&spec.kind, value) {
+        (SettingKind::Engine(nested), ast::SettingValue::Engine(e)) => {
+            EngineConfig::from_ast(e, known(nested))
+                .and_then(|c| engine_of(&nested.names(), c, e.name.span))
+        }
+        (SettingKind::Engine(nested), ast::SettingValue::Expr(e)) => match &e.kind {
             ExprKind::Var(name) => {
                 let spec = ast::EngineSpec {
                     name: ast::Ident {
@@ -86,16 +100,20 @@ pub(super) fn parse_setting(
                     settings: vec![],
                     span: e.span,
                 };
-                EngineConfig::from_ast(&spec).and_then(|c| engine_of(names, c, e.span))
+                EngineConfig::from_ast(&spec, known(nested))
+                    .and_then(|c| engine_of(&nested.names(), c, e.span))
             }
-            _ => Err(setting_error(
-                e.span,
-                format!(
-                    "`{key}` expects an engine ({}), written like `{} {{ ... }}`",
-                    names.join(", "),
-                    names[names.len() - 1]
-                ),
-            )),
+            _ => {
+                let names = nested.names();
+                Err(setting_error(
+                    e.span,
+                    format!(
+                        "`{key}` expects an engine ({}), written like `{} {{ ... }}`",
+                        names.join(", "),
+                        names[names.len() - 1]
+                    ),
+                ))
+            }
         },
         (_, ast::SettingValue::Engine(e)) => Err(setting_error(
             e.span,
@@ -131,7 +149,7 @@ fn expects(kind: &SettingKind) -> String {
         SettingKind::Choice(cs) => format!("one of {}", cs.join(", ")),
         SettingKind::Above(lo, hi) if hi.is_infinite() => format!("a number > {}", num(*lo)),
         SettingKind::Above(lo, hi) => format!("a number in ({}, {}]", num(*lo), num(*hi)),
-        SettingKind::Engine(names) => format!("an engine: {}", names.join(", ")),
+        SettingKind::Engine(nested) => format!("an engine: {}", nested.names().join(", ")),
         SettingKind::Method(names) => format!("a method: {}", names.join(", ")),
     }
 }

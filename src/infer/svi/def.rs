@@ -3,7 +3,7 @@
 
 use super::engine::Svi;
 use crate::error::Error;
-use crate::infer::registry::{Accepts, Def, TestData};
+use crate::infer::seam::{Accepts, Def, TestData};
 use crate::infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, Settings, s};
 use crate::infer::vi::def::{BINS, MC_SAMPLES, QUADRATURE};
 use crate::ir::graph::Family;
@@ -178,11 +178,18 @@ pub const SVI: Def = Def {
         draw_sinks: false,
         families: &[Family::Inducing { m: 0 }, Family::Grid { m: 0 }],
         saves_fits: true,
+        plot_params: false,
     },
-    build: |bound, cfg, _| {
+    build: |bound, cfg, cx| {
         let s = SviSettings::from_config(cfg)?;
+        // The guide's family, refused with every engine's families named.
+        crate::infer::vi::def::guide_family_among(&bound, &SVI, cx.engines)?;
         Ok(Box::new(Svi::new(bound, &s)?))
     },
+    restore: Some(|graph, j, file| {
+        let (fit, base) = super::fit::SviFit::restore(graph, j, file)?;
+        Ok((Box::new(fit), base))
+    }),
 };
 
 #[cfg(test)]

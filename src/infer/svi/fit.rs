@@ -400,7 +400,7 @@ impl crate::infer::fit::Fit for SviFit {
 
     #[cfg(feature = "plot")]
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
-        crate::output::figures::svi(self, path)
+        super::figure::draw(self, path)
     }
 
     fn report(&self) -> Report {
@@ -502,5 +502,12 @@ impl crate::infer::fit::Fit for SviFit {
         }
         test_report(&mut r, self.test.as_ref(), self.predictions.as_ref());
         r
+    }
+}
+
+impl dyn crate::infer::fit::Fit {
+    /// The sparse variational (`svi`) fit, if this is one.
+    pub fn as_svi(&self) -> Option<&SviFit> {
+        self.downcast_ref()
     }
 }

@@ -12,6 +12,8 @@
 
 pub mod def;
 pub mod engine;
+#[cfg(feature = "plot")]
+pub mod figure;
 pub mod fit;
 pub mod grid;
 pub mod kmeans;

@@ -8,11 +8,13 @@ use super::mirror::MirrorDescent;
 use super::model::ViModel;
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::Engine;
-use crate::infer::registry::{Accepts, BuildCx, Def, EngineDef, TestData};
+use crate::infer::seam::{Accepts, BuildCx, Def, EngineDef, Restored, TestData};
 use crate::infer::settings::{EngineConfig, EngineSchema, SettingKind, SettingSpec, Settings, s};
+use crate::ir::Graph;
 use crate::ir::bind::Bound;
 use crate::ir::graph::{Family, GuideTarget};
 use crate::math::optim::Rule;
+use serde_json::Value as Json;
 use std::sync::Arc;
 
 /// The variational engines' jitter.
@@ -230,6 +232,7 @@ const fn accepts(families: &'static [Family]) -> Accepts {
         draw_sinks: false,
         families,
         saves_fits: true,
+        plot_params: false,
     }
 }
 
@@ -241,6 +244,8 @@ pub struct ViDef {
     /// `mirror_descent`, or `gradient_descent` (full-rank or mean-field
     /// by the guide).
     mirror: bool,
+    /// The engine's name in words, for figure titles and summaries.
+    pub words: &'static str,
 }
 
 impl ViDef {
@@ -250,9 +255,10 @@ impl ViDef {
         &self,
         bound: Arc<Bound>,
         cfg: &EngineConfig,
+        cx: &BuildCx,
     ) -> Result<(ViModel, ViSettings, Cost, Steps), Error> {
         let engine = self.def.schema.name;
-        let steps = match guide_family(&bound, &self.def)? {
+        let steps = match guide_family_among(&bound, &self.def, cx.engines)? {
             _ if self.mirror => Steps::Mirror,
             Some(Family::MeanField) => Steps::MeanField,
             _ => Steps::FullRank,
@@ -271,13 +277,16 @@ impl EngineDef for ViDef {
     fn accepts(&self) -> Accepts {
         self.def.accepts
     }
+    fn words(&self) -> &'static str {
+        self.words
+    }
     fn build(
         &self,
         bound: Arc<Bound>,
         cfg: &EngineConfig,
-        _cx: &BuildCx,
+        cx: &BuildCx,
     ) -> Result<Box<dyn Engine>, Error> {
-        let (model, s, cost, steps) = self.model_and_cost(bound, cfg)?;
+        let (model, s, cost, steps) = self.model_and_cost(bound, cfg, cx)?;
         let param = match steps {
             Steps::Mirror => {
                 return Ok(Box::new(MirrorDescent::new(model, &s)?.with_cost(cost)));
@@ -291,10 +300,27 @@ impl EngineDef for ViDef {
     }
     /// The estimated cost: a warning when the run is long, the build's
     /// error when it is longer than `max_minutes`.
-    fn preflight(&self, bound: Arc<Bound>, cfg: &EngineConfig) -> Result<Vec<String>, Error> {
-        let (_, _, cost, _) = self.model_and_cost(bound, cfg)?;
+    fn preflight(
+        &self,
+        bound: Arc<Bound>,
+        cfg: &EngineConfig,
+        cx: &BuildCx,
+    ) -> Result<Vec<String>, Error> {
+        let (_, _, cost, _) = self.model_and_cost(bound, cfg, cx)?;
         Ok(cost.warning().into_iter().collect())
     }
+    fn restore(&self, graph: Graph, j: &Json, file: &str) -> Restored {
+        super::saved::restore(graph, j, file, self.def.schema)
+    }
+}
+
+/// The variational engine called `engine` in words (`mirror-descent VI`);
+/// other names as they are.
+pub fn words(engine: &'static str) -> &'static str {
+    [&MIRROR_DESCENT, &GRADIENT_DESCENT]
+        .iter()
+        .find(|d| d.def.schema.name == engine)
+        .map_or(engine, |d| d.words)
 }
 
 /// Mirror-descent (conjugate-computation) variational inference.
@@ -303,8 +329,10 @@ pub const MIRROR_DESCENT: ViDef = ViDef {
         schema: &MIRROR_SCHEMA,
         accepts: accepts(&[Family::Sites]),
         build: |_, _, _| Err(Error::internal("mirror_descent is built by its ViDef")),
+        restore: None,
     },
     mirror: true,
+    words: "mirror-descent VI",
 };
 
 /// Gradient-descent variational inference.
@@ -313,16 +341,29 @@ pub const GRADIENT_DESCENT: ViDef = ViDef {
         schema: &GD_SCHEMA,
         accepts: accepts(&[Family::FullRank, Family::MeanField]),
         build: |_, _, _| Err(Error::internal("gradient_descent is built by its ViDef")),
+        restore: None,
     },
     mirror: false,
+    words: "gradient-descent VI",
 };
 
 /// The family the model's guide names for the latent GP, checked against
 /// the engine's [`Accepts::families`] (`None`: no guide, or the engine
 /// replaces the model's own with `--engine`, which ignores a guide written
 /// for another engine and uses the default family). Families match by
-/// name (`inducing` of any size).
+/// name (`inducing` of any size). A family the engine refuses is an error
+/// whose note says which family `def` takes (see [`guide_family_among`]).
 pub(crate) fn guide_family(bound: &Bound, def: &Def) -> Result<Option<Family>, Error> {
+    guide_family_among(bound, def, &[])
+}
+
+/// [`guide_family`], the error's note saying which family each engine of
+/// `engines` takes (`def`'s alone when `engines` is empty).
+pub(crate) fn guide_family_among(
+    bound: &Bound,
+    def: &Def,
+    engines: &[&dyn EngineDef],
+) -> Result<Option<Family>, Error> {
     let g = &bound.graph;
     let engine = def.schema.name;
     if g.infer.as_ref().is_some_and(|e| e.name.name != engine) {
@@ -344,8 +385,14 @@ pub(crate) fn guide_family(bound: &Bound, def: &Def) -> Result<Option<Family>, E
         let v: Vec<String> = fs.iter().map(|f| format!("`{}`", f.name())).collect();
         v.join(" or ")
     };
-    // Which engine takes which family, from the registry.
-    let takes: Vec<String> = crate::infer::registry::ENGINES
+    // Which engine takes which family, from the registry's list.
+    let own: [&dyn EngineDef; 1] = [def];
+    let engines = if engines.is_empty() {
+        &own[..]
+    } else {
+        engines
+    };
+    let takes: Vec<String> = engines
         .iter()
         .filter(|e| !e.accepts().families.is_empty())
         .map(|e| format!("{} takes {}", e.schema().name, names(e.accepts().families)))

@@ -172,13 +172,13 @@ impl crate::infer::fit::Fit for VariationalFit {
 
     #[cfg(feature = "plot")]
     fn plot(&self, path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, crate::error::Error> {
-        crate::output::figures::variational(self, path)
+        super::figure::draw(self, path)
     }
 
     fn report(&self) -> Report {
         let b = &self.core.model.bound;
         let mut r = Report::new(self.engine);
-        let what = crate::output::labels::engine_words(self.engine);
+        let what = super::def::words(self.engine);
         let cls = if self.core.model.latents > 1 {
             format!(", {} latent GPs", self.core.model.latents)
         } else {
@@ -332,4 +332,11 @@ pub fn unused_parts(model: &ViModel, engine: &str) -> Vec<String> {
         out.push(UNUSED_HYPER_PRIORS.to_string());
     }
     out
+}
+
+impl dyn crate::infer::fit::Fit {
+    /// The variational fit, if this is one.
+    pub fn as_variational(&self) -> Option<&VariationalFit> {
+        self.downcast_ref()
+    }
 }

@@ -6,6 +6,8 @@ pub mod core;
 pub mod cost;
 pub mod def;
 pub mod expect;
+#[cfg(feature = "plot")]
+pub mod figure;
 pub mod fit;
 pub mod gd;
 pub mod lik_adjoint;

@@ -84,18 +84,7 @@ fn rows_or_flat<S: serde::Serializer>(rows: &[Vec<f64>], s: S) -> Result<S::Ok, 
     }
 }
 
-/// One bin of a reliability diagram.
-#[derive(Clone, Debug, Serialize)]
-pub struct Bin {
-    /// Lower edge of the confidence bin.
-    pub lower: f64,
-    /// Points in the bin.
-    pub count: usize,
-    /// Mean confidence of its points.
-    pub confidence: f64,
-    /// Fraction of its points classified correctly.
-    pub accuracy: f64,
-}
+pub use crate::output::calibration::Bin;
 
 /// Metrics on test outcomes.
 #[derive(Clone, Debug, Serialize)]

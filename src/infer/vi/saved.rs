@@ -9,11 +9,9 @@ use super::fit::VariationalFit;
 use super::model::ViModel;
 use super::posterior::Whitened;
 use crate::error::{Error, ErrorKind, num};
-use crate::infer::fit::Fit;
 use crate::infer::saved::{data_json, header, read_theta, restore_full_data, rows_json};
 use crate::infer::saved_json::Field;
 use crate::infer::settings::{EngineConfig, Settings};
-use crate::ir::bind::Bound;
 use crate::ir::graph::Graph;
 use nalgebra::DVector;
 use serde_json::{Value as Json, json};
@@ -51,8 +49,8 @@ pub fn restore(
     graph: Graph,
     j: &Json,
     file: &str,
-    engine: &str,
-) -> Result<(Box<dyn Fit>, Bound), Error> {
+    engine: &'static crate::infer::settings::EngineSchema,
+) -> crate::infer::seam::Restored {
     let (bound, cfg, name) = restore_full_data(graph, j, file, engine)?;
     let s = ViSettings::from_config(&cfg)?;
     let model = ViModel::new(Arc::new(bound.clone()), &s, name)?;
