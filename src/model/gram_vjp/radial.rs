@@ -102,33 +102,21 @@ impl KernelValue<f64> {
     /// k and dk/dρ for a kernel radial in weighted coordinates (see
     /// [`Metric::Weighted`]) at the weighted ρ of two distinct points.
     fn weighted_radial(&self, rho: f64) -> Option<(f64, f64)> {
-        match self {
+        self.radial_by(rho, &|k: &KernelValue<f64>| match k {
             KernelValue::Base { kind, args, .. } => match kind {
                 KernelKind::White => Some((0.0, 0.0)),
                 KernelKind::Constant => Some((1.0, 0.0)),
                 _ if args[0].as_slice().len() > 1 => Some(stationary::value_and_slope(*kind, rho)),
                 _ => None,
             },
-            KernelValue::Sum(a, b) => {
-                let ((ka, da), (kb, db)) = (a.weighted_radial(rho)?, b.weighted_radial(rho)?);
-                Some((ka + kb, da + db))
-            }
-            KernelValue::Product(a, b) => {
-                let ((ka, da), (kb, db)) = (a.weighted_radial(rho)?, b.weighted_radial(rho)?);
-                Some((ka * kb, da * kb + ka * db))
-            }
-            KernelValue::Scale(c, k) => {
-                let (v, d) = k.weighted_radial(rho)?;
-                Some((c * v, c * d))
-            }
             _ => None,
-        }
+        })
     }
 
     /// k and dk/dρ at ρ = ‖x − z‖² for two distinct points, when the kernel
     /// is radial in the plain metric (see the module); `None` otherwise.
     pub fn radial(&self, rho: f64) -> Option<(f64, f64)> {
-        match self {
+        self.radial_by(rho, &|k: &KernelValue<f64>| match k {
             KernelValue::Base {
                 kind,
                 args,
@@ -151,19 +139,31 @@ impl KernelValue<f64> {
                 KernelKind::Constant => Some((1.0, 0.0)),
                 _ => None,
             },
+            _ => None,
+        })
+    }
+
+    /// k and dk/dρ through sums, products and scales, with `base` giving
+    /// them at each base kernel (`None` from any part: `None`).
+    fn radial_by(
+        &self,
+        rho: f64,
+        base: &dyn Fn(&KernelValue<f64>) -> Option<(f64, f64)>,
+    ) -> Option<(f64, f64)> {
+        match self {
             KernelValue::Sum(a, b) => {
-                let ((ka, da), (kb, db)) = (a.radial(rho)?, b.radial(rho)?);
+                let ((ka, da), (kb, db)) = (a.radial_by(rho, base)?, b.radial_by(rho, base)?);
                 Some((ka + kb, da + db))
             }
             KernelValue::Product(a, b) => {
-                let ((ka, da), (kb, db)) = (a.radial(rho)?, b.radial(rho)?);
+                let ((ka, da), (kb, db)) = (a.radial_by(rho, base)?, b.radial_by(rho, base)?);
                 Some((ka * kb, da * kb + ka * db))
             }
             KernelValue::Scale(c, k) => {
-                let (v, d) = k.radial(rho)?;
+                let (v, d) = k.radial_by(rho, base)?;
                 Some((c * v, c * d))
             }
-            _ => None,
+            other => base(other),
         }
     }
 }
