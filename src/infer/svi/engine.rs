@@ -14,22 +14,21 @@ use super::sparse::{Marginals, Natural, batch_adjoints, left_family, weighted_gr
 use crate::error::{Error, ErrorKind};
 use crate::infer::engine::{Engine, Progress, Status};
 use crate::infer::fit::Fit;
-use crate::infer::gradients::{kernel_term, reverse_sweeps, seed_chunk};
+use crate::infer::gradients::{reverse_sweeps, seed_chunk};
 use crate::infer::hyper_prior::{log_prior, log_prior_value};
 use crate::infer::vi::expect::{
     Expectations, Rule, expectations_for_step, expected_total_at, mixed_total,
 };
-use crate::infer::vi::lik_adjoint::LikAdjoints;
+use crate::infer::vi::lik_adjoint::{LikAdjoints, hyper_sweep};
 use crate::infer::vi::model::{ViModel, ViPieces};
 use crate::infer::vi::posterior::Whitened;
 use crate::ir::bind::Bound;
 use crate::math::optim::{Ascent, Rule as OptRule};
-use crate::math::reverse::{self, Rev};
+use crate::math::reverse::Rev;
 use crate::math::scalar::{CHUNK, Dual8};
 use crate::model::gram_vjp::{CrossAdjoints, cross_vjp_with, gram_vjp_with};
 use crate::model::kernel::{Inputs, KernelValue};
 use crate::model::network::{Network, Tape};
-use ad_trait::F64;
 use nalgebra::{DMatrix, DVector};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -439,23 +438,14 @@ impl Svi {
         };
         // One reverse sweep through the hypers' expressions: the kernel's
         // leaves, the prior mean and the likelihood's arguments.
-        let mut kernel_done = false;
-        let (_, g) = reverse::sweep(&self.theta, |t| {
-            let pd = self.model.pieces_on::<Rev>(t, b.view.as_ref())?;
-            let mut s = pd.mean * F64(mean_bar);
-            if let Some(k) = pbar
-                .as_deref()
-                .filter(|_| reverse)
-                .and_then(|pb| kernel_term(&pd.kernel, pb))
-            {
-                s += k;
-                kernel_done = true;
-            }
-            if let Some(la) = &lik_adj {
-                s += la.contract(&pd.lik) * F64(scale);
-            }
-            Ok(s)
-        })?;
+        let (g, kernel_done) = hyper_sweep(
+            &self.theta,
+            |t| self.model.pieces_on::<Rev>(t, b.view.as_ref()),
+            mean_bar,
+            pbar.as_deref().filter(|_| reverse),
+            lik_adj.as_ref(),
+            scale,
+        )?;
         grad[..p].copy_from_slice(&g);
         // Forward-mode chunks for what has no reverse path: a kernel with
         // Rust or interpreted parts, an argument seeded in no other way.

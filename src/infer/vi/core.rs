@@ -13,19 +13,16 @@
 
 use super::def::ViSettings;
 use super::expect::{Expectations, Rule, expectations, expected_total};
-use super::lik_adjoint::LikAdjoints;
+use super::lik_adjoint::{LikAdjoints, hyper_sweep};
 use super::model::{ViModel, ViPieces};
 use super::posterior::{Prior, Whitened};
 use crate::error::Error;
 use crate::infer::engine::{Progress, Status};
-use crate::infer::gradients::{
-    half_trace_w_dk_via, kernel_term, leaf_adjoints, reverse_sweeps, seed_chunk,
-};
+use crate::infer::gradients::{half_trace_w_dk_via, leaf_adjoints, reverse_sweeps, seed_chunk};
 use crate::infer::hyper_prior::{log_prior, log_prior_value};
 use crate::math::optim::{Ascent, Rule as OptRule};
-use crate::math::reverse::{self, Rev};
+use crate::math::reverse::Rev;
 use crate::math::scalar::{CHUNK, Dual8};
-use ad_trait::F64;
 use nalgebra::DMatrix;
 use std::sync::Arc;
 
@@ -154,23 +151,14 @@ impl Core {
         };
         // One reverse sweep through the hypers' expressions: the kernel's
         // leaves, the prior mean and the likelihood's arguments.
-        let mut kernel_done = false;
-        let (_, g) = reverse::sweep(&self.theta, |t| {
-            let pd = self.model.pieces::<Rev>(t, &self.model.bound)?;
-            let mut s = pd.mean * F64(mean_weight);
-            if let Some(k) = pbar
-                .as_deref()
-                .filter(|_| reverse)
-                .and_then(|pb| kernel_term(&pd.kernel, pb))
-            {
-                s += k;
-                kernel_done = true;
-            }
-            if let Some(la) = &lik_adj {
-                s += la.contract(&pd.lik);
-            }
-            Ok(s)
-        })?;
+        let (g, kernel_done) = hyper_sweep(
+            &self.theta,
+            |t| self.model.pieces::<Rev>(t, &self.model.bound),
+            mean_weight,
+            pbar.as_deref().filter(|_| reverse),
+            lik_adj.as_ref(),
+            1.0,
+        )?;
         grad.copy_from_slice(&g);
         // Forward-mode chunks for what has no reverse path.
         if !kernel_done || lik_adj.is_none() {

@@ -255,3 +255,33 @@ fn seeded_pass(
     }
     Ok(out)
 }
+
+/// The hypers' gradient \[P\] by one reverse sweep of θ through their
+/// expressions (`pieces` evaluates the model's pieces at θ):
+/// ⟨`mean_bar`, μ₀⟩, plus ⟨`pbar`, the kernel's leaves⟩ when `pbar` is
+/// given and the kernel has as many leaves, plus `lik_scale` ⟨ā, args⟩
+/// for the likelihood's adjoints `lik`. Also whether the kernel's part
+/// was in it (else it takes the forward chunks).
+pub fn hyper_sweep(
+    theta: &[f64],
+    pieces: impl FnOnce(&[Rev]) -> Result<super::model::ViPieces<Rev>, crate::error::Error>,
+    mean_bar: f64,
+    pbar: Option<&[f64]>,
+    lik: Option<&LikAdjoints>,
+    lik_scale: f64,
+) -> Result<(Vec<f64>, bool), crate::error::Error> {
+    let mut kernel_done = false;
+    let (_, g) = reverse::sweep(theta, |t| {
+        let pd = pieces(t)?;
+        let mut s = pd.mean * ad_trait::F64(mean_bar);
+        if let Some(k) = pbar.and_then(|pb| crate::infer::gradients::kernel_term(&pd.kernel, pb)) {
+            s += k;
+            kernel_done = true;
+        }
+        if let Some(la) = lik {
+            s += la.contract(&pd.lik) * ad_trait::F64(lik_scale);
+        }
+        Ok(s)
+    })?;
+    Ok((g, kernel_done))
+}
