@@ -43,6 +43,9 @@ impl Metric {
     }
 }
 
+/// k and dk/dρ of one base kernel at a fixed ρ (`None`: not radial).
+type BaseRadial<'a> = dyn Fn(&KernelValue<f64>) -> Option<(f64, f64)> + 'a;
+
 impl KernelValue<f64> {
     /// The metric the kernel is radial in, if it is: [`Metric::Plain`]
     /// when every stationary part has one lengthscale (or there is none),
@@ -102,7 +105,7 @@ impl KernelValue<f64> {
     /// k and dk/dρ for a kernel radial in weighted coordinates (see
     /// [`Metric::Weighted`]) at the weighted ρ of two distinct points.
     fn weighted_radial(&self, rho: f64) -> Option<(f64, f64)> {
-        self.radial_by(rho, &|k: &KernelValue<f64>| match k {
+        self.radial_by(&|k: &KernelValue<f64>| match k {
             KernelValue::Base { kind, args, .. } => match kind {
                 KernelKind::White => Some((0.0, 0.0)),
                 KernelKind::Constant => Some((1.0, 0.0)),
@@ -116,7 +119,7 @@ impl KernelValue<f64> {
     /// k and dk/dρ at ρ = ‖x − z‖² for two distinct points, when the kernel
     /// is radial in the plain metric (see the module); `None` otherwise.
     pub fn radial(&self, rho: f64) -> Option<(f64, f64)> {
-        self.radial_by(rho, &|k: &KernelValue<f64>| match k {
+        self.radial_by(&|k: &KernelValue<f64>| match k {
             KernelValue::Base {
                 kind,
                 args,
@@ -144,23 +147,20 @@ impl KernelValue<f64> {
     }
 
     /// k and dk/dρ through sums, products and scales, with `base` giving
-    /// them at each base kernel (`None` from any part: `None`).
-    fn radial_by(
-        &self,
-        rho: f64,
-        base: &dyn Fn(&KernelValue<f64>) -> Option<(f64, f64)>,
-    ) -> Option<(f64, f64)> {
+    /// them at each base kernel (at the ρ it holds; `None` from any part:
+    /// `None`).
+    fn radial_by(&self, base: &BaseRadial) -> Option<(f64, f64)> {
         match self {
             KernelValue::Sum(a, b) => {
-                let ((ka, da), (kb, db)) = (a.radial_by(rho, base)?, b.radial_by(rho, base)?);
+                let ((ka, da), (kb, db)) = (a.radial_by(base)?, b.radial_by(base)?);
                 Some((ka + kb, da + db))
             }
             KernelValue::Product(a, b) => {
-                let ((ka, da), (kb, db)) = (a.radial_by(rho, base)?, b.radial_by(rho, base)?);
+                let ((ka, da), (kb, db)) = (a.radial_by(base)?, b.radial_by(base)?);
                 Some((ka * kb, da * kb + ka * db))
             }
             KernelValue::Scale(c, k) => {
-                let (v, d) = k.radial_by(rho, base)?;
+                let (v, d) = k.radial_by(base)?;
                 Some((c * v, c * d))
             }
             other => base(other),
