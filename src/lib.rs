@@ -34,18 +34,19 @@ pub mod api;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod command;
-pub mod data;
-pub mod error;
 pub mod infer;
-pub mod interrupt;
 pub mod ir;
-pub mod limits;
-pub mod math;
-pub mod mc;
 pub mod model;
 pub mod output;
 pub mod semantic;
-pub mod syntax;
+
+// The lower layers are crates of their own (the workspace's `crates/`),
+// each importing only those below it; their modules keep their paths here.
+pub use tempest_core::{error, interrupt, limits};
+pub use tempest_data as data;
+pub use tempest_math as math;
+pub use tempest_mc as mc;
+pub use tempest_syntax as syntax;
 
 pub use api::{
     Model, Outcome, Rendered, RunOptions, bind, check, engine_config, lower, parse, run,

@@ -1,0 +1,81 @@
+//! The adjoint of the Cholesky factorisation A = L Lᵀ.
+
+use nalgebra::DMatrix;
+
+/// Φ(M) in place: keep the lower triangle of M [N, N], halve its diagonal
+/// and zero the strict upper triangle.
+///
+/// Φ is the mask M ↦ P ∘ M with Pᵢⱼ = 1 (i > j), ½ (i = j), 0 (i < j); as a
+/// linear map it is self-adjoint, ⟨Φ(X), Y⟩ = ⟨X, Φ(Y)⟩.
+fn phi_mut(m: &mut DMatrix<f64>) {
+    for j in 0..m.ncols() {
+        if j < m.nrows() {
+            m[(j, j)] *= 0.5;
+        }
+        for i in 0..j.min(m.nrows()) {
+            m[(i, j)] = 0.0;
+        }
+    }
+}
+
+/// Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹) [N, N]: the adjoint of a symmetric
+/// positive-definite A [N, N] given L̄ [N, N], the adjoint of its lower
+/// Cholesky factor L [N, N] (A = L Lᵀ).
+///
+/// From dA = dL Lᵀ + L dLᵀ: L⁻¹ dL is lower triangular, so
+/// dL = L Φ(L⁻¹ dA L⁻ᵀ) and ⟨L̄, dL⟩ = ⟨L⁻ᵀ Φ(Lᵀ L̄) L⁻¹, dA⟩ (Murray 2016,
+/// "Differentiation of the Cholesky decomposition"; Stan's rule). Only the
+/// lower triangle of L̄ matters. The result is symmetrised,
+/// sym(P) = ½(P + Pᵀ), the gradient for symmetric dA: ⟨Ā, dA⟩ = ⟨L̄, dL⟩.
+/// Two triangular solves with L, O(N³).
+pub fn cholesky_vjp(l: &DMatrix<f64>, l_bar: &DMatrix<f64>) -> DMatrix<f64> {
+    let p = cholesky_vjp_unsymmetric(l, l_bar);
+    let mut a = &p + p.transpose();
+    a *= 0.5;
+    a
+}
+
+/// P = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹ [N, N] before symmetrising (see [`cholesky_vjp`]):
+/// ⟨P, dA⟩ = ⟨L̄, dL⟩ for symmetric dA.
+fn cholesky_vjp_unsymmetric(l: &DMatrix<f64>, l_bar: &DMatrix<f64>) -> DMatrix<f64> {
+    let mut phi = l.tr_mul(l_bar);
+    phi_mut(&mut phi);
+    // L⁻ᵀ Φ L⁻¹ = (L⁻ᵀ (L⁻ᵀ Φ)ᵀ)ᵀ, by two triangular solves.
+    let lt_solve = |mut x: DMatrix<f64>| -> DMatrix<f64> {
+        l.tr_solve_lower_triangular_mut(&mut x);
+        x
+    };
+    let a = lt_solve(phi);
+    lt_solve(a.transpose()).transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adjoint::testing::*;
+
+    #[test]
+    fn the_cholesky_adjoint_matches_finite_differences() {
+        let mut r = rng(11);
+        for n in [1, 2, 5, 12] {
+            let a = spd(&mut r, n);
+            let l = chol(&a);
+            let l_bar = normal(&mut r, n, n);
+            let da = sym_dir(&mut r, n);
+            let f = |h: f64| inner(&l_bar, &chol(&(&a + &da * h)));
+            let a_bar = cholesky_vjp(&l, &l_bar);
+            assert_close(inner(&a_bar, &da), central(f), "Cholesky");
+        }
+    }
+
+    #[test]
+    fn only_the_lower_triangle_of_the_factor_adjoint_counts() {
+        let mut r = rng(12);
+        let a = spd(&mut r, 6);
+        let l = chol(&a);
+        let l_bar = normal(&mut r, 6, 6);
+        let a1 = cholesky_vjp(&l, &l_bar);
+        let a2 = cholesky_vjp(&l, &tril(&l_bar));
+        assert!((&a1 - &a2).amax() <= 1e-12 * a1.amax());
+    }
+}
