@@ -5,9 +5,9 @@
 //! after the first rows, from the file's size, before the rest is read.
 
 use super::csv_table::{Column, CsvTable, parse_real};
-use tempest_core::error::{DataFormat, DataLocation, Error, ErrorKind, Result};
 use std::collections::HashMap;
 use std::io::Read;
+use tempest_core::error::{DataFormat, DataLocation, Error, ErrorKind, Result};
 
 /// Rows read before the memory the whole table needs is estimated.
 const SAMPLE_ROWS: usize = 1000;

@@ -1,8 +1,8 @@
 //! JSON data in Stan's convention: an object with one key per declaration;
 //! scalars are numbers, vectors arrays, matrices arrays of rows.
 
-use tempest_core::error::{DataFormat, DataLocation, Error, ErrorKind, Result};
 use serde_json::{Map, Value};
+use tempest_core::error::{DataFormat, DataLocation, Error, ErrorKind, Result};
 
 /// A parsed JSON data object.
 #[derive(Clone, Debug)]

@@ -13,10 +13,10 @@ mod json;
 pub use csv_table::{Column, CsvTable, parse_real};
 pub use json::JsonData;
 
-use tempest_core::error::{DataFormat, DataLocation, Error, ErrorKind, Result};
 use nalgebra::DMatrix;
 use std::collections::BTreeMap;
 use std::path::Path;
+use tempest_core::error::{DataFormat, DataLocation, Error, ErrorKind, Result};
 
 /// A value given from Rust for a data declaration.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,13 +5,13 @@
 //! generic Cholesky for dual numbers (used to check hand-derived gradients
 //! against forward-mode autodiff).
 
-use tempest_core::error::{Error, ErrorKind};
 use crate::factor::factor_lower_in_place;
 use crate::scalar::Real;
 use crate::simd::settle;
 use faer::{Mat, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
+use tempest_core::error::{Error, ErrorKind};
 
 /// A Cholesky factor A + jitter·I = L Lᵀ, with the jitter that was needed.
 pub struct JitteredCholesky {

@@ -14,9 +14,9 @@
 //! accepted state is not finite. A rejected step (its error estimate above
 //! the tolerance, or not a number) shrinks the step and is retried.
 
+use crate::scalar::Real;
 use tempest_core::error::num;
 use tempest_core::interrupt::StopFlag;
-use crate::scalar::Real;
 
 /// Tolerances and the step limit of one solve.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -22,9 +22,9 @@
 
 use super::diagnostics::mcse_mean;
 use super::stein::{BaseKernel, median_distance, stein_gram};
+use nalgebra::{DMatrix, DVector};
 use tempest_core::error::{Error, ErrorKind};
 use tempest_math::linalg::cholesky_jitter;
-use nalgebra::{DMatrix, DVector};
 
 /// Samples, their scores, and how they split into chains.
 #[derive(Clone, Debug)]

@@ -14,9 +14,9 @@
 use super::control_variates::{Lengthscale, Method};
 use super::stein::BaseKernel;
 use super::vector_valued::TaskMatrix;
+use nalgebra::DMatrix;
 use tempest_core::error::{Error, ErrorKind};
 use tempest_syntax::ast::{Arg, Expr, ExprKind, UnOp};
-use nalgebra::DMatrix;
 
 /// A control-variate method: one integral at a time, or several jointly.
 #[derive(Clone, Debug, PartialEq)]

@@ -20,9 +20,9 @@
 
 use super::control_variates::{CvEstimate, Lengthscale, mean_var, poly_features, se_of};
 use super::stein::{BaseKernel, median_distance, stein_gram};
+use nalgebra::{DMatrix, DVector};
 use tempest_core::error::{Error, ErrorKind};
 use tempest_math::linalg::{JitteredCholesky, cholesky_jitter};
-use nalgebra::{DMatrix, DVector};
 
 /// One task: samples from Π_t [m_t, d], their scores under Π_t [m_t, d],
 /// and the integrand values f_t \[m_t\].

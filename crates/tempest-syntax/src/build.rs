@@ -2,11 +2,11 @@
 
 use super::ast::*;
 use super::parser::Rule;
-use tempest_core::error::{Error, ErrorKind, Result};
-use tempest_core::limits;
 use pest::iterators::Pair;
 use pest::pratt_parser::{Assoc, Op, PrattParser};
 use std::sync::OnceLock;
+use tempest_core::error::{Error, ErrorKind, Result};
+use tempest_core::limits;
 
 type P<'i> = Pair<'i, Rule>;
 

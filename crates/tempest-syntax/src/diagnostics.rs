@@ -1,8 +1,8 @@
 //! The one place where errors become text: file, line and column, the
 //! source line with a caret, secondary labels and notes.
 
-use tempest_core::error::{Error, Errors};
 use ariadne::{Color, Config, IndexType, Label, Report, ReportKind};
+use tempest_core::error::{Error, Errors};
 
 /// A model source: its name (usually the path) and its text.
 #[derive(Clone, Debug)]

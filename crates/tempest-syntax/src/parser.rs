@@ -3,10 +3,10 @@
 
 use super::ast::{Program, Span};
 use super::build;
-use tempest_core::error::{Error, ErrorKind, Result};
-use tempest_core::limits;
 use pest::Parser;
 use pest_derive::Parser;
+use tempest_core::error::{Error, ErrorKind, Result};
+use tempest_core::limits;
 
 /// The generated pest parser for `grammar.pest`.
 #[derive(Parser)]

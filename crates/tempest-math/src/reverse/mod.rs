@@ -21,9 +21,9 @@ mod tape;
 
 pub use scalar::Rev;
 
-use tempest_core::error::Error;
 use ad_trait::AD;
 use std::cell::Cell;
+use tempest_core::error::Error;
 
 thread_local! {
     /// Whether a sweep is open on this thread.
