@@ -84,7 +84,7 @@ pub fn infer_config(graph: &Graph) -> Result<Option<EngineConfig>, Error> {
 
 /// Lower a checked model to its graph.
 pub fn lower(checked: Checked) -> Result<Graph> {
-    crate::ir::lower::lower(checked)
+    crate::semantic::lower::lower(checked)
 }
 
 /// Bind data (and `--set` overrides of data scalars and hyper values).

@@ -7,8 +7,8 @@
 
 use super::expr::{Builtin, Ref, TExpr, TKind};
 use super::graph::Function;
+pub(crate) use crate::model::builtin::call1;
 use super::types::Ty;
-use crate::math::scalar::RealExt;
 use crate::model::custom::Scalar;
 use crate::syntax::ast::{BinOp, UnOp};
 
@@ -299,27 +299,3 @@ fn fill<T: Scalar>(locals: &mut [T], y: Option<T>, args: &[T]) {
     locals[first..first + args.len()].copy_from_slice(args);
 }
 
-/// An element-wise built-in on one scalar (the same definitions as
-/// [`super::ops::builtin`]).
-pub(crate) fn call1<T: Scalar>(b: Builtin, v: T) -> T {
-    use Builtin::*;
-    match b {
-        Exp => v.exp(),
-        Log => v.ln(),
-        Log1p => v.log1p(),
-        Expm1 => v.expm1(),
-        Sqrt => v.sqrt_(),
-        Abs => v.abs(),
-        Sin => v.sin(),
-        Cos => v.cos(),
-        Tanh => v.tanh(),
-        Sigmoid => v.sigmoid(),
-        LogSigmoid => v.log_sigmoid(),
-        Softplus => v.softplus(),
-        Lgamma => v.lgamma(),
-        Digamma => v.digamma(),
-        Erf => RealExt::erf(v),
-        Phi => v.phi(),
-        _ => T::constant(f64::NAN),
-    }
-}

@@ -277,7 +277,7 @@ pub struct Function {
     /// Its compiled program with a reverse pass, when its body is within
     /// what programs cover (set by lowering): for a kernel over its
     /// parameters and inputs, for a likelihood over its outcome and
-    /// parameters ([`super::program::KernelProgram::compile_likelihood`]).
+    /// parameters ([`super::program::compile_likelihood`]).
     pub kernel_program: Option<std::sync::Arc<super::program::KernelProgram>>,
     /// A `system`'s compiled right-hand side, when its body is within what
     /// system programs cover (set by lowering).

@@ -2,7 +2,6 @@
 
 pub mod expr;
 pub mod graph;
-pub mod lower;
 pub mod print;
 pub mod types;
 

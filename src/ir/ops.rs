@@ -3,6 +3,7 @@
 
 use super::expr::Builtin;
 use super::value::Value;
+pub(crate) use crate::model::builtin::pow;
 use crate::error::{Error, ErrorKind};
 use crate::math::scalar::{RealExt, logsumexp};
 use crate::model::custom::Scalar;
@@ -267,18 +268,6 @@ fn int_zip<T: Scalar>(op: BinOp, a: &Value<T>, b: &Value<T>, span: Span) -> R<T>
     }
 }
 
-/// x^y: exp(y log x) for x > 0 (differentiable in both); for x ≤ 0 an
-/// integral y gives the integer power (not differentiable in y). The one
-/// rule for `^` of the interpreter, the compiled likelihoods and the kernel
-/// programs.
-pub(crate) fn pow<T: Scalar>(x: T, y: T) -> T {
-    let (xv, yv) = (x.to_constant(), y.to_constant());
-    if xv <= 0.0 && yv.fract() == 0.0 && yv.abs() <= i32::MAX as f64 {
-        x.powi(yv as i32)
-    } else {
-        x.powf(y)
-    }
-}
 
 /// `*`: scalar scaling, matrix–vector and matrix–matrix products.
 fn mul<T: Scalar>(a: Value<T>, b: Value<T>, span: Span) -> R<T> {

@@ -25,7 +25,7 @@
 #![allow(clippy::needless_range_loop)] // loops over parallel arrays
 
 use super::kernel::{Inputs, KernelKind, KernelValue};
-use crate::ir::program::{BlockRows, KernelProgram, Prepared};
+use crate::model::program::{BlockRows, KernelProgram, Prepared};
 use crate::math::adjoint::{SWEEP_COLUMNS, Strided, UpperColumns};
 use crate::math::simd::{Isa, isa};
 use crate::math::tasks::run_largest_first;
@@ -1385,9 +1385,8 @@ impl KernelValue<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::infer::hypers::HyperLayout;
-    use crate::ir::eval::Env;
-    use crate::{Data, DataValue, Model, Overrides, Registry};
+    use crate::model::kernel::KernelArg;
+    use crate::syntax::ast::Span;
 
     /// exp_near gives exp_in_place's bits: runs far below −708, runs
     /// straddling it, NaN and −∞ among far entries, a short last run.
@@ -1424,24 +1423,55 @@ mod tests {
     /// scalings, sums, products and a compiled model-file kernel.
     #[test]
     fn every_compiled_version_of_the_column_passes_gives_the_same_bits() {
-        let text = r#"
-kernel rq(ell : positive, alpha : positive)(x, x2) {
-  (1 + sqdist(x, x2) / (2 * alpha * ell^2)) ^ (-alpha)
-}
-data { n : int  X : matrix[n, 2] }
-hyper { a : positive = 1.3  l : positive = 0.7  al : positive = 1.5 }
-model { f ~ gp(0, a^2 * rbf(l) + periodic(l, 2.0) * matern32(l) + a * rq(l, al)) }
-"#;
+        // a² rbf(l) + periodic(l, 2) matern32(l) + a rq(l, al), with rq the
+        // program of `(1 + sqdist(x, x2) / (2 * alpha * ell^2)) ^ (-alpha)`.
+        let (a, l, al) = (1.3, 0.7, 1.5);
         let n = 300;
         let x = DMatrix::from_fn(n, 2, |i, k| ((i * 7 + k * 3) as f64 * 0.37).sin() * 2.0);
-        let m = Model::from_str("k.tempest", text, &Registry::default()).unwrap();
-        let data = Data::values().with("X", DataValue::Matrix(x.clone()));
-        let b = m.bind(&data, &Overrides::default()).unwrap();
-        let layout = HyperLayout::new(&b, true);
-        let hyp = layout.values::<f64>(&b, &layout.initial(&b).unwrap());
-        let k = Env::new(&b, &hyp, &[], &[])
-            .kernel(&b.graph.gps[0].kernel)
-            .unwrap();
+        let base = |kind: KernelKind, args: &[f64]| KernelValue::Base {
+            kind,
+            args: args.iter().map(|v| KernelArg::Scalar(*v)).collect(),
+            dims: None,
+            span: Span::default(),
+        };
+        use crate::model::program::{Inst, KernelProgram};
+        use crate::syntax::ast::BinOp::{Add, Div, Mul, Pow};
+        let rq = KernelProgram::new(
+            vec![
+                Inst::Param(0),
+                Inst::Param(1),
+                Inst::Const(1.0),
+                Inst::Sqdist,
+                Inst::Const(2.0),
+                Inst::Bin(Mul, 4, 1),
+                Inst::PowI(0, 2),
+                Inst::Bin(Mul, 5, 6),
+                Inst::Bin(Div, 3, 7),
+                Inst::Bin(Add, 2, 8),
+                Inst::Neg(1),
+                Inst::Bin(Pow, 9, 10),
+            ],
+            11,
+            2,
+        )
+        .expect("a well-formed program");
+        let compiled = KernelValue::Compiled {
+            name: "rq".into(),
+            program: std::sync::Arc::new(rq),
+            params: vec![l, al],
+            dims: None,
+            span: Span::default(),
+        };
+        let k = KernelValue::Sum(
+            Box::new(KernelValue::Sum(
+                Box::new(KernelValue::Scale(a * a, Box::new(base(KernelKind::Rbf, &[l])))),
+                Box::new(KernelValue::Product(
+                    Box::new(base(KernelKind::Periodic, &[l, 2.0])),
+                    Box::new(base(KernelKind::Matern32, &[l])),
+                )),
+            )),
+            Box::new(KernelValue::Scale(a, Box::new(compiled))),
+        );
         let xi = Inputs::from_matrix(&x);
         let plan = Plan::new(&k, &xi, &xi).expect("a plan");
         let wt = DMatrix::from_fn(n, n, |i, j| ((i + j) as f64 * 0.11).cos());

@@ -222,7 +222,7 @@ pub enum KernelValue<T> {
         /// Its name.
         name: String,
         /// The program.
-        program: Arc<crate::ir::program::KernelProgram>,
+        program: Arc<crate::model::program::KernelProgram>,
         /// Its scalar parameters.
         params: Vec<T>,
         /// The input columns it sees.

@@ -2,6 +2,7 @@
 //! the extension points for kernels and likelihoods written in Rust.
 
 pub mod block;
+pub mod builtin;
 pub mod constraint;
 pub mod custom;
 pub mod dist;
@@ -11,3 +12,4 @@ pub mod gram_vjp;
 pub mod kernel;
 pub mod kernels;
 pub mod network;
+pub mod program;

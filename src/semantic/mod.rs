@@ -7,6 +7,7 @@ mod calls;
 mod decls;
 mod expr;
 mod functions;
+pub mod lower;
 mod ode;
 pub mod scope;
 mod stmts;
@@ -18,7 +19,7 @@ use crate::syntax::ast::{Block, BlockKind, Item, Program, Span};
 use scope::Scope;
 
 /// A model whose names are resolved and whose types check. Its graph has
-/// no latent sites yet; [`crate::ir::lower`] adds them.
+/// no latent sites yet; [`lower::lower`] adds them.
 #[derive(Clone)]
 pub struct Checked {
     /// The typed graph.

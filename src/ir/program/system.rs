@@ -246,7 +246,7 @@ impl SystemProgram {
                 Inst::State(k) => x[k],
                 Inst::Param(j, k) => flat[offsets[j] + k],
                 Inst::Neg(a) => -vals[a],
-                Inst::Not(a) => super::not_value(vals[a]),
+                Inst::Not(a) => crate::model::program::not_value(vals[a]),
                 Inst::PowI(a, k) => vals[a].powi(k),
                 Inst::Call(b, a) => call1(b, vals[a]),
                 Inst::Select(c, a, b) => {
@@ -256,7 +256,7 @@ impl SystemProgram {
                         vals[b]
                     }
                 }
-                Inst::Bin(op, a, b) => super::bin_value(op, vals[a], vals[b]),
+                Inst::Bin(op, a, b) => crate::model::program::bin_value(op, vals[a], vals[b]),
             };
             vals[i] = v;
         }

@@ -49,7 +49,7 @@ impl KernelValue<f64> {
     /// Sums add, products multiply each side's adjoint by the other side's
     /// value, c · k scales it by c; the built-in rules are in the module's
     /// source with their formulas, a compiled kernel uses its program's
-    /// reverse pass ([`crate::ir::program::KernelProgram::eval_grad_inputs`]).
+    /// reverse pass ([`crate::model::program::KernelProgram::eval_grad_inputs`]).
     /// An error for kernels with Rust or interpreted model-file parts.
     pub fn entry_vjp_inputs(
         &self,

@@ -3,11 +3,11 @@
 //! Each distinct pair (latent GP, input expression) becomes one latent site:
 //! `f(X)` written twice is one site; `f(X)` and `f(X_new)` are two.
 
-use super::expr::{TExpr, TKind};
-use super::graph::{Graph, SiteNode};
-use super::print;
+use super::Checked;
 use crate::error::Result;
-use crate::semantic::Checked;
+use crate::ir::expr::{TExpr, TKind};
+use crate::ir::graph::{Graph, SiteNode};
+use crate::ir::print;
 use std::collections::HashMap;
 
 /// Lower a checked model to its graph.
@@ -51,13 +51,13 @@ pub fn lower(checked: Checked) -> Result<Graph> {
     g.sites = sites;
     for f in &mut g.functions {
         if f.kind == crate::syntax::ast::FunctionKind::Likelihood {
-            f.compiled = super::compile::ScalarProgram::compile(f).map(std::sync::Arc::new);
+            f.compiled = crate::ir::compile::ScalarProgram::compile(f).map(std::sync::Arc::new);
             f.kernel_program =
-                super::program::KernelProgram::compile_likelihood(f).map(std::sync::Arc::new);
+                crate::ir::program::compile_likelihood(f).map(std::sync::Arc::new);
         } else if f.kind == crate::syntax::ast::FunctionKind::Kernel {
-            f.kernel_program = super::program::KernelProgram::compile(f).map(std::sync::Arc::new);
+            f.kernel_program = crate::ir::program::compile_kernel(f).map(std::sync::Arc::new);
         } else {
-            f.system_program = super::program::SystemProgram::compile(f).map(std::sync::Arc::new);
+            f.system_program = crate::ir::program::SystemProgram::compile(f).map(std::sync::Arc::new);
         }
     }
     Ok(g)

@@ -11,9 +11,8 @@
 #![allow(clippy::needless_range_loop)] // loops over parallel arrays
 
 use super::{Inst, KernelProgram, Side, bin_partials, call_partial_of as call_partial, truth};
-use crate::ir::compile::call1;
-use crate::ir::expr::Builtin;
 use crate::model::block::BLOCK;
+use crate::model::builtin::{Builtin, call1};
 use crate::model::kernel::Inputs;
 use crate::syntax::ast::BinOp;
 
@@ -596,7 +595,7 @@ const POW_EXP_LIMIT: f64 = 32.0;
 /// e^(w·ln u) with the vectorised logarithm and exponential
 /// ([`crate::math::vector::ln_in_place`],
 /// [`crate::math::vector::exp_in_place`]);
-/// otherwise the scalar program's rule ([`crate::ir::ops::pow`]), so signs,
+/// otherwise the scalar program's rule ([`crate::model::builtin::pow`]), so signs,
 /// zeros, subnormals and infinities follow it exactly.
 #[inline(always)]
 fn pow_block(a: &[f64], b: &[f64], ln_u: &mut [f64], dst: &mut [f64]) {
@@ -618,7 +617,7 @@ fn pow_block(a: &[f64], b: &[f64], ln_u: &mut [f64], dst: &mut [f64]) {
         for e in 0..m {
             let (u, w) = (a[e], b[e]);
             if !fast(u, w * ln_u[e]) {
-                dst[e] = crate::ir::ops::pow(u, w);
+                dst[e] = crate::model::builtin::pow(u, w);
             }
         }
     }
@@ -672,7 +671,7 @@ mod tests {
         let mut out = [0.0; 10];
         pow_block(&u, &w, &mut vec![0.0; u.len()], &mut out);
         for k in 0..10 {
-            let want = crate::ir::ops::pow(u[k], w[k]);
+            let want = crate::model::builtin::pow(u[k], w[k]);
             assert!(
                 out[k].to_bits() == want.to_bits() || (out[k].is_nan() && want.is_nan()),
                 "{}^{} = {} (powf {want})",
