@@ -35,17 +35,17 @@ pub mod api;
 pub mod cli;
 pub mod command;
 pub mod infer;
-pub mod ir;
-pub mod model;
 pub mod output;
-pub mod semantic;
 
 // The lower layers are crates of their own (the workspace's `crates/`),
 // each importing only those below it; their modules keep their paths here.
 pub use tempest_core::{error, interrupt, limits};
 pub use tempest_data as data;
+pub use tempest_ir as ir;
 pub use tempest_math as math;
 pub use tempest_mc as mc;
+pub use tempest_model as model;
+pub use tempest_semantic as semantic;
 pub use tempest_syntax as syntax;
 
 pub use api::{

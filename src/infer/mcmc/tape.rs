@@ -481,5 +481,5 @@ impl<'a> Tape<'a> {
 
 /// f′(x) for an element-wise built-in, by forward-mode autodiff.
 pub fn elementwise_derivative(f: Builtin, x: f64) -> f64 {
-    crate::ir::compile::call1(f, Dual1::new(x, [1.0])).tangent()[0]
+    crate::model::builtin::call1(f, Dual1::new(x, [1.0])).tangent()[0]
 }

@@ -1,0 +1,330 @@
+//! Compiled programs: a kernel or likelihood written in the model file,
+//! compiled once (at lowering, by `tempest::ir::program`) into a flat list
+//! of scalar instructions over its parameters and its two input rows,
+//! evaluated per Gram entry without interpreting expressions or
+//! allocating, and with a reverse pass that gives the derivatives with
+//! respect to every parameter at a small constant multiple of one
+//! evaluation.
+//!
+//! The program is in SSA form: instruction i writes slot i, and a `let`
+//! is the slot of its value. An `if` evaluates both branches and selects
+//! one; the reverse pass skips instructions whose adjoint is zero, so a
+//! non-finite value in the branch not taken never reaches a derivative.
+//! The partial derivative of each element-wise built-in comes from one
+//! forward-mode dual evaluation of the same definition the interpreter
+//! uses ([`call1`]), so both give the same numbers.
+//!
+//! The same reverse pass also gives the derivatives with respect to every
+//! coordinate of both inputs ([`KernelProgram::eval_grad_inputs`]).
+
+mod block;
+mod inputs;
+
+pub use block::{BlockRows, Prepared};
+
+use crate::builtin::{Builtin, call1, pow};
+use crate::custom::Scalar;
+use tempest_math::scalar::Dual1;
+use tempest_syntax::ast::BinOp;
+
+/// Which inputs an input instruction reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The kernel's first input x.
+    X,
+    /// The kernel's second input x′.
+    Y,
+}
+
+/// One instruction; instruction i writes slot i and its operands are
+/// earlier slots.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Inst {
+    /// A constant.
+    Const(f64),
+    /// The k-th scalar parameter.
+    Param(usize),
+    /// Σₖ (xₖ − yₖ)².
+    Sqdist,
+    /// Σₖ aₖ bₖ for two of the inputs.
+    Dot(Side, Side),
+    /// One coordinate of an input.
+    Input(Side, usize),
+    /// −a.
+    Neg(usize),
+    /// Logical not: 1 when a is 0, else 0.
+    Not(usize),
+    /// A binary operation (arithmetic, or a comparison or logic giving 1 or 0).
+    Bin(BinOp, usize, usize),
+    /// aᵏ for a constant integer k.
+    PowI(usize, i32),
+    /// An element-wise built-in of one operand.
+    Call(Builtin, usize),
+    /// `if c then a else b`.
+    Select(usize, usize, usize),
+}
+
+/// A compiled kernel: k(x, x′) from its scalar parameters.
+#[derive(Clone, Debug)]
+pub struct KernelProgram {
+    insts: Vec<Inst>,
+    out: usize,
+    n_params: usize,
+}
+
+/// Slots of up to this many instructions live on the stack.
+const STACK_SLOTS: usize = 64;
+
+/// The partial derivatives (∂/∂a, ∂/∂b) of a binary operation at (a, b)
+/// with value v.
+fn bin_partials(op: BinOp, a: f64, b: f64, v: f64) -> (f64, f64) {
+    match op {
+        BinOp::Add => (1.0, 1.0),
+        BinOp::Sub => (1.0, -1.0),
+        BinOp::Mul | BinOp::EwMul => (b, a),
+        BinOp::Div | BinOp::EwDiv => (1.0 / b, -a / (b * b)),
+        BinOp::Pow => {
+            let da = if b == 0.0 { 0.0 } else { b * a.powf(b - 1.0) };
+            let db = if a > 0.0 { v * a.ln() } else { 0.0 };
+            (da, db)
+        }
+        _ => (0.0, 0.0),
+    }
+}
+
+/// d b(a)/da at a, with v = b(a): closed forms for the common built-ins,
+/// one dual evaluation of the same definition for the rest.
+fn call_partial_of(b: Builtin, a: f64, v: f64) -> f64 {
+    match b {
+        Builtin::Exp => v,
+        Builtin::Log => 1.0 / a,
+        Builtin::Sqrt => 0.5 / v,
+        _ => call1(b, Dual1::new(a, [1.0])).tangent()[0],
+    }
+}
+
+fn truth(x: bool) -> f64 {
+    if x { 1.0 } else { 0.0 }
+}
+
+/// A binary operation on two scalars of a program (arithmetic, or a
+/// comparison or logic giving 1 or 0), in any scalar type: the one
+/// definition kernel, likelihood and system programs share.
+pub fn bin_value<T: Scalar>(op: BinOp, u: T, w: T) -> T {
+    match op {
+        BinOp::Add => u + w,
+        BinOp::Sub => u - w,
+        BinOp::Mul | BinOp::EwMul => u * w,
+        BinOp::Div | BinOp::EwDiv => u / w,
+        BinOp::Pow => pow(u, w),
+        test => T::constant(truth(
+            test.holds(u.to_constant(), w.to_constant()) == Some(true),
+        )),
+    }
+}
+
+/// A logical not of a program's scalar (1 when it is 0).
+pub fn not_value<T: Scalar>(a: T) -> T {
+    T::constant(truth(a.to_constant() == 0.0))
+}
+
+impl KernelProgram {
+    /// A program from its instructions, the slot of its output and its
+    /// number of parameters, or `None` when an operand is not an earlier
+    /// slot, a parameter index is out of range or the output is no slot
+    /// (the form [`Inst`] states; the compiler, `tempest::ir::program`,
+    /// produces only such programs).
+    pub fn new(insts: Vec<Inst>, out: usize, n_params: usize) -> Option<KernelProgram> {
+        let earlier = |i: usize, ops: &[usize]| ops.iter().all(|&a| a < i);
+        let ok = insts.iter().enumerate().all(|(i, inst)| match *inst {
+            Inst::Param(k) => k < n_params,
+            Inst::Const(_) | Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) => true,
+            Inst::Neg(a) | Inst::Not(a) | Inst::PowI(a, _) | Inst::Call(_, a) => earlier(i, &[a]),
+            Inst::Bin(_, a, b) => earlier(i, &[a, b]),
+            Inst::Select(c, a, b) => earlier(i, &[c, a, b]),
+        });
+        (ok && out < insts.len()).then_some(KernelProgram {
+            insts,
+            out,
+            n_params,
+        })
+    }
+
+    /// The number of parameters.
+    pub fn n_params(&self) -> usize {
+        self.n_params
+    }
+
+    fn input_value(side: (Side, Side), x: &[f64], y: &[f64]) -> f64 {
+        let pick = |s: Side| if s == Side::X { x } else { y };
+        let (a, b) = (pick(side.0), pick(side.1));
+        a.iter().zip(b).map(|(u, v)| u * v).sum()
+    }
+
+    /// Run the forward pass into `vals` (one per instruction).
+    fn forward<T: Scalar>(&self, p: &[T], x: &[f64], y: &[f64], vals: &mut [T]) {
+        for (i, inst) in self.insts.iter().enumerate() {
+            let v = match *inst {
+                Inst::Const(c) => T::constant(c),
+                Inst::Param(k) => p[k],
+                Inst::Sqdist => T::constant(x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum()),
+                Inst::Dot(a, b) => T::constant(Self::input_value((a, b), x, y)),
+                Inst::Input(s, k) => {
+                    let row = if s == Side::X { x } else { y };
+                    T::constant(row.get(k).copied().unwrap_or(f64::NAN))
+                }
+                Inst::Neg(a) => -vals[a],
+                Inst::Not(a) => not_value(vals[a]),
+                Inst::PowI(a, k) => vals[a].powi(k),
+                Inst::Call(b, a) => call1(b, vals[a]),
+                Inst::Select(c, a, b) => {
+                    if vals[c].to_constant() != 0.0 {
+                        vals[a]
+                    } else {
+                        vals[b]
+                    }
+                }
+                Inst::Bin(op, a, b) => bin_value(op, vals[a], vals[b]),
+            };
+            vals[i] = v;
+        }
+    }
+
+    /// k(x, y) with parameters `p`, in any scalar type (duals carry the
+    /// parameters' tangents through).
+    pub fn eval<T: Scalar>(&self, p: &[T], x: &[f64], y: &[f64]) -> T {
+        let n = self.insts.len();
+        if n <= STACK_SLOTS {
+            let mut vals = [T::zero(); STACK_SLOTS];
+            self.forward(p, x, y, &mut vals[..n]);
+            vals[self.out]
+        } else {
+            let mut vals = vec![T::zero(); n];
+            self.forward(p, x, y, &mut vals);
+            vals[self.out]
+        }
+    }
+
+    /// k(x, y) and ∂k/∂pⱼ for every parameter, written into `g` \[n_params\],
+    /// by one forward and one reverse pass.
+    pub fn eval_grad(&self, p: &[f64], x: &[f64], y: &[f64], g: &mut [f64]) -> f64 {
+        self.grad(p, x, y, g, None, None)
+    }
+
+    /// The forward and reverse passes ([`KernelProgram::grad_with`]) with
+    /// their scratch on the machine stack for programs of up to
+    /// [`STACK_SLOTS`] instructions (a short one for small programs, so
+    /// little is zeroed per call), on the heap beyond.
+    fn grad(
+        &self,
+        p: &[f64],
+        x: &[f64],
+        y: &[f64],
+        g: &mut [f64],
+        inputs: Option<(&mut [f64], &mut [f64])>,
+        live: Option<&[bool]>,
+    ) -> f64 {
+        const SHORT: usize = 16;
+        let n = self.insts.len();
+        if n <= SHORT {
+            let (mut vals, mut adj) = ([0.0; SHORT], [0.0; SHORT]);
+            self.grad_with(p, x, y, g, inputs, live, &mut vals[..n], &mut adj[..n])
+        } else if n <= STACK_SLOTS {
+            let (mut vals, mut adj) = ([0.0; STACK_SLOTS], [0.0; STACK_SLOTS]);
+            self.grad_with(p, x, y, g, inputs, live, &mut vals[..n], &mut adj[..n])
+        } else {
+            let (mut vals, mut adj) = (vec![0.0; n], vec![0.0; n]);
+            self.grad_with(p, x, y, g, inputs, live, &mut vals, &mut adj)
+        }
+    }
+
+    /// Which slots depend on a parameter flagged in `need` \[n_params\]:
+    /// the slots [`KernelProgram::value_grad`] passes adjoints through.
+    pub fn live(&self, need: &[bool]) -> Vec<bool> {
+        let mut live = vec![false; self.insts.len()];
+        for (i, inst) in self.insts.iter().enumerate() {
+            live[i] = match *inst {
+                Inst::Param(k) => need.get(k).copied().unwrap_or(false),
+                Inst::Const(_) | Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) | Inst::Not(_) => {
+                    false
+                }
+                Inst::Neg(a) | Inst::PowI(a, _) | Inst::Call(_, a) => live[a],
+                Inst::Bin(_, a, b) | Inst::Select(_, a, b) => live[a] || live[b],
+            };
+        }
+        live
+    }
+
+    /// f(p) for a program without inputs (a likelihood,
+    /// [`KernelProgram::compile_likelihood`]) and ∂f/∂pⱼ written into `g`
+    /// \[n_params\] for the parameters flagged in the `live` mask of
+    /// [`KernelProgram::live`] (0 for the others), by one forward pass in
+    /// f64 and one reverse pass over the live slots only: a term of data
+    /// alone, such as lgamma(y + 1) of an observed outcome, costs its
+    /// value and no derivative. No allocation for programs of up to 64
+    /// instructions.
+    pub fn value_grad(&self, p: &[f64], live: &[bool], g: &mut [f64]) -> f64 {
+        self.grad(p, &[], &[], g, None, Some(live))
+    }
+
+    /// The forward and reverse passes: ∂k/∂p written to `g`, and with
+    /// `inputs` = (gx, gy), ∂k/∂x and ∂k/∂y added to them. With a `live`
+    /// mask ([`KernelProgram::live`]) the reverse pass visits only the
+    /// live slots.
+    #[allow(clippy::too_many_arguments)]
+    fn grad_with(
+        &self,
+        p: &[f64],
+        x: &[f64],
+        y: &[f64],
+        g: &mut [f64],
+        mut inputs: Option<(&mut [f64], &mut [f64])>,
+        live: Option<&[bool]>,
+        vals: &mut [f64],
+        adj: &mut [f64],
+    ) -> f64 {
+        self.forward(p, x, y, vals);
+        g.iter_mut().for_each(|v| *v = 0.0);
+        let visit = |i: usize| live.is_none_or(|l| l[i]);
+        if !visit(self.out) {
+            return vals[self.out];
+        }
+        adj.iter_mut().for_each(|v| *v = 0.0);
+        adj[self.out] = 1.0;
+        for i in (0..self.insts.len()).rev() {
+            let a_i = adj[i];
+            if a_i == 0.0 || !visit(i) {
+                continue;
+            }
+            match self.insts[i] {
+                Inst::Param(k) => g[k] += a_i,
+                Inst::Neg(a) => adj[a] -= a_i,
+                Inst::PowI(a, k) => {
+                    if k != 0 {
+                        adj[a] += a_i * k as f64 * vals[a].powi(k - 1);
+                    }
+                }
+                Inst::Call(b, a) => adj[a] += a_i * call_partial_of(b, vals[a], vals[i]),
+                Inst::Select(c, a, b) => {
+                    if vals[c] != 0.0 {
+                        adj[a] += a_i;
+                    } else {
+                        adj[b] += a_i;
+                    }
+                }
+                Inst::Bin(op, a, b) => {
+                    let (da, db) = bin_partials(op, vals[a], vals[b], vals[i]);
+                    adj[a] += a_i * da;
+                    adj[b] += a_i * db;
+                }
+                Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) => {
+                    if let Some((gx, gy)) = &mut inputs {
+                        inputs::push_input_adjoint(&self.insts[i], a_i, x, y, gx, gy);
+                    }
+                }
+                Inst::Const(_) | Inst::Not(_) => {}
+            }
+        }
+        vals[self.out]
+    }
+}
