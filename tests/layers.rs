@@ -206,16 +206,35 @@ fn test_items(code: &str) -> Vec<(usize, usize)> {
     ranges
 }
 
-/// Every source file under `src/` but the binary's, read.
+/// Every source file of the facade, under `src/`, but the binary's, read.
 fn sources() -> Vec<Source> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    sources_under(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+/// The lower crates (`crates/*`), sorted by name: each crate's name and
+/// its manifest's text.
+fn crate_dirs() -> Vec<(String, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
+    let mut dirs: Vec<(String, PathBuf)> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// Every source file under `root` (a crate's `src/`) but the binary's,
+/// read, with paths relative to `root`.
+fn sources_under(root: &Path) -> Vec<Source> {
     let mut files = Vec::new();
-    rust_files(&root, &mut files);
+    rust_files(root, &mut files);
     files
         .into_iter()
         .filter_map(|p| {
             let rel = p
-                .strip_prefix(&root)
+                .strip_prefix(root)
                 .expect("under src")
                 .to_string_lossy()
                 .replace('\\', "/");
@@ -651,8 +670,14 @@ fn no_circle_runs_through_infer_and_output_or_the_registry() {
 
 #[test]
 fn engine_names_are_written_only_in_their_own_definitions() {
-    let srcs = sources();
+    let mut srcs = sources();
     let units = engine_units(&srcs);
+    for (name, dir) in crate_dirs() {
+        for mut s in sources_under(&dir.join("src")) {
+            s.rel = format!("crates/{name}/src/{}", s.rel);
+            srcs.push(s);
+        }
+    }
     for name in tempest::infer::registry::names(false) {
         let mut places: BTreeMap<String, usize> = BTreeMap::new();
         for s in &srcs {
@@ -704,5 +729,126 @@ infer mirror_descent { steps = 5 }
     assert!(takes.len() >= 3, "{takes:?}");
     for t in &takes {
         assert!(text.contains(t.as_str()), "`{t}` in\n{text}");
+    }
+}
+
+/// The crates each lower crate may depend on: those below it in the
+/// pipeline (docs/architecture.md, "The crate graph"). A new dependency
+/// between them is a change of this table and of that page.
+const CRATE_LAYERS: [(&str, &[&str]); 8] = [
+    ("tempest-core", &[]),
+    ("tempest-math", &["tempest-core"]),
+    ("tempest-syntax", &["tempest-core"]),
+    ("tempest-data", &["tempest-core"]),
+    (
+        "tempest-mc",
+        &["tempest-core", "tempest-math", "tempest-syntax"],
+    ),
+    (
+        "tempest-model",
+        &["tempest-core", "tempest-math", "tempest-syntax"],
+    ),
+    (
+        "tempest-ir",
+        &[
+            "tempest-core",
+            "tempest-data",
+            "tempest-math",
+            "tempest-model",
+            "tempest-syntax",
+        ],
+    ),
+    (
+        "tempest-semantic",
+        &[
+            "tempest-core",
+            "tempest-ir",
+            "tempest-math",
+            "tempest-model",
+            "tempest-syntax",
+        ],
+    ),
+];
+
+/// The workspace crates a manifest names in its `[dependencies]` and
+/// `[dev-dependencies]` sections.
+fn tempest_deps(manifest: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut in_deps = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]" || line == "[dev-dependencies]";
+        } else if in_deps && line.starts_with("tempest-") {
+            let name = line.split(['=', ' ', '.']).next().unwrap_or_default();
+            out.insert(name.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn each_crate_depends_only_on_the_crates_below_it() {
+    let dirs = crate_dirs();
+    let named: BTreeSet<&str> = CRATE_LAYERS.iter().map(|(c, _)| *c).collect();
+    let found: BTreeSet<&str> = dirs.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(
+        named, found,
+        "every crate under crates/ has a row in CRATE_LAYERS"
+    );
+    for (name, dir) in &dirs {
+        let text = std::fs::read_to_string(dir.join("Cargo.toml")).expect("read manifest");
+        let deps = tempest_deps(&text);
+        let allowed = CRATE_LAYERS.iter().find(|(c, _)| c == name).unwrap().1;
+        let bad: Vec<&String> = deps
+            .iter()
+            .filter(|d| !allowed.contains(&d.as_str()))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{name} depends on {bad:?}, above it or beside it"
+        );
+    }
+    // The facade stands on every lower crate.
+    let facade = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+        .expect("read the root manifest");
+    let deps = tempest_deps(&facade);
+    for c in &named {
+        assert!(deps.contains(*c), "the facade does not depend on {c}");
+    }
+}
+
+#[test]
+fn the_manifest_reader_sees_the_sections() {
+    let text = "[package]\nname = \"tempest-ir\"\n[dependencies]\ntempest-core = { workspace = true }\n\
+                tempest-model.workspace = true\nnalgebra = \"1\"\n[features]\ntempest-x = []\n\
+                [dev-dependencies]\ntempest-math = { workspace = true }\n";
+    let want: BTreeSet<String> = ["tempest-core", "tempest-model", "tempest-math"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(tempest_deps(text), want);
+}
+
+/// No crate's files import each other in a circle of more than a dozen
+/// files (the facade's largest is within one engine's folder, the lower
+/// crates' within tempest-ir's binding and evaluation).
+#[test]
+fn no_crate_has_a_circle_of_more_than_twelve_files() {
+    let mut roots = vec![(
+        "tempest".to_string(),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+    )];
+    roots.extend(crate_dirs().into_iter().map(|(c, d)| (c, d.join("src"))));
+    for (name, root) in roots {
+        let srcs = sources_under(&root);
+        assert!(!srcs.is_empty(), "{name}: no source files");
+        for c in circles(&imports(&srcs)) {
+            eprintln!("{name}: circle of {} files: {}", c.len(), c.join(" "));
+            assert!(
+                c.len() <= 12,
+                "{name}: a circle of {} files: {c:?}",
+                c.len()
+            );
+        }
     }
 }
