@@ -1,4 +1,5 @@
-//! Compiled scalar likelihoods give the same values and derivatives as the
+//! Compiled likelihoods (programs of the one instruction set kernels
+//! share) give the same values and derivatives as the
 //! general evaluator.
 
 mod common;
@@ -30,7 +31,7 @@ model { f ~ gp(0, rbf(1.0)) }
 /// a real outcome) the outcome.
 fn agree(g: &tempest::ir::graph::Graph, k: usize, outcome_seeded: bool) {
     assert!(
-        g.functions[k].compiled.is_some(),
+        g.functions[k].program.is_some(),
         "`{}` should compile",
         g.functions[k].name
     );

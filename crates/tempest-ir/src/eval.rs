@@ -184,8 +184,8 @@ pub fn call_likelihood<T: Scalar>(
     args: &[T],
 ) -> Result<T, Error> {
     let f = &graph.functions[func];
-    if let Some(p) = &f.compiled {
-        return Ok(p.run_outcome(Some(y), args));
+    if let Some(p) = &f.program {
+        return Ok(p.eval_likelihood(y, args));
     }
     call_likelihood_interpreted(graph, func, y, args)
 }
@@ -390,7 +390,7 @@ fn eval_inner<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) 
             let env = need_env()?;
             let params: Vec<Value<T>> = args.iter().map(ev).collect::<Result<_, _>>()?;
             let f = &env.bound.graph.functions[*func];
-            if let Some(program) = &f.kernel_program
+            if let Some(program) = &f.program
                 && let Some(scalars) = params
                     .iter()
                     .map(|v| v.scalar())

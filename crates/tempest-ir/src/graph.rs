@@ -272,13 +272,13 @@ pub struct Function {
     pub body: TExpr,
     /// Number of local slots (parameters, inputs and lets).
     pub n_locals: usize,
-    /// The compiled form when everything in it is a number (set by lowering).
-    pub compiled: Option<std::sync::Arc<super::compile::ScalarProgram>>,
-    /// Its compiled program with a reverse pass, when its body is within
-    /// what programs cover (set by lowering): for a kernel over its
-    /// parameters and inputs, for a likelihood over its outcome and
-    /// parameters ([`super::program::compile_likelihood`]).
-    pub kernel_program: Option<std::sync::Arc<super::program::KernelProgram>>,
+    /// Its compiled program (one instruction set for kernels and
+    /// likelihoods, evaluated in any scalar type, with a reverse pass),
+    /// when its body is within what programs cover (set by lowering): for
+    /// a kernel over its parameters and inputs
+    /// ([`super::program::compile_kernel`]), for a likelihood over its
+    /// outcome and parameters ([`super::program::compile_likelihood`]).
+    pub program: Option<std::sync::Arc<super::program::KernelProgram>>,
     /// A `system`'s compiled right-hand side, when its body is within what
     /// system programs cover (set by lowering).
     pub system_program: Option<std::sync::Arc<super::program::SystemProgram>>,

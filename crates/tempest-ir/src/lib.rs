@@ -11,7 +11,6 @@ pub use graph::Graph;
 pub mod bind;
 pub mod check_test;
 pub mod classes;
-pub mod compile;
 pub mod deep;
 pub mod eval;
 pub mod ids;

@@ -233,7 +233,7 @@ impl<'g> Pointwise<'g> {
         // varies (its parameters are the outcome, then the arguments).
         let program = match self.dist.dist {
             DistRef::User(f) if !seeds.is_empty() => self.graph.functions[f]
-                .kernel_program
+                .program
                 .as_deref()
                 .filter(|p| p.n_params() == args.len() + 1),
             _ => None,

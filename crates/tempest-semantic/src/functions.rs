@@ -157,8 +157,7 @@ impl Checker<'_> {
             lets,
             body,
             n_locals,
-            compiled: None,
-            kernel_program: None,
+            program: None,
             system_program: None,
             span: f.span,
         });

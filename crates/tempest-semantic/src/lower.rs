@@ -51,10 +51,9 @@ pub fn lower(checked: Checked) -> Result<Graph> {
     g.sites = sites;
     for f in &mut g.functions {
         if f.kind == tempest_syntax::ast::FunctionKind::Likelihood {
-            f.compiled = tempest_ir::compile::ScalarProgram::compile(f).map(std::sync::Arc::new);
-            f.kernel_program = tempest_ir::program::compile_likelihood(f).map(std::sync::Arc::new);
+            f.program = tempest_ir::program::compile_likelihood(f).map(std::sync::Arc::new);
         } else if f.kind == tempest_syntax::ast::FunctionKind::Kernel {
-            f.kernel_program = tempest_ir::program::compile_kernel(f).map(std::sync::Arc::new);
+            f.program = tempest_ir::program::compile_kernel(f).map(std::sync::Arc::new);
         } else {
             f.system_program =
                 tempest_ir::program::SystemProgram::compile(f).map(std::sync::Arc::new);

@@ -10,11 +10,11 @@
 //! index) are not compiled and keep the general evaluator, which gives the
 //! same values.
 
-use super::super::compile::call1;
 use super::super::expr::{Builtin, Ref, TExpr, TKind};
 use super::super::graph::Function;
 use super::super::types::Ty;
 use super::super::value::Value;
+use tempest_model::builtin::call1;
 use tempest_model::custom::Scalar;
 use tempest_syntax::ast::{BinOp, UnOp};
 

@@ -75,6 +75,11 @@ pub struct KernelProgram {
 /// Slots of up to this many instructions live on the stack.
 const STACK_SLOTS: usize = 64;
 
+/// A short program's slots: few enough that zeroing them costs little next
+/// to one evaluation (a likelihood is evaluated per point and per
+/// quadrature node, often in dual numbers).
+const SHORT_SLOTS: usize = 16;
+
 /// The partial derivatives (∂/∂a, ∂/∂b) of a binary operation at (a, b)
 /// with value v.
 fn bin_partials(op: BinOp, a: f64, b: f64, v: f64) -> (f64, f64) {
@@ -176,6 +181,11 @@ impl KernelProgram {
                 Inst::Neg(a) => -vals[a],
                 Inst::Not(a) => not_value(vals[a]),
                 Inst::PowI(a, k) => vals[a].powi(k),
+                // A constant argument (a function of data or of the
+                // outcome alone) needs no derivative.
+                Inst::Call(b, a) if vals[a].is_constant() => {
+                    T::constant(call1(b, vals[a].to_constant()))
+                }
                 Inst::Call(b, a) => call1(b, vals[a]),
                 Inst::Select(c, a, b) => {
                     if vals[c].to_constant() != 0.0 {
@@ -194,7 +204,11 @@ impl KernelProgram {
     /// parameters' tangents through).
     pub fn eval<T: Scalar>(&self, p: &[T], x: &[f64], y: &[f64]) -> T {
         let n = self.insts.len();
-        if n <= STACK_SLOTS {
+        if n <= SHORT_SLOTS {
+            let mut vals = [T::zero(); SHORT_SLOTS];
+            self.forward(p, x, y, &mut vals[..n]);
+            vals[self.out]
+        } else if n <= STACK_SLOTS {
             let mut vals = [T::zero(); STACK_SLOTS];
             self.forward(p, x, y, &mut vals[..n]);
             vals[self.out]
@@ -202,6 +216,25 @@ impl KernelProgram {
             let mut vals = vec![T::zero(); n];
             self.forward(p, x, y, &mut vals);
             vals[self.out]
+        }
+    }
+
+    /// A likelihood program ([`KernelProgram::new`] over the outcome and
+    /// the other parameters, no inputs) at outcome `y` and parameters
+    /// `args`, in any scalar type: log p(y | args). Allocates nothing for
+    /// up to 16 parameters and 64 instructions.
+    pub fn eval_likelihood<T: Scalar>(&self, y: T, args: &[T]) -> T {
+        let k = args.len() + 1;
+        if k <= SHORT_SLOTS {
+            let mut p = [T::zero(); SHORT_SLOTS];
+            p[0] = y;
+            p[1..k].copy_from_slice(args);
+            self.eval(&p[..k], &[], &[])
+        } else {
+            let mut p = Vec::with_capacity(k);
+            p.push(y);
+            p.extend_from_slice(args);
+            self.eval(&p, &[], &[])
         }
     }
 
