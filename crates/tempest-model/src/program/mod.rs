@@ -208,6 +208,10 @@ impl KernelProgram {
             let mut vals = [T::zero(); SHORT_SLOTS];
             self.forward(p, x, y, &mut vals[..n]);
             vals[self.out]
+        } else if n <= 2 * SHORT_SLOTS {
+            let mut vals = [T::zero(); 2 * SHORT_SLOTS];
+            self.forward(p, x, y, &mut vals[..n]);
+            vals[self.out]
         } else if n <= STACK_SLOTS {
             let mut vals = [T::zero(); STACK_SLOTS];
             self.forward(p, x, y, &mut vals[..n]);
