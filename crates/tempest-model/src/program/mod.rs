@@ -365,3 +365,55 @@ impl KernelProgram {
         vals[self.out]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::scalar::Dual1;
+    use tempest_syntax::ast::BinOp::{Add, Mul};
+
+    #[test]
+    fn a_program_must_read_only_earlier_slots_and_its_own_parameters() {
+        let ok = vec![Inst::Param(0), Inst::Const(2.0), Inst::Bin(Mul, 0, 1)];
+        assert!(KernelProgram::new(ok.clone(), 2, 1).is_some());
+        // An operand that is not an earlier slot, a parameter beyond the
+        // count, an output past the end.
+        let later = vec![Inst::Param(0), Inst::Bin(Add, 0, 2), Inst::Const(1.0)];
+        assert!(KernelProgram::new(later, 1, 1).is_none());
+        assert!(KernelProgram::new(vec![Inst::Param(1)], 0, 1).is_none());
+        assert!(KernelProgram::new(ok, 3, 1).is_none());
+        assert!(KernelProgram::new(vec![Inst::Neg(0)], 0, 0).is_none());
+    }
+
+    /// A likelihood program in duals: log p(y | f) = y f − exp(f) −
+    /// lgamma(y + 1) (Poisson), its value and ∂/∂f = y − eᶠ, for short and
+    /// long parameter lists alike.
+    #[test]
+    fn a_likelihood_program_gives_its_value_and_derivative_in_duals() {
+        use crate::model::builtin::Builtin::{Exp, Lgamma};
+        use tempest_syntax::ast::BinOp::Sub;
+        let insts = vec![
+            Inst::Param(0),
+            Inst::Param(1),
+            Inst::Bin(Mul, 0, 1),
+            Inst::Call(Exp, 1),
+            Inst::Bin(Sub, 2, 3),
+            Inst::Const(1.0),
+            Inst::Bin(Add, 0, 5),
+            Inst::Call(Lgamma, 6),
+            Inst::Bin(Sub, 4, 7),
+        ];
+        for extra in [0, 20] {
+            let p = KernelProgram::new(insts.clone(), 8, 2 + extra).expect("well formed");
+            let (y, f) = (3.0, 0.4);
+            let mut args = vec![Dual1::new(f, [1.0])];
+            args.extend((0..extra).map(|_| Dual1::new(0.0, [0.0])));
+            let v = p.eval_likelihood(Dual1::new(y, [0.0]), &args);
+            let want = y * f - f.exp() - 2.0f64.ln();
+            assert!((v.value() - want).abs() < 1e-12, "{} vs {want}", v.value());
+            assert!((v.tangent()[0] - (y - f.exp())).abs() < 1e-12);
+            let plain: f64 = p.eval_likelihood(y, &[f]);
+            assert_eq!(plain, v.value());
+        }
+    }
+}
