@@ -369,7 +369,7 @@ impl KernelProgram {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::math::scalar::Dual1;
+    use tempest_math::scalar::Dual1;
     use tempest_syntax::ast::BinOp::{Add, Mul};
 
     #[test]
@@ -390,7 +390,7 @@ mod tests {
     /// long parameter lists alike.
     #[test]
     fn a_likelihood_program_gives_its_value_and_derivative_in_duals() {
-        use crate::model::builtin::Builtin::{Exp, Lgamma};
+        use crate::builtin::Builtin::{Exp, Lgamma};
         use tempest_syntax::ast::BinOp::Sub;
         let insts = vec![
             Inst::Param(0),
