@@ -24,6 +24,7 @@ pub use block::{BlockRows, Prepared};
 
 use crate::builtin::{Builtin, call1, pow};
 use crate::custom::Scalar;
+use std::mem::MaybeUninit;
 use tempest_math::scalar::Dual1;
 use tempest_syntax::ast::BinOp;
 
@@ -115,6 +116,7 @@ fn truth(x: bool) -> f64 {
 /// A binary operation on two scalars of a program (arithmetic, or a
 /// comparison or logic giving 1 or 0), in any scalar type: the one
 /// definition kernel, likelihood and system programs share.
+#[inline]
 pub fn bin_value<T: Scalar>(op: BinOp, u: T, w: T) -> T {
     match op {
         BinOp::Add => u + w,
@@ -129,6 +131,7 @@ pub fn bin_value<T: Scalar>(op: BinOp, u: T, w: T) -> T {
 }
 
 /// A logical not of a program's scalar (1 when it is 0).
+#[inline]
 pub fn not_value<T: Scalar>(a: T) -> T {
     T::constant(truth(a.to_constant() == 0.0))
 }
@@ -168,7 +171,26 @@ impl KernelProgram {
 
     /// Run the forward pass into `vals` (one per instruction).
     fn forward<T: Scalar>(&self, p: &[T], x: &[f64], y: &[f64], vals: &mut [T]) {
+        // SAFETY: `MaybeUninit<T>` has `T`'s layout, every `T` is a valid
+        // `MaybeUninit<T>`, and `forward_into` writes only initialised
+        // values, so `vals` holds valid `T`s afterwards.
+        let slots = unsafe { &mut *(vals as *mut [T] as *mut [MaybeUninit<T>]) };
+        self.forward_into(p, x, y, slots);
+    }
+
+    /// The forward pass into slots that need not be initialised: slot i is
+    /// written at step i, from earlier slots only, so a short program's
+    /// scratch on the machine stack is not zeroed first. `vals` has one
+    /// slot per instruction.
+    fn forward_into<T: Scalar>(&self, p: &[T], x: &[f64], y: &[f64], vals: &mut [MaybeUninit<T>]) {
+        assert_eq!(vals.len(), self.insts.len(), "one slot per instruction");
+        let base = vals.as_mut_ptr();
         for (i, inst) in self.insts.iter().enumerate() {
+            // SAFETY: `KernelProgram::new` admits only programs whose
+            // operands are earlier slots (a < i < vals.len()), and slots
+            // 0..i were written at steps 0..i, so `a` is in bounds and
+            // initialised.
+            let at = |a: usize| unsafe { (*base.add(a)).assume_init() };
             let v = match *inst {
                 Inst::Const(c) => T::constant(c),
                 Inst::Param(k) => p[k],
@@ -178,25 +200,30 @@ impl KernelProgram {
                     let row = if s == Side::X { x } else { y };
                     T::constant(row.get(k).copied().unwrap_or(f64::NAN))
                 }
-                Inst::Neg(a) => -vals[a],
-                Inst::Not(a) => not_value(vals[a]),
-                Inst::PowI(a, k) => vals[a].powi(k),
-                // A constant argument (a function of data or of the
-                // outcome alone) needs no derivative.
-                Inst::Call(b, a) if vals[a].is_constant() => {
-                    T::constant(call1(b, vals[a].to_constant()))
-                }
-                Inst::Call(b, a) => call1(b, vals[a]),
-                Inst::Select(c, a, b) => {
-                    if vals[c].to_constant() != 0.0 {
-                        vals[a]
+                Inst::Neg(a) => -at(a),
+                Inst::Not(a) => not_value(at(a)),
+                Inst::PowI(a, k) => at(a).powi(k),
+                Inst::Call(b, a) => {
+                    let u = at(a);
+                    // A constant argument (a function of data or of the
+                    // outcome alone) needs no derivative.
+                    if u.is_constant() {
+                        T::constant(call1(b, u.to_constant()))
                     } else {
-                        vals[b]
+                        call1(b, u)
                     }
                 }
-                Inst::Bin(op, a, b) => bin_value(op, vals[a], vals[b]),
+                Inst::Select(c, a, b) => {
+                    if at(c).to_constant() != 0.0 {
+                        at(a)
+                    } else {
+                        at(b)
+                    }
+                }
+                Inst::Bin(op, a, b) => bin_value(op, at(a), at(b)),
             };
-            vals[i] = v;
+            // SAFETY: i < vals.len() (one slot per instruction).
+            unsafe { (*base.add(i)).write(v) };
         }
     }
 
@@ -205,22 +232,27 @@ impl KernelProgram {
     pub fn eval<T: Scalar>(&self, p: &[T], x: &[f64], y: &[f64]) -> T {
         let n = self.insts.len();
         if n <= SHORT_SLOTS {
-            let mut vals = [T::zero(); SHORT_SLOTS];
-            self.forward(p, x, y, &mut vals[..n]);
-            vals[self.out]
+            self.eval_in::<T, SHORT_SLOTS>(p, x, y)
         } else if n <= 2 * SHORT_SLOTS {
-            let mut vals = [T::zero(); 2 * SHORT_SLOTS];
-            self.forward(p, x, y, &mut vals[..n]);
-            vals[self.out]
+            self.eval_in::<T, { 2 * SHORT_SLOTS }>(p, x, y)
         } else if n <= STACK_SLOTS {
-            let mut vals = [T::zero(); STACK_SLOTS];
-            self.forward(p, x, y, &mut vals[..n]);
-            vals[self.out]
+            self.eval_in::<T, STACK_SLOTS>(p, x, y)
         } else {
             let mut vals = vec![T::zero(); n];
             self.forward(p, x, y, &mut vals);
             vals[self.out]
         }
+    }
+
+    /// [`KernelProgram::eval`] with its slots in an array of K on the
+    /// machine stack, left uninitialised (K ≥ the number of instructions).
+    fn eval_in<T: Scalar, const K: usize>(&self, p: &[T], x: &[f64], y: &[f64]) -> T {
+        let n = self.insts.len();
+        let mut vals = [const { MaybeUninit::<T>::uninit() }; K];
+        self.forward_into(p, x, y, &mut vals[..n]);
+        // SAFETY: `out` < n (checked by `KernelProgram::new`) and the
+        // forward pass wrote every slot below n.
+        unsafe { vals[self.out].assume_init() }
     }
 
     /// A likelihood program ([`KernelProgram::new`] over the outcome and
