@@ -14,6 +14,7 @@ pub mod classes;
 pub mod deep;
 pub mod eval;
 pub mod ids;
+pub mod logdensity;
 pub mod ode;
 pub mod ops;
 pub mod pointwise;

@@ -13,7 +13,10 @@
 //! derivatives in f64 (`closed_form`), the rest are differentiated by one
 //! forward-mode pass per element with one tangent per varying coordinate.
 
-mod vec;
+/// One statement prepared for evaluation over slices, allocation-free.
+pub mod term;
+/// Whole-vector closed forms of the commonest statements.
+pub mod vec;
 
 use super::eval::call_likelihood;
 use super::graph::{DistCall, DistRef, Graph};
@@ -381,7 +384,7 @@ fn point_log_density<T: Scalar>(
 }
 
 /// A coordinate a sampling statement's log density is differentiated in.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Seed {
     /// The k-th argument of the distribution.
     Arg(usize),

@@ -22,6 +22,7 @@ use crate::ir::bind::{Bound, declared_shape};
 use crate::ir::eval::Env;
 use crate::ir::expr::TExpr;
 use crate::ir::graph::{DistCall, DistRef};
+use crate::ir::logdensity::{DensityProgram, Workspace};
 use crate::ir::pointwise::Pointwise;
 use crate::ir::value::Value;
 use crate::limits::{self, Request};
@@ -122,6 +123,23 @@ pub struct Density {
     /// checked finite and ≥ 0 when the density is built: it depends on
     /// data and hypers only, so it is evaluated once.
     powers: Vec<f64>,
+    /// The log density compiled to a program over whole vectors, when the
+    /// model has no latent GP and only the constructs it covers: then the
+    /// gradient runs it and allocates nothing.
+    program: Option<Arc<DensityProgram>>,
+}
+
+/// The buffers of the compiled gradient, one set per thread (each chain
+/// runs on one thread at a time).
+#[derive(Default)]
+struct Work {
+    program: Workspace,
+    theta: Vec<f64>,
+    dtheta: Vec<f64>,
+}
+
+thread_local! {
+    static WORK: std::cell::RefCell<Work> = std::cell::RefCell::new(Work::default());
 }
 
 fn unsupported(span: crate::syntax::ast::Span, msg: impl Into<String>) -> Error {
@@ -355,6 +373,13 @@ impl Density {
             )
             .with_note("declare the quantities to sample in a `param` block (e.g. `ell : positive ~ lognormal(0, 1)`), or use `infer exact`"));
         }
+        let program = if latent.is_none() && marginal.is_none() {
+            let offsets: Vec<usize> = slots.iter().map(|s| s.offset).collect();
+            let shapes: Vec<(usize, usize)> = slots.iter().map(|s| s.shape).collect();
+            DensityProgram::compile(&bound, &hypers, &offsets, &shapes, &powers).map(Arc::new)
+        } else {
+            None
+        };
         Ok(Density {
             bound,
             hypers,
@@ -364,6 +389,7 @@ impl Density {
             power: 1.0,
             dim: offset,
             powers,
+            program,
         })
     }
 
@@ -554,8 +580,73 @@ impl Density {
         Ok(t * Pointwise::new(&self.bound.graph, dist).sum(y, &args)?)
     }
 
+    /// Whether the gradient runs the compiled program (no latent GP, and
+    /// every expression of the model one the program covers).
+    pub fn is_compiled(&self) -> bool {
+        self.program.is_some()
+    }
+
+    /// The same density with its gradient taken by the general reverse
+    /// pass over the expressions, never the compiled program (to check one
+    /// against the other).
+    pub fn without_program(mut self) -> Density {
+        self.program = None;
+        self
+    }
+
     /// log π(x) and its gradient (written to `grad`).
     pub fn log_density_grad(&self, x: &[f64], grad: &mut [f64]) -> Result<f64, Error> {
+        if let Some(p) = &self.program {
+            return WORK.with(|w| match w.try_borrow_mut() {
+                Ok(mut work) => self.compiled_grad(p, x, grad, &mut work),
+                Err(_) => self.compiled_grad(p, x, grad, &mut Work::default()),
+            });
+        }
+        self.tape_grad(x, grad)
+    }
+
+    /// [`Density::log_density_grad`] by the compiled program, in `work`.
+    fn compiled_grad(
+        &self,
+        p: &DensityProgram,
+        x: &[f64],
+        grad: &mut [f64],
+        work: &mut Work,
+    ) -> Result<f64, Error> {
+        if work.theta.len() < self.dim {
+            work.theta.resize(self.dim, 0.0);
+            work.dtheta.resize(self.dim, 0.0);
+        }
+        let mut logjac = 0.0;
+        for s in &self.slots {
+            let r = s.offset..s.offset + s.len();
+            let (theta, dtheta) = (&mut work.theta[r.clone()], &mut work.dtheta[r.clone()]);
+            for ((&u, t), d) in x[r].iter().zip(theta).zip(dtheta) {
+                *t = s.bounds.constrain(u);
+                logjac += s.bounds.log_jacobian(u);
+                *d = s.bounds.constrain(Dual1::new(u, [1.0])).tangent()[0];
+            }
+        }
+        grad.iter_mut().for_each(|v| *v = 0.0);
+        let lp = p.run(
+            &self.bound,
+            &work.theta[..self.dim],
+            self.power,
+            logjac,
+            Some(grad),
+            &mut work.program,
+        )?;
+        for s in &self.slots {
+            for o in s.offset..s.offset + s.len() {
+                grad[o] = grad[o] * work.dtheta[o] + Self::dlogjac(&s.bounds, x[o]);
+            }
+        }
+        Ok(lp)
+    }
+
+    /// [`Density::log_density_grad`] by the reverse pass over the
+    /// expressions ([`super::tape`]).
+    fn tape_grad(&self, x: &[f64], grad: &mut [f64]) -> Result<f64, Error> {
         let (params, logjac, dtheta) = self.params_at(x);
         let (sites, factor) = self.sites_and_factor(x, &params)?;
         let mut tape = Tape::new(&self.bound, &self.hypers, &params, &sites);

@@ -23,8 +23,11 @@ fn outcomes(y: &Value<f64>) -> Option<Cow<'_, [f64]>> {
 }
 
 /// Argument k at outcome i: a vector's entry or a broadcast number.
-enum Arg<'a> {
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    /// One value per outcome.
     Each(&'a [f64]),
+    /// One value for every outcome.
     One(f64),
 }
 
@@ -37,8 +40,9 @@ impl Arg<'_> {
             _ => None,
         }
     }
+    /// The value at outcome i.
     #[inline(always)]
-    fn at(&self, i: usize) -> f64 {
+    pub fn at(&self, i: usize) -> f64 {
         match self {
             Arg::Each(x) => x[i],
             Arg::One(x) => *x,
@@ -92,15 +96,38 @@ fn bernoulli_logit(
     if fv.len() != n {
         return None;
     }
-    let f = fv.as_slice();
-    let mut e: Vec<f64> = f.iter().map(|x| -x.abs()).collect();
-    exp_in_place(&mut e);
+    let (mut e, mut l, mut g) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    let value = bernoulli_logit_into(&ys, fv.as_slice(), t, &mut e, &mut l, Some(&mut g));
+    Some(PointwiseGrad {
+        value,
+        args: vec![adjoint(f_value, varies, &g)],
+        outcome: Value::Vector(DVector::zeros(n)),
+    })
+}
+
+/// t · Σᵢ log σ(±fᵢ) over the outcomes `ys` [N] (0 or 1) and logits `f`
+/// [N], with t · (yᵢ − σ(fᵢ)) written to `g` [N] when given; `e` and `l`
+/// [N] are scratch. Nothing is allocated.
+pub fn bernoulli_logit_into(
+    ys: &[f64],
+    f: &[f64],
+    t: f64,
+    e: &mut [f64],
+    l: &mut [f64],
+    mut g: Option<&mut [f64]>,
+) -> f64 {
+    let n = ys.len();
+    for (ei, fi) in e.iter_mut().zip(f) {
+        *ei = -fi.abs();
+    }
+    exp_in_place(&mut e[..n]);
     // log1p(e) as ln(u) − ((u − 1) − e)/u with u = 1 + e: the rounding of
     // 1 + e corrected to first order, as accurate as the library's log1p.
-    let mut l: Vec<f64> = e.iter().map(|x| 1.0 + x).collect();
-    ln_in_place(&mut l);
+    for (li, ei) in l.iter_mut().zip(e.iter()) {
+        *li = 1.0 + ei;
+    }
+    ln_in_place(&mut l[..n]);
     let mut total = 0.0;
-    let mut g = vec![0.0; n];
     for i in 0..n {
         let u = 1.0 + e[i];
         let l1p = l[i] - ((u - 1.0) - e[i]) / u;
@@ -110,13 +137,11 @@ fn bernoulli_logit(
         } else {
             -(f[i].max(0.0) + l1p)
         };
-        g[i] = t * (ys[i] - sig);
+        if let Some(g) = g.as_deref_mut() {
+            g[i] = t * (ys[i] - sig);
+        }
     }
-    Some(PointwiseGrad {
-        value: t * total,
-        args: vec![adjoint(f_value, varies, &g)],
-        outcome: Value::Vector(DVector::zeros(n)),
-    })
+    t * total
 }
 
 /// log N(y | μ, σ) = −½z² − ln σ − ½ ln 2π with z = (y − μ)/σ; d/dμ = z/σ,
@@ -132,27 +157,18 @@ fn normal(
     let Value::Vector(yv) = y else { return None };
     let n = yv.len();
     let (mu, sigma) = (Arg::of(&args[0], n)?, Arg::of(&args[1], n)?);
-    let ln_sigma: Vec<f64> = match &sigma {
-        Arg::One(s) => vec![s.ln()],
-        Arg::Each(s) => {
-            let mut l = s.to_vec();
-            ln_in_place(&mut l);
-            l
-        }
-    };
+    let mut ln_sigma = vec![0.0; n];
     let (mut dmu, mut dsigma, mut dy) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
-    let mut total = 0.0;
-    for i in 0..n {
-        let s = sigma.at(i);
-        let z = (yv[i] - mu.at(i)) / s;
-        let ls = ln_sigma[if ln_sigma.len() == 1 { 0 } else { i }];
-        total += -0.5 * z * z - ls - HALF_LOG_2PI;
-        dmu[i] = t * (z / s);
-        dsigma[i] = t * ((z * z - 1.0) / s);
-        dy[i] = t * (-z / s);
-    }
+    let value = normal_into(
+        yv.as_slice(),
+        &mu,
+        &sigma,
+        t,
+        &mut ln_sigma,
+        [Some(&mut dmu), Some(&mut dsigma), Some(&mut dy)],
+    );
     Some(PointwiseGrad {
-        value: t * total,
+        value,
         args: vec![
             adjoint(&args[0], varies[0], &dmu),
             adjoint(&args[1], varies[1], &dsigma),
@@ -163,6 +179,48 @@ fn normal(
             Value::Vector(DVector::zeros(n))
         },
     })
+}
+
+/// t · Σᵢ log N(yᵢ | μᵢ, σᵢ) over the outcomes `y` [N], with t times the
+/// derivatives in μ, σ and y written to the buffers [N] given in `d` (in
+/// that order); `ln_sigma` [N] is scratch. Nothing is allocated.
+pub fn normal_into(
+    y: &[f64],
+    mu: &Arg,
+    sigma: &Arg,
+    t: f64,
+    ln_sigma: &mut [f64],
+    mut d: [Option<&mut [f64]>; 3],
+) -> f64 {
+    let n = y.len();
+    let one = match sigma {
+        Arg::One(s) => {
+            ln_sigma[0] = s.ln();
+            true
+        }
+        Arg::Each(s) => {
+            ln_sigma[..n].copy_from_slice(&s[..n]);
+            ln_in_place(&mut ln_sigma[..n]);
+            false
+        }
+    };
+    let mut total = 0.0;
+    for i in 0..n {
+        let s = sigma.at(i);
+        let z = (y[i] - mu.at(i)) / s;
+        let ls = ln_sigma[if one { 0 } else { i }];
+        total += -0.5 * z * z - ls - HALF_LOG_2PI;
+        if let Some(g) = d[0].as_deref_mut() {
+            g[i] = t * (z / s);
+        }
+        if let Some(g) = d[1].as_deref_mut() {
+            g[i] = t * ((z * z - 1.0) / s);
+        }
+        if let Some(g) = d[2].as_deref_mut() {
+            g[i] = t * (-z / s);
+        }
+    }
+    t * total
 }
 
 #[cfg(test)]

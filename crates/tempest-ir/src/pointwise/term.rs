@@ -1,0 +1,272 @@
+//! One sampling statement prepared for repeated evaluation over slices:
+//! its value and the adjoints of the arguments that vary (and of the
+//! outcome, for a param's prior), written into buffers the caller owns, so
+//! that evaluating it allocates nothing. The compiled log density of the
+//! samplers ([`crate::density`]) evaluates its statements through it.
+//!
+//! It computes what [`super::Pointwise::sum_vjp`] computes, by the same
+//! formulas in the same order: the whole-vector forms of [`super::vec`],
+//! the element closed forms, a model-file likelihood's compiled program,
+//! or one forward-mode pass per element with a tangent per varying
+//! coordinate.
+
+use super::vec::{Arg, bernoulli_logit_into, normal_into};
+use super::{STACK, Seed, closed_form, has_closed_form, point_log_density};
+use crate::graph::{DistCall, DistRef, Graph};
+use ad_trait::forward_ad::adfn::adfn;
+use tempest_core::error::Error;
+use tempest_model::custom::Scalar;
+use tempest_model::dist::Dist;
+
+/// How a statement's elements are evaluated.
+#[derive(Clone, Debug)]
+enum Way {
+    /// `bernoulli_logit` over whole vectors.
+    BernoulliLogit,
+    /// `normal` over whole vectors.
+    Normal,
+    /// An element closed form.
+    Closed(Dist),
+    /// A model-file likelihood's compiled program, with the slots that
+    /// carry adjoints.
+    Program(Vec<bool>),
+    /// Forward mode with this many tangents (1 to 8).
+    Dual(usize),
+    /// Values only (nothing varies).
+    Value,
+}
+
+/// A sampling statement over N outcomes, ready to evaluate.
+#[derive(Clone)]
+pub struct Term {
+    /// The statement.
+    pub dist: DistCall,
+    opts: Vec<f64>,
+    /// Whether each argument varies (gets an adjoint).
+    pub varies: Vec<bool>,
+    /// Whether the outcome varies (a param's prior).
+    pub outcome: bool,
+    /// The number of outcomes N.
+    pub n: usize,
+    seeds: Vec<Seed>,
+    way: Way,
+}
+
+/// The values of a statement's arguments, each broadcast or one per outcome.
+pub type Args<'a> = [Arg<'a>];
+
+impl Term {
+    /// Prepare `dist` over `n` outcomes, with `each` telling which
+    /// arguments hold one value per outcome (the rest are broadcast), or
+    /// `None` when this path does not cover it (`categorical_logit`, more
+    /// than six arguments or eight varying coordinates): the caller then
+    /// keeps the general path.
+    pub fn new(
+        graph: &Graph,
+        dist: &DistCall,
+        varies: Vec<bool>,
+        each: &[bool],
+        outcome: bool,
+        n: usize,
+    ) -> Option<Term> {
+        let k = dist.args.len();
+        if k > STACK || varies.len() != k {
+            return None;
+        }
+        let mut seeds: Vec<Seed> = (0..k).filter(|&j| varies[j]).map(Seed::Arg).collect();
+        if outcome {
+            seeds.push(Seed::Outcome);
+        }
+        let way = match &dist.dist {
+            DistRef::Builtin(Dist::CategoricalLogit) => return None,
+            _ if seeds.is_empty() => Way::Value,
+            DistRef::Builtin(Dist::BernoulliLogit) if !outcome && k == 1 && each[0] => {
+                Way::BernoulliLogit
+            }
+            DistRef::Builtin(Dist::Normal) if k == 2 => Way::Normal,
+            DistRef::Builtin(d) if has_closed_form(*d, outcome) => Way::Closed(*d),
+            DistRef::User(f) => match graph.functions[*f].program.as_deref() {
+                Some(p) if p.n_params() == k + 1 => {
+                    let need: Vec<bool> = std::iter::once(outcome)
+                        .chain(varies.iter().copied())
+                        .collect();
+                    Way::Program(p.live(&need))
+                }
+                _ if seeds.len() <= 8 => Way::Dual(seeds.len()),
+                _ => return None,
+            },
+            _ if seeds.len() <= 8 => Way::Dual(seeds.len()),
+            _ => return None,
+        };
+        Some(Term {
+            dist: dist.clone(),
+            opts: dist.options.iter().map(|(_, v)| *v).collect(),
+            varies,
+            outcome,
+            n,
+            seeds,
+            way,
+        })
+    }
+
+    /// The scratch [`Term::eval`] needs, in numbers.
+    pub fn scratch_len(&self) -> usize {
+        let k = self.varies.len();
+        (k + 1) * self.n + 2 * self.n + 2 * (k + 1)
+    }
+
+    /// The adjoint of argument j (t · ∂/∂aⱼ per outcome, [N]) after
+    /// [`Term::eval`] with gradients, in its scratch.
+    pub fn arg_adjoint<'s>(&self, scratch: &'s [f64], j: usize) -> &'s [f64] {
+        &scratch[j * self.n..(j + 1) * self.n]
+    }
+
+    /// The adjoint of the outcome (t · ∂/∂y per outcome, [N]) after
+    /// [`Term::eval`] with gradients, in its scratch.
+    pub fn outcome_adjoint<'s>(&self, scratch: &'s [f64]) -> &'s [f64] {
+        let k = self.varies.len();
+        &scratch[k * self.n..(k + 1) * self.n]
+    }
+
+    /// t · Σᵢ log p(yᵢ | aᵢ) for the outcomes `y` [N] and the arguments'
+    /// values `args`; with `grad`, the adjoints of the varying arguments and
+    /// of the outcome are written to `scratch` ([`Term::arg_adjoint`],
+    /// [`Term::outcome_adjoint`]). `scratch` holds [`Term::scratch_len`]
+    /// numbers. Nothing is allocated unless a model-file likelihood has no
+    /// compiled form.
+    pub fn eval(
+        &self,
+        graph: &Graph,
+        y: &[f64],
+        args: &Args,
+        t: f64,
+        grad: bool,
+        scratch: &mut [f64],
+    ) -> Result<f64, Error> {
+        let (n, k) = (self.n, self.varies.len());
+        let (adj, rest) = scratch.split_at_mut((k + 1) * n);
+        let (work, pbuf) = rest.split_at_mut(2 * n);
+        let (w1, w2) = work.split_at_mut(n);
+        match (&self.way, grad) {
+            (Way::BernoulliLogit, _) => {
+                let Arg::Each(f) = &args[0] else {
+                    return Err(Error::internal("bernoulli_logit term without a vector"));
+                };
+                let g = grad.then_some(&mut adj[..n]);
+                return Ok(bernoulli_logit_into(y, f, t, w1, w2, g));
+            }
+            (Way::Normal, _) => {
+                let (a0, r) = adj.split_at_mut(n);
+                let (a1, r) = r.split_at_mut(n);
+                let d = [
+                    (grad && self.varies[0]).then_some(a0),
+                    (grad && self.varies[1]).then_some(a1),
+                    (grad && self.outcome).then_some(&mut r[..n]),
+                ];
+                return Ok(normal_into(y, &args[0], &args[1], t, w1, d));
+            }
+            _ => {}
+        }
+        let mut a = [0.0; STACK];
+        let mut total = 0.0;
+        let (pv, pg) = pbuf.split_at_mut(k + 1);
+        for i in 0..n {
+            let yi = y[i];
+            for (slot, v) in a.iter_mut().zip(args) {
+                *slot = v.at(i);
+            }
+            let a = &a[..k];
+            let put = |adj: &mut [f64], seed: Seed, d: f64| match seed {
+                Seed::Arg(j) => adj[j * n + i] = t * d,
+                Seed::Outcome => adj[k * n + i] = t * d,
+            };
+            total += match (&self.way, grad) {
+                (Way::Closed(d), true) => {
+                    let (v, da, dy) = closed_form(*d, yi, a);
+                    for &s in &self.seeds {
+                        let di = match s {
+                            Seed::Arg(j) => da[j],
+                            Seed::Outcome => dy,
+                        };
+                        put(adj, s, di);
+                    }
+                    v
+                }
+                (Way::Closed(d), false) => closed_form(*d, yi, a).0,
+                (Way::Program(live), true) => {
+                    let p = self.program(graph);
+                    pv[0] = yi;
+                    pv[1..].copy_from_slice(a);
+                    let v = p.value_grad(pv, live, pg);
+                    for &s in &self.seeds {
+                        let di = match s {
+                            Seed::Arg(j) => pg[j + 1],
+                            Seed::Outcome => pg[0],
+                        };
+                        put(adj, s, di);
+                    }
+                    v
+                }
+                (Way::Dual(m), true) => {
+                    macro_rules! pass {
+                        ($n:literal) => {{
+                            let (v, d) = self.point_dual::<$n>(graph, yi, a)?;
+                            for (&s, di) in self.seeds.iter().zip(d) {
+                                put(adj, s, di);
+                            }
+                            v
+                        }};
+                    }
+                    match m {
+                        1 => pass!(1),
+                        2..=4 => pass!(4),
+                        _ => pass!(8),
+                    }
+                }
+                _ => point_log_density(graph, &self.dist, yi, a, &self.opts)?,
+            };
+        }
+        Ok(t * total)
+    }
+
+    fn program<'g>(&self, graph: &'g Graph) -> &'g tempest_model::program::KernelProgram {
+        let DistRef::User(f) = &self.dist.dist else {
+            unreachable!("a program term is a model-file likelihood")
+        };
+        graph.functions[*f]
+            .program
+            .as_deref()
+            .expect("checked when the term was prepared")
+    }
+
+    /// One element's value and its derivatives in the seeds, by one
+    /// forward-mode pass with N tangents.
+    fn point_dual<const N: usize>(
+        &self,
+        graph: &Graph,
+        y: f64,
+        a: &[f64],
+    ) -> Result<(f64, [f64; N]), Error>
+    where
+        adfn<N>: Scalar,
+    {
+        let tangent = |which: &dyn Fn(Seed) -> bool| {
+            let mut t = [0.0; N];
+            for (s, seed) in self.seeds.iter().enumerate() {
+                if which(*seed) {
+                    t[s] = 1.0;
+                }
+            }
+            t
+        };
+        let yd = adfn::new(y, tangent(&|s| matches!(s, Seed::Outcome)));
+        let mut ad = [adfn::<N>::new_constant(0.0); STACK];
+        for (j, slot) in ad.iter_mut().enumerate().take(a.len()) {
+            *slot = adfn::new(a[j], tangent(&|s| matches!(s, Seed::Arg(i) if i == j)));
+        }
+        let r = point_log_density(graph, &self.dist, yd, &ad[..a.len()], &self.opts)?;
+        let mut d = [0.0; N];
+        d[..self.seeds.len()].copy_from_slice(&r.tangent()[..self.seeds.len()]);
+        Ok((r.value(), d))
+    }
+}

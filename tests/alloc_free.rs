@@ -1,0 +1,77 @@
+//! The samplers' gradient allocates nothing once warm: a counting
+//! allocator around the compiled log density of eight schools
+//! (non-centred) and of the 569 × 30 logistic regression.
+
+mod common;
+use common::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tempest::Data;
+use tempest::infer::mcmc::density::Density;
+
+/// The system allocator, counting every allocation.
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn example(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name)
+}
+
+/// Allocations made by 100 gradients at different points, after one.
+fn allocations_per_100_gradients(d: &Density) -> usize {
+    let mut g = vec![0.0; d.dim];
+    let points: Vec<Vec<f64>> = (0..100)
+        .map(|k| {
+            (0..d.dim)
+                .map(|i| 0.01 * k as f64 * ((i as f64 * 0.7).sin()))
+                .collect()
+        })
+        .collect();
+    d.log_density_grad(&points[0], &mut g).unwrap();
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let mut total = 0.0;
+    for x in &points {
+        total += d.log_density_grad(x, &mut g).unwrap();
+    }
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    assert!(total.is_finite());
+    after - before
+}
+
+#[test]
+fn the_compiled_gradient_allocates_nothing() {
+    let text = std::fs::read_to_string(example("eight_schools.tempest")).unwrap();
+    let data = Data::read(&example("eight_schools.json")).unwrap();
+    let d = Density::new(Arc::new(bind(&model(&text), &data))).unwrap();
+    assert!(d.is_compiled());
+    assert_eq!(allocations_per_100_gradients(&d), 0, "eight schools");
+    // The general path does allocate (so the count sees allocations).
+    assert!(allocations_per_100_gradients(&d.clone().without_program()) > 100);
+
+    let text = std::fs::read_to_string(example("logistic.tempest")).unwrap();
+    let data = csv("breast_cancer_prepared.csv", None);
+    let d = Density::new(Arc::new(bind(&model(&text), &data))).unwrap();
+    assert!(d.is_compiled());
+    assert_eq!(allocations_per_100_gradients(&d), 0, "logistic regression");
+}
