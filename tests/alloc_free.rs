@@ -1,6 +1,7 @@
 //! The samplers' gradient allocates nothing once warm: a counting
 //! allocator around the compiled log density of eight schools
-//! (non-centred) and of the 569 × 30 logistic regression.
+//! (non-centred), of the 569 × 30 logistic regression and of a GP
+//! classifier with a fixed kernel.
 
 mod common;
 use common::*;
@@ -74,4 +75,18 @@ fn the_compiled_gradient_allocates_nothing() {
     let d = Density::new(Arc::new(bind(&model(&text), &data))).unwrap();
     assert!(d.is_compiled());
     assert_eq!(allocations_per_100_gradients(&d), 0, "logistic regression");
+
+    // A latent GP in whitened form with a fixed kernel and a learned mean.
+    let text = r#"
+data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=1>[n] }
+param { m0 : real ~ normal(0, 1) }
+model {
+  f ~ gp(m0, 1.5 * rbf(2.0))
+  y ~ bernoulli_logit(f(X))
+}
+"#;
+    let data = csv("breast_cancer_prepared.csv", Some((0, 49)));
+    let d = Density::new(Arc::new(bind(&model(text), &data))).unwrap();
+    assert!(d.is_compiled());
+    assert_eq!(allocations_per_100_gradients(&d), 0, "latent GP");
 }

@@ -2,7 +2,7 @@
 //! general reverse pass over the expressions: on every model here the
 //! density compiles, and its value and gradient agree with the general
 //! path's to rounding, at several points, untempered and tempered; a
-//! model with a latent GP keeps the general path.
+//! model with a replicated latent GP keeps the general path.
 
 mod common;
 use common::*;
@@ -138,18 +138,44 @@ model {
     agree(density(text, &data), "model-file likelihood");
 }
 
+/// A latent GP in whitened form: a fixed kernel with a learned mean, and a
+/// kernel with params (L refactorised at each point).
 #[test]
-fn a_latent_gp_keeps_the_general_path() {
+fn latent_gps_agree() {
+    let data = csv("breast_cancer_prepared.csv", Some((0, 24)));
+    let fixed = r#"
+data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=1>[n] }
+param { m0 : real ~ normal(0, 1)  s : positive ~ normal(0, 1) }
+model {
+  f ~ gp(m0 * 2, 1.5 * rbf(2.0))
+  y ~ bernoulli_logit(f(X) / (1 + s))
+}
+"#;
+    agree(density(fixed, &data), "latent GP, fixed kernel");
+    let learned = r#"
+data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=1>[n] }
+param { m0 : real ~ normal(0, 1)  ell : positive ~ lognormal(0, 0.5) }
+model {
+  f ~ gp(m0, 1.5 * rbf(ell))
+  y ~ bernoulli_logit(f(X))
+}
+"#;
+    agree(density(learned, &data), "latent GP, kernel with a param");
+}
+
+#[test]
+fn replicated_gps_keep_the_general_path() {
     let m = model(
         r#"
-data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=1>[n] }
-param { m0 : real ~ normal(0, 1) }
+data { n : int  X : matrix[n, 2] = columns("sepal length (cm)", "petal width (cm)")
+       y : int<lower=0, upper=2>[n] = column("target") }
+param { ell : positive ~ lognormal(0, 1) }
 model {
-  f ~ gp(m0, 1.5 * rbf(2.0))
-  y ~ bernoulli_logit(f(X))
+  f ~ gp(0, rbf(ell))[3]
+  y ~ categorical_logit(f(X))
 }
 "#,
     );
-    let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 14))));
+    let b = bind(&m, &csv("iris.csv", Some((40, 69))));
     assert!(!Density::new(Arc::new(b)).unwrap().is_compiled());
 }

@@ -22,7 +22,7 @@ use crate::ir::bind::{Bound, declared_shape};
 use crate::ir::eval::Env;
 use crate::ir::expr::TExpr;
 use crate::ir::graph::{DistCall, DistRef};
-use crate::ir::logdensity::{DensityProgram, Workspace};
+use crate::ir::logdensity::{At, DensityProgram, Workspace};
 use crate::ir::pointwise::Pointwise;
 use crate::ir::value::Value;
 use crate::limits::{self, Request};
@@ -129,6 +129,17 @@ pub struct Density {
     program: Option<Arc<DensityProgram>>,
 }
 
+/// out = L v for a lower-triangular L [N, N] (column by column).
+fn lower_matvec(l: &DMatrix<f64>, v: &[f64], out: &mut [f64]) {
+    let n = out.len();
+    for (j, &vj) in v.iter().enumerate() {
+        let col = &l.as_slice()[j * n..(j + 1) * n];
+        for i in j..n {
+            out[i] += col[i] * vj;
+        }
+    }
+}
+
 /// The buffers of the compiled gradient, one set per thread (each chain
 /// runs on one thread at a time).
 #[derive(Default)]
@@ -136,6 +147,8 @@ struct Work {
     program: Workspace,
     theta: Vec<f64>,
     dtheta: Vec<f64>,
+    /// L v of a latent GP \[N\].
+    lv: Vec<f64>,
 }
 
 thread_local! {
@@ -373,12 +386,15 @@ impl Density {
             )
             .with_note("declare the quantities to sample in a `param` block (e.g. `ell : positive ~ lognormal(0, 1)`), or use `infer exact`"));
         }
-        let program = if latent.is_none() && marginal.is_none() {
-            let offsets: Vec<usize> = slots.iter().map(|s| s.offset).collect();
-            let shapes: Vec<(usize, usize)> = slots.iter().map(|s| s.shape).collect();
-            DensityProgram::compile(&bound, &hypers, &offsets, &shapes, &powers).map(Arc::new)
-        } else {
-            None
+        let offsets: Vec<usize> = slots.iter().map(|s| s.offset).collect();
+        let shapes: Vec<(usize, usize)> = slots.iter().map(|s| s.shape).collect();
+        let compile = |site| {
+            DensityProgram::compile(&bound, &hypers, &offsets, &shapes, &powers, site).map(Arc::new)
+        };
+        let program = match (&latent, &marginal) {
+            (None, None) => compile(None),
+            (Some(lt), None) if lt.classes == 1 => compile(Some((lt.n, &lt.mean))),
+            _ => None,
         };
         Ok(Density {
             bound,
@@ -627,10 +643,27 @@ impl Density {
                 *d = s.bounds.constrain(Dual1::new(u, [1.0])).tangent()[0];
             }
         }
+        // A latent GP: L v, with L fixed or factorised at these params.
+        let mut factor = None;
+        if let Some(lt) = &self.latent {
+            let l = if lt.kernel_coords.is_empty() {
+                std::borrow::Cow::Borrowed(&lt.l)
+            } else {
+                self.factor(lt, &self.params_at(x).0)?
+            };
+            let v = &x[lt.offset..lt.offset + lt.n];
+            work.lv.clear();
+            work.lv.resize(lt.n, 0.0);
+            lower_matvec(&l, v, &mut work.lv);
+            factor = Some(l);
+        }
         grad.iter_mut().for_each(|v| *v = 0.0);
-        let lp = p.run(
+        let mut lp = p.run(
             &self.bound,
-            &work.theta[..self.dim],
+            At {
+                theta: &work.theta[..self.dim],
+                site: &work.lv,
+            },
             self.power,
             logjac,
             Some(grad),
@@ -639,6 +672,29 @@ impl Density {
         for s in &self.slots {
             for o in s.offset..s.offset + s.len() {
                 grad[o] = grad[o] * work.dtheta[o] + Self::dlogjac(&s.bounds, x[o]);
+            }
+        }
+        if let (Some(lt), Some(l)) = (&self.latent, &factor) {
+            // f = μ + L v: v̄ = Lᵀ f̄ − v (with −½‖v‖² in the density), and
+            // L̄ = tril(f̄ vᵀ) for a kernel with params.
+            let v = &x[lt.offset..lt.offset + lt.n];
+            lp -= 0.5 * v.iter().map(|a| a * a).sum::<f64>();
+            let af = p.site_adjoint(&work.program);
+            let gv = &mut grad[lt.offset..lt.offset + lt.n];
+            for (j, g) in gv.iter_mut().enumerate() {
+                let col = &l.as_slice()[j * lt.n..(j + 1) * lt.n];
+                let s = if af.is_empty() {
+                    0.0
+                } else {
+                    (j..lt.n).fold(0.0, |s, i| s + col[i] * af[i])
+                };
+                *g = s - v[j];
+            }
+            if !lt.kernel_coords.is_empty() && !af.is_empty() {
+                let mut lb = DMatrix::zeros(lt.n, lt.n);
+                adjoint::lower_matvec_vjp_l_add(&mut lb, af, v);
+                let (params, _, dtheta) = self.params_at(x);
+                self.kernel_gradient(lt, l, &lb, &params, &dtheta, grad)?;
             }
         }
         Ok(lp)

@@ -66,6 +66,9 @@ struct Compiler<'a> {
     let_varies: Vec<bool>,
     lets: Vec<Option<Src>>,
     params: Vec<Option<usize>>,
+    /// The latent GP: its points N and mean, and its node once made.
+    site: Option<(usize, &'a TExpr)>,
+    site_node: Option<Src>,
     nodes: Vec<Node>,
     consts: Vec<Value<f64>>,
     values: usize,
@@ -76,17 +79,24 @@ impl DensityProgram {
     /// with param p's values at entries `offsets[p]..` of the params'
     /// values and of shape `shapes[p]` ((0, 0) a number, (n, 0) a vector);
     /// `powers[j]` is observation j's power as written in the model (an
-    /// observation of power 0 is left out). `None` when the model has a
-    /// construct the program does not cover (see the module's text).
-    pub fn compile(
-        bound: &Bound,
-        hypers: &[Value<f64>],
-        offsets: &[usize],
-        shapes: &[(usize, usize)],
+    /// observation of power 0 is left out). `site` is the latent GP sampled
+    /// in whitened form, if the model has one: its points N and its mean
+    /// (a number). `None` when the model has a construct the program does
+    /// not cover (see the module's text).
+    pub fn compile<'a>(
+        bound: &'a Bound,
+        hypers: &'a [Value<f64>],
+        offsets: &'a [usize],
+        shapes: &'a [(usize, usize)],
         powers: &[f64],
+        site: Option<(usize, &'a TExpr)>,
     ) -> Option<DensityProgram> {
         let g = bound.graph.clone();
-        if !g.sites.is_empty() || offsets.len() != g.params.len() || shapes.len() != offsets.len() {
+        if g.sites.len() > 1
+            || g.sites.len() != usize::from(site.is_some())
+            || offsets.len() != g.params.len()
+            || shapes.len() != offsets.len()
+        {
             return None;
         }
         let mut c = Compiler {
@@ -97,6 +107,8 @@ impl DensityProgram {
             let_varies: Vec::with_capacity(g.lets.len()),
             lets: vec![None; g.lets.len()],
             params: vec![None; g.params.len()],
+            site,
+            site_node: None,
             nodes: Vec::new(),
             consts: Vec::new(),
             values: 0,
@@ -154,7 +166,12 @@ impl DensityProgram {
         let params = (0..g.params.len())
             .filter_map(|p| c.params[p].map(|node| (node, offsets[p])))
             .collect();
+        let site = match c.site_node {
+            Some(Src::Node(k)) => Some(k),
+            _ => None,
+        };
         Some(DensityProgram {
+            site,
             nodes: c.nodes,
             consts: c.consts,
             terms,
@@ -272,6 +289,19 @@ impl Compiler<'_> {
         }
         match &e.kind {
             TKind::Ref(Ref::Param(p)) => self.param(*p).map(Src::Node),
+            TKind::GpApply { site: 0, .. } => {
+                if let Some(s) = self.site_node {
+                    return Some(s);
+                }
+                let (n, mean) = self.site?;
+                let mu = self.expr(mean)?;
+                if self.shape(mu) != Sh::One {
+                    return None;
+                }
+                let s = self.push(Op::Site(mu), n, false);
+                self.site_node = Some(s);
+                Some(s)
+            }
             TKind::Ref(Ref::Let(i)) => {
                 if let Some(s) = self.lets[*i] {
                     return Some(s);

@@ -16,10 +16,12 @@
 //! nodes last first, each adding its operands' adjoints by a hand-derived
 //! rule (Xᵀ ḡ for a matrix–vector product, a sum for a broadcast number).
 //!
-//! A model with a latent GP, an ODE, a param that is a matrix, or an
-//! expression outside this list has no program ([`DensityProgram::compile`]
-//! returns `None`), and the samplers keep the general reverse pass over the
-//! expressions.
+//! A latent GP sampled in whitened form (one GP, not replicated) is a leaf
+//! f = μ + L v whose L v the caller computes; the run returns f's adjoint
+//! for the caller's Lᵀ f̄. A model with more latent GPs, an ODE, a param
+//! that is a matrix, or an expression outside this list has no program
+//! ([`DensityProgram::compile`] returns `None`), and the samplers keep the
+//! general reverse pass over the expressions.
 
 mod compile;
 mod run;
@@ -28,7 +30,7 @@ use crate::pointwise::term::Term;
 use crate::value::Value;
 use tempest_model::builtin::Builtin;
 
-pub use run::Workspace;
+pub use run::{At, Workspace};
 
 /// Where an operand's value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +80,9 @@ enum Op {
     Gather(Src, Src),
     /// A vector of numbers.
     Array(Vec<Src>),
+    /// The latent GP's values f = μ + L v at its training inputs: the mean
+    /// μ (a number) plus L v, given to each run.
+    Site(Src),
 }
 
 /// One node: its operation and where its value lies in the workspace.
@@ -117,6 +122,8 @@ pub struct DensityProgram {
     terms: Vec<TermNode>,
     /// Params' nodes and their first entries in the params' values.
     params: Vec<(usize, usize)>,
+    /// The latent GP's node, if the model has one.
+    site: Option<usize>,
     /// The value array's length.
     values: usize,
     /// The scratch's length.

@@ -30,6 +30,15 @@ impl Workspace {
     }
 }
 
+/// Where a program is run.
+#[derive(Clone, Copy, Debug)]
+pub struct At<'a> {
+    /// The params' values, constrained.
+    pub theta: &'a [f64],
+    /// A latent GP's L v \[N\] (empty when the model has none).
+    pub site: &'a [f64],
+}
+
 /// The most arguments a statement has here ([`crate::pointwise::term`]).
 const ARGS: usize = 6;
 
@@ -65,23 +74,24 @@ impl DensityProgram {
         }
     }
 
-    /// init + Σ of the statements' terms at the params' values `theta`
-    /// (observations tempered by `power` times their own power; none when
-    /// `power` is 0), with the gradient in `theta` added to `grad` when
-    /// given. `bound` is the model the program was compiled from. Allocates
-    /// nothing once `ws` has run this program (unless a model-file
-    /// likelihood has no compiled form).
+    /// init + Σ of the statements' terms at `at` (observations tempered by
+    /// `power` times their own power; none when `power` is 0), with the
+    /// gradient in the params' values added to `grad` when given. `bound`
+    /// is the model the program was compiled from. Allocates nothing once
+    /// `ws` has run this program (unless a model-file likelihood has no
+    /// compiled form).
     pub fn run(
         &self,
         bound: &Bound,
-        theta: &[f64],
+        at: At,
         power: f64,
         init: f64,
         grad: Option<&mut [f64]>,
         ws: &mut Workspace,
     ) -> Result<f64, Error> {
+        let At { theta, site } = at;
         ws.fit(self);
-        self.forward(bound, theta, &mut ws.v);
+        self.forward(bound, theta, site, &mut ws.v);
         let want = grad.is_some();
         if want {
             ws.g[..self.values].fill(0.0);
@@ -135,7 +145,19 @@ impl DensityProgram {
         Ok(lp)
     }
 
-    fn forward(&self, bound: &Bound, theta: &[f64], v: &mut [f64]) {
+    /// The latent GP's adjoint f̄ [N] after a [`DensityProgram::run`] with
+    /// gradients in `ws` (empty when the model has no latent GP or f̄ is 0).
+    pub fn site_adjoint<'w>(&self, ws: &'w Workspace) -> &'w [f64] {
+        match self.site {
+            Some(k) => {
+                let n = &self.nodes[k];
+                &ws.g[n.off..n.off + n.len]
+            }
+            None => &[],
+        }
+    }
+
+    fn forward(&self, bound: &Bound, theta: &[f64], site: &[f64], v: &mut [f64]) {
         for node in &self.nodes {
             let (before, rest) = v.split_at_mut(node.off);
             let before = &*before;
@@ -218,6 +240,12 @@ impl DensityProgram {
                 Op::Array(xs) => {
                     for (o, x) in out.iter_mut().zip(xs) {
                         *o = view(*x).at(0);
+                    }
+                }
+                Op::Site(mu) => {
+                    let mu = view(*mu).at(0);
+                    for (o, lv) in out.iter_mut().zip(site) {
+                        *o = lv + mu;
                     }
                 }
             }
@@ -336,6 +364,7 @@ impl DensityProgram {
                         }
                     }
                 }
+                Op::Site(mu) => back(*mu, &|i| gk[i]),
             }
         }
     }
