@@ -4,6 +4,7 @@ use super::{DensityProgram, EOp, Op, Src};
 use crate::bind::Bound;
 use crate::pointwise::vec::Arg;
 use crate::value::Value;
+use nalgebra::{DVectorView, DVectorViewMut};
 use tempest_core::error::Error;
 use tempest_math::scalar::{Dual1, logsumexp};
 use tempest_model::builtin::{call1, pow};
@@ -173,12 +174,30 @@ impl DensityProgram {
                 }
                 Op::Bin(op, a, b) => {
                     let (a, b) = (view(*a), view(*b));
+                    // One loop per pair of shapes, so each runs without a
+                    // branch per element.
                     macro_rules! each {
-                        ($f:expr) => {
-                            for (i, o) in out.iter_mut().enumerate() {
-                                *o = $f(a.at(i), b.at(i));
+                        ($f:expr) => {{
+                            let f = $f;
+                            match (a, b) {
+                                (Arg::Each(x), Arg::Each(y)) => {
+                                    for ((o, x), y) in out.iter_mut().zip(x).zip(y) {
+                                        *o = f(*x, *y);
+                                    }
+                                }
+                                (Arg::Each(x), Arg::One(y)) => {
+                                    for (o, x) in out.iter_mut().zip(x) {
+                                        *o = f(*x, y);
+                                    }
+                                }
+                                (Arg::One(x), Arg::Each(y)) => {
+                                    for (o, y) in out.iter_mut().zip(y) {
+                                        *o = f(x, *y);
+                                    }
+                                }
+                                (Arg::One(x), Arg::One(y)) => out[0] = f(x, y),
                             }
-                        };
+                        }};
                     }
                     match op {
                         EOp::Add => each!(|x, y| x + y),
@@ -259,49 +278,42 @@ impl DensityProgram {
         for node in self.nodes.iter().rev() {
             let (before, rest) = g.split_at_mut(node.off);
             let gk = &rest[..node.len];
-            let mut back = |s: Src, d: &dyn Fn(usize) -> f64| {
-                if let Src::Node(m) = s {
-                    let n = &self.nodes[m];
-                    if n.scalar {
-                        before[n.off] += (0..node.len).fold(0.0, |acc, i| acc + d(i));
-                    } else {
-                        for (i, gi) in before[n.off..n.off + n.len].iter_mut().enumerate() {
-                            *gi += d(i);
-                        }
-                    }
-                }
-            };
+            macro_rules! back {
+                ($s:expr, $d:expr) => {
+                    push_back(&self.nodes, before, node.len, $s, $d)
+                };
+            }
             match &node.op {
                 Op::Param(_) => {}
-                Op::Neg(a) => back(*a, &|i| -gk[i]),
+                Op::Neg(a) => back!(*a, |i| -gk[i]),
                 Op::Bin(op, a, b) => {
                     let (va, vb) = (view(*a), view(*b));
                     match op {
                         EOp::Add => {
-                            back(*a, &|i| gk[i]);
-                            back(*b, &|i| gk[i]);
+                            back!(*a, |i| gk[i]);
+                            back!(*b, |i| gk[i]);
                         }
                         EOp::Sub => {
-                            back(*a, &|i| gk[i]);
-                            back(*b, &|i| -gk[i]);
+                            back!(*a, |i| gk[i]);
+                            back!(*b, |i| -gk[i]);
                         }
                         EOp::Mul => {
-                            back(*a, &|i| gk[i] * vb.at(i));
-                            back(*b, &|i| gk[i] * va.at(i));
+                            back!(*a, |i| gk[i] * vb.at(i));
+                            back!(*b, |i| gk[i] * va.at(i));
                         }
                         EOp::Div => {
-                            back(*a, &|i| gk[i] / vb.at(i));
-                            back(*b, &|i| {
+                            back!(*a, |i| gk[i] / vb.at(i));
+                            back!(*b, |i| {
                                 let (x, y) = (va.at(i), vb.at(i));
                                 gk[i] * (-x / (y * y))
                             });
                         }
                         EOp::Pow => {
-                            back(*a, &|i| {
+                            back!(*a, |i| {
                                 let (x, y) = (va.at(i), vb.at(i));
                                 gk[i] * (y * x.powf(y - 1.0))
                             });
-                            back(*b, &|i| {
+                            back!(*b, |i| {
                                 let (x, y) = (va.at(i), vb.at(i));
                                 gk[i] * (x.powf(y) * x.ln())
                             });
@@ -314,34 +326,32 @@ impl DensityProgram {
                         continue;
                     };
                     let n = &self.nodes[*xn];
-                    let r = m.nrows();
-                    // x̄ = Aᵀ ḡ, column by column.
-                    for (j, gj) in before[n.off..n.off + n.len].iter_mut().enumerate() {
-                        let col = &m.as_slice()[j * r..(j + 1) * r];
-                        *gj += col.iter().zip(gk).fold(0.0, |s, (a, g)| s + a * g);
-                    }
+                    // x̄ += Aᵀ ḡ.
+                    let mut xb =
+                        DVectorViewMut::from_slice(&mut before[n.off..n.off + n.len], n.len);
+                    xb.gemv_tr(1.0, m, &DVectorView::from_slice(gk, gk.len()), 1.0);
                 }
                 Op::Unary(f, a) => {
                     let va = view(*a);
-                    back(*a, &|i| {
+                    back!(*a, |i| {
                         gk[i] * call1(*f, Dual1::new(va.at(i), [1.0])).tangent()[0]
                     });
                 }
-                Op::Sum(a) => back(*a, &|_| gk[0]),
+                Op::Sum(a) => back!(*a, |_| gk[0]),
                 Op::Mean(a) => {
                     let n = slice(view(*a)).len() as f64;
-                    back(*a, &|_| gk[0] / n);
+                    back!(*a, |_| gk[0] / n);
                 }
                 Op::Logsumexp(a) => {
                     let xs = slice(view(*a));
                     let m = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                     let z: f64 = xs.iter().map(|x| (x - m).exp()).sum();
-                    back(*a, &|i| gk[0] * (xs[i] - m).exp() / z);
+                    back!(*a, |i| gk[0] * (xs[i] - m).exp() / z);
                 }
                 Op::Dot(a, b) => {
                     let (va, vb) = (view(*a), view(*b));
-                    back(*a, &|i| gk[0] * vb.at(i));
-                    back(*b, &|i| gk[0] * va.at(i));
+                    back!(*a, |i| gk[0] * vb.at(i));
+                    back!(*b, |i| gk[0] * va.at(i));
                 }
                 Op::Index(a, i) => {
                     if let Src::Node(m) = a {
@@ -364,7 +374,7 @@ impl DensityProgram {
                         }
                     }
                 }
-                Op::Site(mu) => back(*mu, &|i| gk[i]),
+                Op::Site(mu) => back!(*mu, |i| gk[i]),
             }
         }
     }
@@ -376,6 +386,29 @@ fn slice(a: Arg<'_>) -> &'_ [f64] {
     match a {
         Arg::Each(x) => x,
         Arg::One(_) => &[],
+    }
+}
+
+/// Add d(i) for each entry i of a node of `len` entries to the adjoint of
+/// its operand `s` (summed when the operand is a number); constants have
+/// none.
+#[inline(always)]
+fn push_back(
+    nodes: &[super::Node],
+    before: &mut [f64],
+    len: usize,
+    s: Src,
+    d: impl Fn(usize) -> f64,
+) {
+    if let Src::Node(m) = s {
+        let n = &nodes[m];
+        if n.scalar {
+            before[n.off] += (0..len).fold(0.0, |acc, i| acc + d(i));
+        } else {
+            for (i, gi) in before[n.off..n.off + n.len].iter_mut().enumerate() {
+                *gi += d(i);
+            }
+        }
     }
 }
 
