@@ -34,7 +34,7 @@ use crate::model::dist::Dist;
 use crate::output::stan_csv::stan_names;
 use ad_trait::AD;
 use ad_trait::forward_ad::adfn::adfn;
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{DMatrix, DVector, DVectorView, DVectorViewMut};
 use std::sync::Arc;
 
 /// Where one param lives in x.
@@ -127,17 +127,6 @@ pub struct Density {
     /// model has no latent GP and only the constructs it covers: then the
     /// gradient runs it and allocates nothing.
     program: Option<Arc<DensityProgram>>,
-}
-
-/// out = L v for a lower-triangular L [N, N] (column by column).
-fn lower_matvec(l: &DMatrix<f64>, v: &[f64], out: &mut [f64]) {
-    let n = out.len();
-    for (j, &vj) in v.iter().enumerate() {
-        let col = &l.as_slice()[j * n..(j + 1) * n];
-        for i in j..n {
-            out[i] += col[i] * vj;
-        }
-    }
 }
 
 /// The buffers of the compiled gradient, one set per thread (each chain
@@ -654,7 +643,11 @@ impl Density {
             let v = &x[lt.offset..lt.offset + lt.n];
             work.lv.clear();
             work.lv.resize(lt.n, 0.0);
-            lower_matvec(&l, v, &mut work.lv);
+            // The product the general path takes (`L * v`), so the same bits.
+            l.mul_to(
+                &DVectorView::from_slice(v, lt.n),
+                &mut DVectorViewMut::from_slice(&mut work.lv, lt.n),
+            );
             factor = Some(l);
         }
         grad.iter_mut().for_each(|v| *v = 0.0);
@@ -681,14 +674,16 @@ impl Density {
             lp -= 0.5 * v.iter().map(|a| a * a).sum::<f64>();
             let af = p.site_adjoint(&work.program);
             let gv = &mut grad[lt.offset..lt.offset + lt.n];
-            for (j, g) in gv.iter_mut().enumerate() {
-                let col = &l.as_slice()[j * lt.n..(j + 1) * lt.n];
-                let s = if af.is_empty() {
-                    0.0
-                } else {
-                    (j..lt.n).fold(0.0, |s, i| s + col[i] * af[i])
-                };
-                *g = s - v[j];
+            if af.is_empty() {
+                gv.fill(0.0);
+            } else {
+                l.tr_mul_to(
+                    &DVectorView::from_slice(af, lt.n),
+                    &mut DVectorViewMut::from_slice(gv, lt.n),
+                );
+            }
+            for (g, vj) in gv.iter_mut().zip(v) {
+                *g -= vj;
             }
             if !lt.kernel_coords.is_empty() && !af.is_empty() {
                 let mut lb = DMatrix::zeros(lt.n, lt.n);
