@@ -2,7 +2,7 @@
 //! general reverse pass over the expressions: on every model here the
 //! density compiles, and its value and gradient agree with the general
 //! path's to rounding, at several points, untempered and tempered; a
-//! model with a replicated latent GP keeps the general path.
+//! model with a varying matrix keeps the general path.
 
 mod common;
 use common::*;
@@ -163,16 +163,37 @@ model {
     agree(density(learned, &data), "latent GP, kernel with a param");
 }
 
+/// A replicated latent GP (one copy per class) through `categorical_logit`,
+/// with a kernel param.
 #[test]
-fn replicated_gps_keep_the_general_path() {
+fn replicated_gps_agree() {
+    let text = r#"
+data { n : int  X : matrix[n, 2] = columns("sepal length (cm)", "petal width (cm)")
+       y : int<lower=0, upper=2>[n] = column("target") }
+param { ell : positive ~ lognormal(0, 1)  m : real ~ normal(0, 1) }
+model {
+  f ~ gp(m, rbf(ell))[3]
+  y ~ categorical_logit(f(X))
+}
+"#;
+    agree(
+        density(text, &csv("iris.csv", Some((40, 69)))),
+        "replicated GP",
+    );
+}
+
+/// A mixing matrix that is a param: matrices that vary are outside the
+/// program, and the density keeps the general path.
+#[test]
+fn a_varying_matrix_keeps_the_general_path() {
     let m = model(
         r#"
 data { n : int  X : matrix[n, 2] = columns("sepal length (cm)", "petal width (cm)")
        y : int<lower=0, upper=2>[n] = column("target") }
-param { ell : positive ~ lognormal(0, 1) }
+param { A : matrix[2, 3] }
 model {
-  f ~ gp(0, rbf(ell))[3]
-  y ~ categorical_logit(f(X))
+  f ~ gp(0, rbf(1.0))[2]
+  y ~ categorical_logit(f(X) * A)
 }
 "#,
     );

@@ -346,24 +346,46 @@ impl<'g> Pointwise<'g> {
     where
         adfn<N>: Scalar,
     {
-        let tangent = |which: &dyn Fn(Seed) -> bool| {
-            let mut t = [0.0; N];
-            for (s, seed) in seeds.iter().enumerate() {
-                if which(*seed) {
-                    t[s] = 1.0;
-                }
-            }
-            t
-        };
-        let yd = adfn::new(y, tangent(&|s| matches!(s, Seed::Outcome)));
-        let r = self.point_with(yd, a.len(), |k| {
-            Ok(adfn::new(
-                a[k],
-                tangent(&|s| matches!(s, Seed::Arg(j) if j == k)),
-            ))
-        })?;
-        Ok((r.value(), r.tangent()))
+        point_dual(self.graph, self.dist, &self.opts, y, a, seeds)
     }
+}
+
+/// One element's log density of `dist` and its derivatives in the `seeds`
+/// coordinates (at most N), by one forward-mode pass with N tangents; the
+/// arguments sit on the stack when there are few.
+fn point_dual<const N: usize>(
+    graph: &Graph,
+    dist: &DistCall,
+    opts: &[f64],
+    y: f64,
+    a: &[f64],
+    seeds: &[Seed],
+) -> Result<(f64, [f64; N]), Error>
+where
+    adfn<N>: Scalar,
+{
+    let tangent = |which: &dyn Fn(Seed) -> bool| {
+        let mut t = [0.0; N];
+        for (s, seed) in seeds.iter().enumerate() {
+            if which(*seed) {
+                t[s] = 1.0;
+            }
+        }
+        t
+    };
+    let arg = |k: usize| adfn::new(a[k], tangent(&|s| matches!(s, Seed::Arg(j) if j == k)));
+    let yd = adfn::new(y, tangent(&|s| matches!(s, Seed::Outcome)));
+    let r = if a.len() <= STACK {
+        let mut ad = [adfn::<N>::new_constant(0.0); STACK];
+        for (k, slot) in ad.iter_mut().enumerate().take(a.len()) {
+            *slot = arg(k);
+        }
+        point_log_density(graph, dist, yd, &ad[..a.len()], opts)?
+    } else {
+        let ad: Vec<adfn<N>> = (0..a.len()).map(arg).collect();
+        point_log_density(graph, dist, yd, &ad, opts)?
+    };
+    Ok((r.value(), r.tangent()))
 }
 
 /// log p(y | args) for one outcome of a scalar distribution (any but

@@ -382,7 +382,7 @@ impl Density {
         };
         let program = match (&latent, &marginal) {
             (None, None) => compile(None),
-            (Some(lt), None) if lt.classes == 1 => compile(Some((lt.n, &lt.mean))),
+            (Some(lt), None) => compile(Some((lt.n, lt.classes, &lt.mean))),
             _ => None,
         };
         Ok(Density {
@@ -640,14 +640,18 @@ impl Density {
             } else {
                 self.factor(lt, &self.params_at(x).0)?
             };
-            let v = &x[lt.offset..lt.offset + lt.n];
+            let (n, classes) = (lt.n, lt.classes);
             work.lv.clear();
-            work.lv.resize(lt.n, 0.0);
-            // The product the general path takes (`L * v`), so the same bits.
-            l.mul_to(
-                &DVectorView::from_slice(v, lt.n),
-                &mut DVectorViewMut::from_slice(&mut work.lv, lt.n),
-            );
+            work.lv.resize(n * classes, 0.0);
+            // Class by class, the product the general path takes (`L v_c`),
+            // so the same bits.
+            for c in 0..classes {
+                let v = &x[lt.offset + c * n..lt.offset + (c + 1) * n];
+                l.mul_to(
+                    &DVectorView::from_slice(v, n),
+                    &mut DVectorViewMut::from_slice(&mut work.lv[c * n..(c + 1) * n], n),
+                );
+            }
             factor = Some(l);
         }
         grad.iter_mut().for_each(|v| *v = 0.0);
@@ -668,28 +672,35 @@ impl Density {
             }
         }
         if let (Some(lt), Some(l)) = (&self.latent, &factor) {
-            // f = μ + L v: v̄ = Lᵀ f̄ − v (with −½‖v‖² in the density), and
-            // L̄ = tril(f̄ vᵀ) for a kernel with params.
-            let v = &x[lt.offset..lt.offset + lt.n];
-            lp -= 0.5 * v.iter().map(|a| a * a).sum::<f64>();
+            // f_c = μ + L v_c: v̄_c = Lᵀ f̄_c − v_c (with −½‖v_c‖² in the
+            // density), and L̄ = Σ_c tril(f̄_c v_cᵀ) for a kernel with params.
+            let n = lt.n;
             let af = p.site_adjoint(&work.program);
-            let gv = &mut grad[lt.offset..lt.offset + lt.n];
-            if af.is_empty() {
-                gv.fill(0.0);
-            } else {
-                l.tr_mul_to(
-                    &DVectorView::from_slice(af, lt.n),
-                    &mut DVectorViewMut::from_slice(gv, lt.n),
-                );
+            let mut l_bar =
+                (!lt.kernel_coords.is_empty() && !af.is_empty()).then(|| DMatrix::zeros(n, n));
+            for c in 0..lt.classes {
+                let r = lt.offset + c * n..lt.offset + (c + 1) * n;
+                let v = &x[r.clone()];
+                lp -= 0.5 * v.iter().map(|a| a * a).sum::<f64>();
+                let gv = &mut grad[r];
+                if af.is_empty() {
+                    gv.fill(0.0);
+                } else {
+                    l.tr_mul_to(
+                        &DVectorView::from_slice(&af[c * n..(c + 1) * n], n),
+                        &mut DVectorViewMut::from_slice(gv, n),
+                    );
+                }
+                for (g, vj) in gv.iter_mut().zip(v) {
+                    *g -= vj;
+                }
+                if let Some(lb) = &mut l_bar {
+                    adjoint::lower_matvec_vjp_l_add(lb, &af[c * n..(c + 1) * n], v);
+                }
             }
-            for (g, vj) in gv.iter_mut().zip(v) {
-                *g -= vj;
-            }
-            if !lt.kernel_coords.is_empty() && !af.is_empty() {
-                let mut lb = DMatrix::zeros(lt.n, lt.n);
-                adjoint::lower_matvec_vjp_l_add(&mut lb, af, v);
+            if let Some(lb) = &l_bar {
                 let (params, _, dtheta) = self.params_at(x);
-                self.kernel_gradient(lt, l, &lb, &params, &dtheta, grad)?;
+                self.kernel_gradient(lt, l, lb, &params, &dtheta, grad)?;
             }
         }
         Ok(lp)

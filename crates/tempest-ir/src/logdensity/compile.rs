@@ -66,8 +66,9 @@ struct Compiler<'a> {
     let_varies: Vec<bool>,
     lets: Vec<Option<Src>>,
     params: Vec<Option<usize>>,
-    /// The latent GP: its points N and mean, and its node once made.
-    site: Option<(usize, &'a TExpr)>,
+    /// The latent GP: its points N, copies C and mean, and its node once
+    /// made.
+    site: Option<(usize, usize, &'a TExpr)>,
     site_node: Option<Src>,
     nodes: Vec<Node>,
     consts: Vec<Value<f64>>,
@@ -80,8 +81,8 @@ impl DensityProgram {
     /// values and of shape `shapes[p]` ((0, 0) a number, (n, 0) a vector);
     /// `powers[j]` is observation j's power as written in the model (an
     /// observation of power 0 is left out). `site` is the latent GP sampled
-    /// in whitened form, if the model has one: its points N and its mean
-    /// (a number). `None` when the model has a construct the program does
+    /// in whitened form, if the model has one: its points N, its copies C
+    /// (classes) and its mean (a number). `None` when the model has a construct the program does
     /// not cover (see the module's text).
     pub fn compile<'a>(
         bound: &'a Bound,
@@ -89,7 +90,7 @@ impl DensityProgram {
         offsets: &'a [usize],
         shapes: &'a [(usize, usize)],
         powers: &[f64],
-        site: Option<(usize, &'a TExpr)>,
+        site: Option<(usize, usize, &'a TExpr)>,
     ) -> Option<DensityProgram> {
         let g = bound.graph.clone();
         if g.sites.len() > 1
@@ -123,7 +124,8 @@ impl DensityProgram {
             let node = c.param(p.param)?;
             let n = c.nodes[node].len;
             let (args, each, varies) = c.args(&p.dist.args, n)?;
-            let term = Term::new(&g, &p.dist, varies, &each, true, n)?;
+            let cols = c.cols(&args);
+            let term = Term::new(&g, &p.dist, varies, &each, true, (n, cols))?;
             let len = term.scratch_len();
             terms.push(TermNode {
                 term,
@@ -151,7 +153,8 @@ impl DensityProgram {
                 _ => return None,
             };
             let (args, each, varies) = c.args(&o.dist.args, n)?;
-            let term = Term::new(&g, &o.dist, varies, &each, false, n)?;
+            let cols = c.cols(&args);
+            let term = Term::new(&g, &o.dist, varies, &each, false, (n, cols))?;
             let len = term.scratch_len();
             terms.push(TermNode {
                 term,
@@ -200,7 +203,13 @@ impl Compiler<'_> {
         match s {
             Src::Node(k) => {
                 let n = &self.nodes[k];
-                if n.scalar { Sh::One } else { Sh::Each(n.len) }
+                if n.scalar {
+                    Sh::One
+                } else if let Some(rows) = n.len.checked_div(n.cols) {
+                    Sh::Mat(rows, n.cols)
+                } else {
+                    Sh::Each(n.len)
+                }
             }
             Src::Const(k) => shape_of(&self.consts[k]),
             Src::Data(i) => shape_of(&self.bound.data[i]),
@@ -217,11 +226,16 @@ impl Compiler<'_> {
     }
 
     fn push(&mut self, op: Op, len: usize, scalar: bool) -> Src {
+        self.push_shaped(op, len, scalar, 0)
+    }
+
+    fn push_shaped(&mut self, op: Op, len: usize, scalar: bool, cols: usize) -> Src {
         self.nodes.push(Node {
             op,
             off: self.values,
             len,
             scalar,
+            cols,
         });
         self.values += len;
         Src::Node(self.nodes.len() - 1)
@@ -260,12 +274,26 @@ impl Compiler<'_> {
             match self.shape(s) {
                 Sh::One => each.push(false),
                 Sh::Each(m) if m == n => each.push(true),
+                // Class scores, one row per outcome (`categorical_logit`).
+                Sh::Mat(r, _) if r == n && es.len() == 1 => each.push(true),
                 _ => return None,
             }
             srcs.push(s);
         }
         let varies = srcs.iter().map(|s| matches!(s, Src::Node(_))).collect();
         Some((srcs, each, varies))
+    }
+
+    /// The columns of a statement's one matrix argument (class scores), or
+    /// 0 when its arguments are numbers and vectors.
+    fn cols(&self, args: &[Src]) -> usize {
+        match args {
+            [a] => match self.shape(*a) {
+                Sh::Mat(_, c) => c,
+                _ => 0,
+            },
+            _ => 0,
+        }
     }
 
     /// A constant operand: a data item in place, or the value computed now.
@@ -293,12 +321,13 @@ impl Compiler<'_> {
                 if let Some(s) = self.site_node {
                     return Some(s);
                 }
-                let (n, mean) = self.site?;
+                let (n, classes, mean) = self.site?;
                 let mu = self.expr(mean)?;
-                if self.shape(mu) != Sh::One {
+                if self.shape(mu) != Sh::One || classes == 0 {
                     return None;
                 }
-                let s = self.push(Op::Site(mu), n, false);
+                let cols = if classes > 1 { classes } else { 0 };
+                let s = self.push_shaped(Op::Site(mu), n * classes, false, cols);
                 self.site_node = Some(s);
                 Some(s)
             }

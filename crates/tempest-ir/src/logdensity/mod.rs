@@ -16,10 +16,11 @@
 //! nodes last first, each adding its operands' adjoints by a hand-derived
 //! rule (Xᵀ ḡ for a matrix–vector product, a sum for a broadcast number).
 //!
-//! A latent GP sampled in whitened form (one GP, not replicated) is a leaf
-//! f = μ + L v whose L v the caller computes; the run returns f's adjoint
-//! for the caller's Lᵀ f̄. A model with more latent GPs, an ODE, a param
-//! that is a matrix, or an expression outside this list has no program
+//! A latent GP sampled in whitened form (one site, replicated or not) is a
+//! leaf f = μ + L v whose L v the caller computes; the run returns f's
+//! adjoint for the caller's Lᵀ f̄. A replicated GP's values [N, C] feed
+//! `categorical_logit` only. A model with more latent sites, an ODE, a
+//! param that is a matrix, or an expression outside this list has no program
 //! ([`DensityProgram::compile`] returns `None`), and the samplers keep the
 //! general reverse pass over the expressions.
 
@@ -95,6 +96,9 @@ struct Node {
     len: usize,
     /// Whether it is a number (broadcast) rather than a vector.
     scalar: bool,
+    /// Columns of a matrix node (a replicated latent GP's values [N, C],
+    /// column-major); 0 for a number or a vector.
+    cols: usize,
 }
 
 /// One sampling statement of the program.

@@ -63,6 +63,8 @@ impl DensityProgram {
             Value::Real(x) => Arg::One(*x),
             Value::Int(k) => Arg::One(*k as f64),
             Value::Vector(x) => Arg::Each(x.as_slice()),
+            // Class scores [N, C], column-major.
+            Value::Matrix(m) => Arg::Each(m.as_slice()),
             _ => Arg::One(f64::NAN),
         }
     }

@@ -2,7 +2,7 @@
 //! its value and the adjoints of the arguments that vary (and of the
 //! outcome, for a param's prior), written into buffers the caller owns, so
 //! that evaluating it allocates nothing. The compiled log density of the
-//! samplers ([`crate::density`]) evaluates its statements through it.
+//! samplers ([`crate::logdensity`]) evaluates its statements through it.
 //!
 //! It computes what [`super::Pointwise::sum_vjp`] computes, by the same
 //! formulas in the same order: the whole-vector forms of [`super::vec`],
@@ -11,12 +11,12 @@
 //! coordinate.
 
 use super::vec::{Arg, bernoulli_logit_into, normal_into};
-use super::{STACK, Seed, closed_form, has_closed_form, point_log_density};
+use super::{STACK, Seed, closed_form, has_closed_form, point_dual, point_log_density};
 use crate::graph::{DistCall, DistRef, Graph};
 use ad_trait::forward_ad::adfn::adfn;
 use tempest_core::error::Error;
 use tempest_model::custom::Scalar;
-use tempest_model::dist::Dist;
+use tempest_model::dist::{Dist, categorical_logit};
 
 /// How a statement's elements are evaluated.
 #[derive(Clone, Debug)]
@@ -34,6 +34,8 @@ enum Way {
     Dual(usize),
     /// Values only (nothing varies).
     Value,
+    /// `categorical_logit` over the rows of class scores [N, C].
+    Categorical,
 }
 
 /// A sampling statement over N outcomes, ready to evaluate.
@@ -48,6 +50,8 @@ pub struct Term {
     pub outcome: bool,
     /// The number of outcomes N.
     pub n: usize,
+    /// The classes C of `categorical_logit`'s scores (0 otherwise).
+    cols: usize,
     seeds: Vec<Seed>,
     way: Way,
 }
@@ -56,18 +60,20 @@ pub struct Term {
 pub type Args<'a> = [Arg<'a>];
 
 impl Term {
-    /// Prepare `dist` over `n` outcomes, with `each` telling which
-    /// arguments hold one value per outcome (the rest are broadcast), or
-    /// `None` when this path does not cover it (`categorical_logit`, more
-    /// than six arguments or eight varying coordinates): the caller then
-    /// keeps the general path.
+    /// Prepare `dist` over N outcomes, with `each` telling which
+    /// arguments hold one value per outcome (the rest are broadcast);
+    /// `(n, cols)` are N and, for `categorical_logit`, the C columns of its
+    /// scores [N, C] (column-major; 0 for other statements). `None` when
+    /// this path does not cover the statement (more than six arguments or
+    /// eight varying coordinates, scores that are not a matrix): the
+    /// caller then keeps the general path.
     pub fn new(
         graph: &Graph,
         dist: &DistCall,
         varies: Vec<bool>,
         each: &[bool],
         outcome: bool,
-        n: usize,
+        (n, cols): (usize, usize),
     ) -> Option<Term> {
         let k = dist.args.len();
         if k > STACK || varies.len() != k {
@@ -78,6 +84,9 @@ impl Term {
             seeds.push(Seed::Outcome);
         }
         let way = match &dist.dist {
+            DistRef::Builtin(Dist::CategoricalLogit) if k == 1 && cols > 0 && !outcome => {
+                Way::Categorical
+            }
             DistRef::Builtin(Dist::CategoricalLogit) => return None,
             _ if seeds.is_empty() => Way::Value,
             DistRef::Builtin(Dist::BernoulliLogit) if !outcome && k == 1 && each[0] => {
@@ -104,6 +113,7 @@ impl Term {
             varies,
             outcome,
             n,
+            cols,
             seeds,
             way,
         })
@@ -111,13 +121,20 @@ impl Term {
 
     /// The scratch [`Term::eval`] needs, in numbers.
     pub fn scratch_len(&self) -> usize {
+        if matches!(self.way, Way::Categorical) {
+            return (self.n + 1) * self.cols;
+        }
         let k = self.varies.len();
         (k + 1) * self.n + 2 * self.n + 2 * (k + 1)
     }
 
-    /// The adjoint of argument j (t · ∂/∂aⱼ per outcome, [N]) after
-    /// [`Term::eval`] with gradients, in its scratch.
+    /// The adjoint of argument j (t · ∂/∂aⱼ per outcome, [N], or [N, C]
+    /// for class scores) after [`Term::eval`] with gradients, in its
+    /// scratch.
     pub fn arg_adjoint<'s>(&self, scratch: &'s [f64], j: usize) -> &'s [f64] {
+        if matches!(self.way, Way::Categorical) {
+            return &scratch[..self.n * self.cols];
+        }
         &scratch[j * self.n..(j + 1) * self.n]
     }
 
@@ -144,6 +161,9 @@ impl Term {
         scratch: &mut [f64],
     ) -> Result<f64, Error> {
         let (n, k) = (self.n, self.varies.len());
+        if matches!(self.way, Way::Categorical) {
+            return self.categorical(y, args, t, grad && self.varies[0], scratch);
+        }
         let (adj, rest) = scratch.split_at_mut((k + 1) * n);
         let (work, pbuf) = rest.split_at_mut(2 * n);
         let (w1, w2) = work.split_at_mut(n);
@@ -194,7 +214,7 @@ impl Term {
                 }
                 (Way::Closed(d), false) => closed_form(*d, yi, a).0,
                 (Way::Program(live), true) => {
-                    let p = self.program(graph);
+                    let p = self.program(graph)?;
                     pv[0] = yi;
                     pv[1..].copy_from_slice(a);
                     let v = p.value_grad(pv, live, pg);
@@ -229,14 +249,52 @@ impl Term {
         Ok(t * total)
     }
 
-    fn program<'g>(&self, graph: &'g Graph) -> &'g tempest_model::program::KernelProgram {
-        let DistRef::User(f) = &self.dist.dist else {
-            unreachable!("a program term is a model-file likelihood")
+    /// t · Σᵢ log softmax(sᵢ)_{yᵢ} over the rows sᵢ of the scores [N, C]
+    /// (column-major), with t (e_y − softmax(sᵢ)) per row written to the
+    /// scratch's first N·C numbers when `grad`.
+    fn categorical(
+        &self,
+        y: &[f64],
+        args: &Args,
+        t: f64,
+        grad: bool,
+        scratch: &mut [f64],
+    ) -> Result<f64, Error> {
+        let (n, c) = (self.n, self.cols);
+        let Arg::Each(f) = &args[0] else {
+            return Err(Error::internal("categorical_logit term without scores"));
         };
-        graph.functions[*f]
-            .program
-            .as_deref()
-            .expect("checked when the term was prepared")
+        let (adj, row) = scratch.split_at_mut(n * c);
+        let mut total = 0.0;
+        for i in 0..n {
+            for (k, r) in row.iter_mut().enumerate() {
+                *r = f[i + k * n];
+            }
+            let yi = y[i] as usize;
+            total += categorical_logit(yi, row);
+            if grad {
+                // ∂/∂s_k = [k = y] − softmax(s)_k.
+                let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let z: f64 = row.iter().map(|x| (x - mx).exp()).sum();
+                for (k, s) in row.iter().enumerate() {
+                    let hit = if k == yi { 1.0 } else { 0.0 };
+                    adj[i + k * n] = t * (hit - (s - mx).exp() / z);
+                }
+            }
+        }
+        Ok(t * total)
+    }
+
+    /// The compiled program of a model-file likelihood's term.
+    fn program<'g>(
+        &self,
+        graph: &'g Graph,
+    ) -> Result<&'g tempest_model::program::KernelProgram, Error> {
+        match &self.dist.dist {
+            DistRef::User(f) => graph.functions[*f].program.as_deref(),
+            _ => None,
+        }
+        .ok_or_else(|| Error::internal("a program term without its program"))
     }
 
     /// One element's value and its derivatives in the seeds, by one
@@ -250,23 +308,6 @@ impl Term {
     where
         adfn<N>: Scalar,
     {
-        let tangent = |which: &dyn Fn(Seed) -> bool| {
-            let mut t = [0.0; N];
-            for (s, seed) in self.seeds.iter().enumerate() {
-                if which(*seed) {
-                    t[s] = 1.0;
-                }
-            }
-            t
-        };
-        let yd = adfn::new(y, tangent(&|s| matches!(s, Seed::Outcome)));
-        let mut ad = [adfn::<N>::new_constant(0.0); STACK];
-        for (j, slot) in ad.iter_mut().enumerate().take(a.len()) {
-            *slot = adfn::new(a[j], tangent(&|s| matches!(s, Seed::Arg(i) if i == j)));
-        }
-        let r = point_log_density(graph, &self.dist, yd, &ad[..a.len()], &self.opts)?;
-        let mut d = [0.0; N];
-        d[..self.seeds.len()].copy_from_slice(&r.tangent()[..self.seeds.len()]);
-        Ok((r.value(), d))
+        point_dual(graph, &self.dist, &self.opts, y, a, &self.seeds)
     }
 }
