@@ -194,21 +194,18 @@ pub fn normal_into(
 ) -> f64 {
     let n = y.len();
     let one = match sigma {
-        Arg::One(s) => {
-            ln_sigma[0] = s.ln();
-            true
-        }
+        Arg::One(s) => Some(s.ln()),
         Arg::Each(s) => {
             ln_sigma[..n].copy_from_slice(&s[..n]);
             ln_in_place(&mut ln_sigma[..n]);
-            false
+            None
         }
     };
     let mut total = 0.0;
     for i in 0..n {
         let s = sigma.at(i);
         let z = (y[i] - mu.at(i)) / s;
-        let ls = ln_sigma[if one { 0 } else { i }];
+        let ls = one.unwrap_or_else(|| ln_sigma[i]);
         total += -0.5 * z * z - ls - HALF_LOG_2PI;
         if let Some(g) = d[0].as_deref_mut() {
             g[i] = t * (z / s);
