@@ -200,3 +200,23 @@ model {
     let b = bind(&m, &csv("iris.csv", Some((40, 69))));
     assert!(!Density::new(Arc::new(b)).unwrap().is_compiled());
 }
+
+/// A vector param of size 0 is refused where its size is written (it used
+/// to be sampled as one number).
+#[test]
+fn an_empty_vector_param_is_a_located_error() {
+    let m = model(
+        r#"
+data { n : int  K : int = 0  y : vector[n] = column("x3") }
+param { mu : real ~ normal(0, 1)  w : vector[K] ~ normal(mu, 2) }
+model { y ~ normal(mu + sum(w), 1) }
+"#,
+    );
+    let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 19))));
+    let Err(e) = Density::new(Arc::new(b)) else {
+        panic!("an empty vector param was accepted")
+    };
+    let text = m.render(&e.into());
+    assert!(text.contains("has no entries"), "{text}");
+    assert!(text.contains("test.tempest:3:"), "{text}");
+}

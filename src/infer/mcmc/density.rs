@@ -209,6 +209,23 @@ impl Density {
         let mut offset = 0;
         for (i, p) in g.params.iter().enumerate() {
             let shape = declared_shape(&p.name, &p.ty, &bound.sizes, p.span)?;
+            let empty = match &p.ty {
+                crate::ir::types::Ty::Vector(_) => shape.0 == 0,
+                crate::ir::types::Ty::Matrix(..) => shape.0 == 0 || shape.1 == 0,
+                _ => false,
+            };
+            if empty {
+                return Err(Error::at(
+                    ErrorKind::Shape,
+                    p.size_span,
+                    format!(
+                        "`{}` ({}) has no entries here: a sampled param needs at least one",
+                        p.name, p.ty
+                    ),
+                )
+                .with_label("a size of 0")
+                .with_note("give the size a value of 1 or more, or leave the param out"));
+            }
             let slot = Slot {
                 param: i,
                 offset,
