@@ -46,7 +46,7 @@ pub struct Bound {
     /// declared `levels`, the training data's for test data, else sorted).
     pub labels: BTreeMap<usize, Vec<String>>,
     /// The run's stop flag (Ctrl-C, SIGTERM, `RunOptions::cancel`), read by
-    /// every long loop over this model (see [`crate::interrupt`]); set by
+    /// every long loop over this model (see [`tempest_core::interrupt`]); set by
     /// `api::run`, never set by default.
     pub stop: tempest_core::interrupt::StopFlag,
 }

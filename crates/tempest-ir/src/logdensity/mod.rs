@@ -18,7 +18,7 @@
 //!
 //! A latent GP sampled in whitened form (one site, replicated or not) is a
 //! leaf f = μ + L v whose L v the caller computes; the run returns f's
-//! adjoint for the caller's Lᵀ f̄. A replicated GP's values [N, C] feed
+//! adjoint for the caller's Lᵀ f̄. A replicated GP's values \[N, C\] feed
 //! `categorical_logit` only. A model with more latent sites, an ODE, a
 //! param that is a matrix, or an expression outside this list has no program
 //! ([`DensityProgram::compile`] returns `None`), and the samplers keep the
@@ -96,7 +96,7 @@ struct Node {
     len: usize,
     /// Whether it is a number (broadcast) rather than a vector.
     scalar: bool,
-    /// Columns of a matrix node (a replicated latent GP's values [N, C],
+    /// Columns of a matrix node (a replicated latent GP's values \[N, C\],
     /// column-major); 0 for a number or a vector.
     cols: usize,
 }
@@ -105,7 +105,7 @@ struct Node {
 #[derive(Clone)]
 struct TermNode {
     term: Term,
-    /// The outcomes [N].
+    /// The outcomes \[N\].
     y: Src,
     /// The arguments.
     args: Vec<Src>,

@@ -148,7 +148,7 @@ impl DensityProgram {
         Ok(lp)
     }
 
-    /// The latent GP's adjoint f̄ [N] after a [`DensityProgram::run`] with
+    /// The latent GP's adjoint f̄ \[N\] after a [`DensityProgram::run`] with
     /// gradients in `ws` (empty when the model has no latent GP or f̄ is 0).
     pub fn site_adjoint<'w>(&self, ws: &'w Workspace) -> &'w [f64] {
         match self.site {
@@ -414,7 +414,7 @@ fn push_back(
     }
 }
 
-/// Add a statement's adjoint d [N] to a node: entry by entry, or summed
+/// Add a statement's adjoint d \[N\] to a node: entry by entry, or summed
 /// into a number.
 fn add_to(g: &mut [f64], n: &super::Node, d: &[f64]) {
     if n.scalar {

@@ -4,8 +4,8 @@
 //! that evaluating it allocates nothing. The compiled log density of the
 //! samplers ([`crate::logdensity`]) evaluates its statements through it.
 //!
-//! It computes what [`super::Pointwise::sum_vjp`] computes, by the same
-//! formulas in the same order: the whole-vector forms of [`super::vec`],
+//! It computes what [`crate::pointwise::Pointwise::sum_vjp`] computes, by the same
+//! formulas in the same order: the whole-vector forms of [`crate::pointwise::vec`],
 //! the element closed forms, a model-file likelihood's compiled program,
 //! or one forward-mode pass per element with a tangent per varying
 //! coordinate.
@@ -34,7 +34,7 @@ enum Way {
     Dual(usize),
     /// Values only (nothing varies).
     Value,
-    /// `categorical_logit` over the rows of class scores [N, C].
+    /// `categorical_logit` over the rows of class scores \[N, C\].
     Categorical,
 }
 
@@ -63,7 +63,7 @@ impl Term {
     /// Prepare `dist` over N outcomes, with `each` telling which
     /// arguments hold one value per outcome (the rest are broadcast);
     /// `(n, cols)` are N and, for `categorical_logit`, the C columns of its
-    /// scores [N, C] (column-major; 0 for other statements). `None` when
+    /// scores \[N, C\] (column-major; 0 for other statements). `None` when
     /// this path does not cover the statement (more than six arguments or
     /// eight varying coordinates, scores that are not a matrix): the
     /// caller then keeps the general path.
@@ -128,7 +128,7 @@ impl Term {
         (k + 1) * self.n + 2 * self.n + 2 * (k + 1)
     }
 
-    /// The adjoint of argument j (t · ∂/∂aⱼ per outcome, [N], or [N, C]
+    /// The adjoint of argument j (t · ∂/∂aⱼ per outcome, \[N\], or \[N, C\]
     /// for class scores) after [`Term::eval`] with gradients, in its
     /// scratch.
     pub fn arg_adjoint<'s>(&self, scratch: &'s [f64], j: usize) -> &'s [f64] {
@@ -138,14 +138,14 @@ impl Term {
         &scratch[j * self.n..(j + 1) * self.n]
     }
 
-    /// The adjoint of the outcome (t · ∂/∂y per outcome, [N]) after
+    /// The adjoint of the outcome (t · ∂/∂y per outcome, \[N\]) after
     /// [`Term::eval`] with gradients, in its scratch.
     pub fn outcome_adjoint<'s>(&self, scratch: &'s [f64]) -> &'s [f64] {
         let k = self.varies.len();
         &scratch[k * self.n..(k + 1) * self.n]
     }
 
-    /// t · Σᵢ log p(yᵢ | aᵢ) for the outcomes `y` [N] and the arguments'
+    /// t · Σᵢ log p(yᵢ | aᵢ) for the outcomes `y` \[N\] and the arguments'
     /// values `args`; with `grad`, the adjoints of the varying arguments and
     /// of the outcome are written to `scratch` ([`Term::arg_adjoint`],
     /// [`Term::outcome_adjoint`]). `scratch` holds [`Term::scratch_len`]
@@ -249,7 +249,7 @@ impl Term {
         Ok(t * total)
     }
 
-    /// t · Σᵢ log softmax(sᵢ)_{yᵢ} over the rows sᵢ of the scores [N, C]
+    /// t · Σᵢ log softmax(sᵢ)_{yᵢ} over the rows sᵢ of the scores \[N, C\]
     /// (column-major), with t (e_y − softmax(sᵢ)) per row written to the
     /// scratch's first N·C numbers when `grad`.
     fn categorical(

@@ -105,9 +105,9 @@ fn bernoulli_logit(
     })
 }
 
-/// t · Σᵢ log σ(±fᵢ) over the outcomes `ys` [N] (0 or 1) and logits `f`
-/// [N], with t · (yᵢ − σ(fᵢ)) written to `g` [N] when given; `e` and `l`
-/// [N] are scratch. Nothing is allocated.
+/// t · Σᵢ log σ(±fᵢ) over the outcomes `ys` \[N\] (0 or 1) and logits `f`
+/// \[N\], with t · (yᵢ − σ(fᵢ)) written to `g` \[N\] when given; `e` and `l`
+/// \[N\] are scratch. Nothing is allocated.
 pub fn bernoulli_logit_into(
     ys: &[f64],
     f: &[f64],
@@ -181,9 +181,9 @@ fn normal(
     })
 }
 
-/// t · Σᵢ log N(yᵢ | μᵢ, σᵢ) over the outcomes `y` [N], with t times the
-/// derivatives in μ, σ and y written to the buffers [N] given in `d` (in
-/// that order); `ln_sigma` [N] is scratch. Nothing is allocated.
+/// t · Σᵢ log N(yᵢ | μᵢ, σᵢ) over the outcomes `y` \[N\], with t times the
+/// derivatives in μ, σ and y written to the buffers \[N\] given in `d` (in
+/// that order); `ln_sigma` \[N\] is scratch. Nothing is allocated.
 pub fn normal_into(
     y: &[f64],
     mu: &Arg,
