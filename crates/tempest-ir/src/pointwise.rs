@@ -165,35 +165,98 @@ impl<'g> Pointwise<'g> {
     /// Σᵢ log p(yᵢ | aᵢ) in f64, by the closed forms where they exist.
     pub fn sum(&self, y: &Value<f64>, args: &[Value<f64>]) -> Result<f64, Error> {
         self.check_lengths(y, args, self.dist.span)?;
-        let fast = match self.dist.dist {
-            DistRef::Builtin(d) if has_closed_form(d, false) => Some(d),
-            _ => None,
-        };
-        let Some(d) = fast else {
-            let mut total = 0.0;
-            for i in 0..y.len().unwrap_or(1) {
-                total += self.element(y, args, i, self.dist.span)?;
-            }
-            return Ok(total);
-        };
-        // Whole vectors at once where that path covers the call (its
-        // adjoints cost a few multiplications beside the transcendentals).
         let none = vec![false; args.len()];
-        if let Some(g) = vec::sum_vjp(d, y, args, &none, false, 1.0) {
+        if let Some(g) = self.by_term(y, args, &none, false, 1.0, false)? {
             return Ok(g.value);
         }
-        let mut a = [0.0; 2];
         let mut total = 0.0;
         for i in 0..y.len().unwrap_or(1) {
-            let yi = y
-                .element(i)
-                .ok_or_else(|| Error::internal("outcome element"))?;
-            for (slot, v) in a.iter_mut().zip(args) {
-                *slot = v.element(i).unwrap_or(0.0);
-            }
-            total += closed_form(d, yi, &a[..args.len()]).0;
+            total += self.element(y, args, i, self.dist.span)?;
         }
         Ok(total)
+    }
+
+    /// The statement through [`term::Term`], the path of the compiled
+    /// log density, with its adjoints (when `grad`) shaped like the
+    /// arguments and the outcome; `None` where that path does not cover it
+    /// (more than six arguments or eight varying coordinates, class scores
+    /// that are one vector).
+    fn by_term(
+        &self,
+        y: &Value<f64>,
+        args: &[Value<f64>],
+        varies: &[bool],
+        outcome: bool,
+        t: f64,
+        grad: bool,
+    ) -> Result<Option<PointwiseGrad>, Error> {
+        use std::borrow::Cow;
+        use vec::Arg;
+        let ys: Cow<[f64]> = match y {
+            Value::Vector(v) => Cow::Borrowed(v.as_slice()),
+            Value::IntArray(k) => Cow::Owned(k.iter().map(|&k| k as f64).collect()),
+            Value::Real(x) => Cow::Owned(vec![*x]),
+            Value::Int(k) => Cow::Owned(vec![*k as f64]),
+            _ => return Ok(None),
+        };
+        let n = ys.len();
+        let (mut a, mut each, mut cols) = (Vec::with_capacity(args.len()), vec![], 0);
+        for v in args {
+            let (arg, per_outcome) = match v {
+                Value::Real(x) => (Arg::One(*x), false),
+                Value::Int(k) => (Arg::One(*k as f64), false),
+                Value::Vector(x) if x.len() == n => (Arg::Each(x.as_slice()), true),
+                Value::Matrix(m) if args.len() == 1 && m.nrows() == n => {
+                    cols = m.ncols();
+                    (Arg::Each(m.as_slice()), true)
+                }
+                _ => return Ok(None),
+            };
+            a.push(arg);
+            each.push(per_outcome);
+        }
+        let Some(term) = term::Term::new(
+            self.graph,
+            self.dist,
+            varies.to_vec(),
+            &each,
+            outcome,
+            (n, cols),
+        ) else {
+            return Ok(None);
+        };
+        let mut scratch = vec![0.0; term.scratch_len()];
+        let value = term.eval(self.graph, &ys, &a, t, grad, &mut scratch)?;
+        let shaped = |like: &Value<f64>, d: &[f64]| match like {
+            Value::Vector(_) | Value::IntArray(_) => Value::Vector(d.to_vec().into()),
+            Value::Matrix(m) => Value::Matrix(nalgebra::DMatrix::from_column_slice(
+                m.nrows(),
+                m.ncols(),
+                d,
+            )),
+            _ => Value::Real(d.iter().sum()),
+        };
+        let args = args
+            .iter()
+            .enumerate()
+            .map(|(k, v)| {
+                if grad && varies[k] {
+                    shaped(v, term.arg_adjoint(&scratch, k))
+                } else {
+                    zero_like(v)
+                }
+            })
+            .collect();
+        let outcome = if grad && outcome {
+            shaped(y, term.outcome_adjoint(&scratch))
+        } else {
+            zero_like(y)
+        };
+        Ok(Some(PointwiseGrad {
+            value,
+            args,
+            outcome,
+        }))
     }
 
     /// t · Σᵢ log p(yᵢ | aᵢ) and its vector–Jacobian product: the adjoints
@@ -208,6 +271,15 @@ impl<'g> Pointwise<'g> {
         t: f64,
     ) -> Result<PointwiseGrad, Error> {
         self.check_lengths(y, args, self.dist.span)?;
+        // The path of the compiled log density covers nearly every
+        // statement (closed forms, whole vectors, compiled likelihoods,
+        // class scores, forward mode with up to eight tangents).
+        if let Some(g) = self.by_term(y, args, varies, outcome, t, true)? {
+            return Ok(g);
+        }
+        // The rest: more arguments or varying coordinates than that path
+        // holds, or class scores given as one vector, by forward mode per
+        // element.
         let mut g = PointwiseGrad {
             value: 0.0,
             args: args.iter().map(zero_like).collect(),
@@ -220,88 +292,31 @@ impl<'g> Pointwise<'g> {
         if outcome {
             seeds.push(Seed::Outcome);
         }
-        // Common built-in densities have closed-form derivatives.
-        let fast = match self.dist.dist {
-            DistRef::Builtin(d) if !seeds.is_empty() && has_closed_form(d, outcome) => Some(d),
-            _ => None,
-        };
-        // The commonest of them over whole vectors at once.
-        if let Some(d) = fast
-            && let Some(g) = vec::sum_vjp(d, y, args, varies, outcome, t)
-        {
-            return Ok(g);
-        }
-        // A model-file likelihood with a compiled program: one f64 forward
-        // and reverse pass per outcome over the slots that depend on what
-        // varies (its parameters are the outcome, then the arguments).
-        let program = match self.dist.dist {
-            DistRef::User(f) if !seeds.is_empty() => self.graph.functions[f]
-                .program
-                .as_deref()
-                .filter(|p| p.n_params() == args.len() + 1),
-            _ => None,
-        };
-        let live = program.map(|p| {
-            let need: Vec<bool> = std::iter::once(outcome)
-                .chain(varies.iter().copied())
-                .collect();
-            p.live(&need)
-        });
-        let mut pv = vec![0.0; args.len() + 1];
-        let mut pg = vec![0.0; args.len() + 1];
         let mut a = vec![0.0; args.len()];
         let mut total = 0.0;
         for i in 0..y.len().unwrap_or(1) {
             let yi = y
                 .element(i)
                 .ok_or_else(|| Error::internal("outcome element"))?;
-            if let (Some(p), Some(live)) = (program, &live) {
-                pv[0] = yi;
-                for (slot, v) in pv[1..].iter_mut().zip(args) {
-                    *slot = v.element(i).unwrap_or(0.0);
-                }
-                total += p.value_grad(&pv, live, &mut pg);
-                for (k, adj) in g.args.iter_mut().enumerate() {
-                    if varies[k] {
-                        add_at(adj, i, t * pg[k + 1]);
-                    }
-                }
-                if outcome {
-                    add_at(&mut g.outcome, i, t * pg[0]);
-                }
-                continue;
-            }
             if self.is_categorical() {
                 let row = class_scores(&args[0], i, self.dist.span)?;
                 total += categorical_logit(yi as usize, &row);
                 if varies[0]
-                    && let Value::Matrix(m) = &mut g.args[0]
+                    && let Value::Vector(m) = &mut g.args[0]
                 {
-                    // ∂/∂s_c = [c = y] − softmax(s)_c.
+                    // ∂/∂s_c = [c = y] − softmax(s)_c, one score vector for
+                    // every outcome.
                     let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                     let z: f64 = row.iter().map(|x| (x - mx).exp()).sum();
                     for (c, s) in row.iter().enumerate() {
                         let hit = if c == yi as usize { 1.0 } else { 0.0 };
-                        m[(i, c)] += t * (hit - (s - mx).exp() / z);
+                        m[c] += t * (hit - (s - mx).exp() / z);
                     }
                 }
                 continue;
             }
             for (slot, v) in a.iter_mut().zip(args) {
                 *slot = v.element(i).unwrap_or(0.0);
-            }
-            if let Some(d) = fast {
-                let (v, da, dy) = closed_form(d, yi, &a);
-                total += v;
-                for (k, adj) in g.args.iter_mut().enumerate() {
-                    if varies[k] {
-                        add_at(adj, i, t * da[k]);
-                    }
-                }
-                if outcome {
-                    add_at(&mut g.outcome, i, t * dy);
-                }
-                continue;
             }
             // One forward-mode pass with the narrowest dual that holds every
             // seed gives the value and the derivatives in every varying

@@ -651,11 +651,17 @@ impl Density {
         }
         // A latent GP: L v, with L fixed or factorised at these params.
         let mut factor = None;
+        // The params as values and dθ/du, for a kernel with params only
+        // (its factor and its gradient read them).
+        let kernel_params = self
+            .latent
+            .as_ref()
+            .filter(|lt| !lt.kernel_coords.is_empty())
+            .map(|_| self.params_at(x));
         if let Some(lt) = &self.latent {
-            let l = if lt.kernel_coords.is_empty() {
-                std::borrow::Cow::Borrowed(&lt.l)
-            } else {
-                self.factor(lt, &self.params_at(x).0)?
+            let l = match &kernel_params {
+                None => std::borrow::Cow::Borrowed(&lt.l),
+                Some((params, _, _)) => self.factor(lt, params)?,
             };
             let (n, classes) = (lt.n, lt.classes);
             work.lv.clear();
@@ -715,9 +721,8 @@ impl Density {
                     adjoint::lower_matvec_vjp_l_add(lb, &af[c * n..(c + 1) * n], v);
                 }
             }
-            if let Some(lb) = &l_bar {
-                let (params, _, dtheta) = self.params_at(x);
-                self.kernel_gradient(lt, l, lb, &params, &dtheta, grad)?;
+            if let (Some(lb), Some((params, _, dtheta))) = (&l_bar, &kernel_params) {
+                self.kernel_gradient(lt, l, lb, params, dtheta, grad)?;
             }
         }
         Ok(lp)

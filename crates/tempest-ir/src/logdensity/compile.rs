@@ -35,29 +35,6 @@ fn shape_of(v: &Value<f64>) -> Sh {
     }
 }
 
-/// The built-ins applied element by element to one argument.
-fn elementwise(f: Builtin) -> bool {
-    use Builtin::*;
-    matches!(
-        f,
-        Exp | Log
-            | Log1p
-            | Expm1
-            | Sqrt
-            | Abs
-            | Sin
-            | Cos
-            | Tanh
-            | Sigmoid
-            | LogSigmoid
-            | Softplus
-            | Lgamma
-            | Digamma
-            | Erf
-            | Phi
-    )
-}
-
 struct Compiler<'a> {
     bound: &'a Bound,
     env: Env<'a, f64>,
@@ -430,7 +407,7 @@ impl Compiler<'_> {
     fn builtin(&mut self, f: Builtin, args: &[TExpr]) -> Option<Src> {
         use Builtin::*;
         match (f, args) {
-            (f, [a]) if elementwise(f) => {
+            (f, [a]) if f.is_elementwise() => {
                 let a = self.expr(a)?;
                 let (len, scalar) = self.elem(a)?;
                 Some(self.push(Op::Unary(f, a), len, scalar))

@@ -133,16 +133,3 @@ pub struct DensityProgram {
     /// The scratch's length.
     scratch: usize,
 }
-
-impl DensityProgram {
-    /// The number of nodes (for reports and tests).
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// Whether the program has no nodes (every statement is over constants
-    /// and params directly).
-    pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
-    }
-}

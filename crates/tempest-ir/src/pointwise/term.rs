@@ -88,12 +88,13 @@ impl Term {
                 Way::Categorical
             }
             DistRef::Builtin(Dist::CategoricalLogit) => return None,
-            _ if seeds.is_empty() => Way::Value,
+            // The closed forms serve values alone too.
             DistRef::Builtin(Dist::BernoulliLogit) if !outcome && k == 1 && each[0] => {
                 Way::BernoulliLogit
             }
             DistRef::Builtin(Dist::Normal) if k == 2 => Way::Normal,
             DistRef::Builtin(d) if has_closed_form(*d, outcome) => Way::Closed(*d),
+            _ if seeds.is_empty() => Way::Value,
             DistRef::User(f) => match graph.functions[*f].program.as_deref() {
                 Some(p) if p.n_params() == k + 1 => {
                     let need: Vec<bool> = std::iter::once(outcome)
