@@ -99,7 +99,7 @@ impl<'g> Pointwise<'g> {
     /// log p(y | a) for one outcome of a scalar distribution, given the
     /// arguments' values at that outcome.
     pub fn point<T: Scalar>(&self, y: T, a: &[T]) -> Result<T, Error> {
-        point_log_density(self.graph, self.dist, y, a, &self.opts)
+        point_log_density(self.graph, &self.dist.dist, y, a, &self.opts)
     }
 
     /// log p(y | a) with the arguments given by `arg(k)` for k below
@@ -361,7 +361,7 @@ impl<'g> Pointwise<'g> {
     where
         adfn<N>: Scalar,
     {
-        point_dual(self.graph, self.dist, &self.opts, y, a, seeds)
+        point_dual(self.graph, &self.dist.dist, &self.opts, y, a, seeds)
     }
 }
 
@@ -370,7 +370,7 @@ impl<'g> Pointwise<'g> {
 /// arguments sit on the stack when there are few.
 fn point_dual<const N: usize>(
     graph: &Graph,
-    dist: &DistCall,
+    dist: &DistRef,
     opts: &[f64],
     y: f64,
     a: &[f64],
@@ -408,12 +408,12 @@ where
 /// the positional arguments' values at this outcome, `opts` the options.
 fn point_log_density<T: Scalar>(
     graph: &Graph,
-    dist: &DistCall,
+    dist: &DistRef,
     y: T,
     args: &[T],
     opts: &[f64],
 ) -> Result<T, Error> {
-    Ok(match &dist.dist {
+    Ok(match dist {
         DistRef::Builtin(d) => d.log_density(y, args, opts),
         DistRef::User(f) => call_likelihood(graph, *f, y, args)?,
         DistRef::Rust(l) => T::call_likelihood(l.as_ref(), y.to_constant(), args[0], &args[1..]),

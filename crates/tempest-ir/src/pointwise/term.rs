@@ -41,8 +41,8 @@ enum Way {
 /// A sampling statement over N outcomes, ready to evaluate.
 #[derive(Clone)]
 pub struct Term {
-    /// The statement.
-    pub dist: DistCall,
+    /// The distribution.
+    dist: DistRef,
     opts: Vec<f64>,
     /// Whether each argument varies (gets an adjoint).
     pub varies: Vec<bool>,
@@ -109,7 +109,7 @@ impl Term {
             _ => return None,
         };
         Some(Term {
-            dist: dist.clone(),
+            dist: dist.dist.clone(),
             opts: dist.options.iter().map(|(_, v)| *v).collect(),
             varies,
             outcome,
@@ -291,7 +291,7 @@ impl Term {
         &self,
         graph: &'g Graph,
     ) -> Result<&'g tempest_model::program::KernelProgram, Error> {
-        match &self.dist.dist {
+        match &self.dist {
             DistRef::User(f) => graph.functions[*f].program.as_deref(),
             _ => None,
         }
