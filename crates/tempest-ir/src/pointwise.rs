@@ -304,14 +304,8 @@ impl<'g> Pointwise<'g> {
                 if varies[0]
                     && let Value::Vector(m) = &mut g.args[0]
                 {
-                    // ∂/∂s_c = [c = y] − softmax(s)_c, one score vector for
-                    // every outcome.
-                    let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                    let z: f64 = row.iter().map(|x| (x - mx).exp()).sum();
-                    for (c, s) in row.iter().enumerate() {
-                        let hit = if c == yi as usize { 1.0 } else { 0.0 };
-                        m[c] += t * (hit - (s - mx).exp() / z);
-                    }
+                    // One score vector for every outcome: the adjoints add.
+                    term::softmax_adjoint(&row, yi as usize, t, |c, d| m[c] += d);
                 }
                 continue;
             }

@@ -274,13 +274,7 @@ impl Term {
             let yi = y[i] as usize;
             total += categorical_logit(yi, row);
             if grad {
-                // ∂/∂s_k = [k = y] − softmax(s)_k.
-                let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let z: f64 = row.iter().map(|x| (x - mx).exp()).sum();
-                for (k, s) in row.iter().enumerate() {
-                    let hit = if k == yi { 1.0 } else { 0.0 };
-                    adj[i + k * n] = t * (hit - (s - mx).exp() / z);
-                }
+                softmax_adjoint(row, yi, t, |k, d| adj[i + k * n] = d);
             }
         }
         Ok(t * total)
@@ -310,5 +304,16 @@ impl Term {
         adfn<N>: Scalar,
     {
         point_dual(graph, &self.dist, &self.opts, y, a, &self.seeds)
+    }
+}
+
+/// t (e_y − softmax(s)), the adjoint of log softmax(s)_y in the scores s,
+/// handed to `put(k, value)` class by class.
+pub(super) fn softmax_adjoint(row: &[f64], y: usize, t: f64, mut put: impl FnMut(usize, f64)) {
+    let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let z: f64 = row.iter().map(|x| (x - mx).exp()).sum();
+    for (k, s) in row.iter().enumerate() {
+        let hit = if k == y { 1.0 } else { 0.0 };
+        put(k, t * (hit - (s - mx).exp() / z));
     }
 }
