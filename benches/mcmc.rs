@@ -52,18 +52,6 @@ fn bench(c: &mut Criterion) {
     g.bench_function("log_density_and_gradient", |bench| {
         bench.iter(|| black_box(d.log_density_grad(black_box(&x), &mut grad).expect("lp")))
     });
-    // The same by the general reverse pass over the expressions (the
-    // path of models the compiled program does not cover).
-    let general = d.clone().without_program();
-    g.bench_function("log_density_and_gradient_general", |bench| {
-        bench.iter(|| {
-            black_box(
-                general
-                    .log_density_grad(black_box(&x), &mut grad)
-                    .expect("lp"),
-            )
-        })
-    });
     // The floor of one gradient: the two matrix–vector products X·β and
     // Xᵀ·r and the 569 exponentials and logarithms of the element terms,
     // vectorised, with nothing else.

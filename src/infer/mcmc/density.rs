@@ -8,11 +8,13 @@
 //!
 //!   log π(x) = Σ log|dθ/du| + Σ priors + Σ t · log-likelihood terms − ½‖v‖²,
 //!
-//! with hypers at their initial values. The gradient comes from the
-//! vector-level reverse pass of [`super::tape`]; per-element likelihood and
-//! prior terms are differentiated by forward-mode autodiff.
+//! with hypers at their initial values. The gradient comes from the model's
+//! compiled log density ([`crate::ir::logdensity`]): one program over
+//! numbers, vectors and matrices with its reverse pass, per-element
+//! likelihood and prior terms differentiated in closed form, by their
+//! compiled programs or by forward-mode autodiff; the latent GP's factor
+//! and a GP integrated out add their own adjoints here.
 
-use super::tape::Tape;
 use crate::error::{Error, ErrorKind};
 use crate::infer::exact::model::ExactModel;
 use crate::infer::gradients::{kernel_term, reverse_sweeps};
@@ -123,10 +125,10 @@ pub struct Density {
     /// checked finite and ≥ 0 when the density is built: it depends on
     /// data and hypers only, so it is evaluated once.
     powers: Vec<f64>,
-    /// The log density compiled to a program over whole vectors, when the
-    /// model has no latent GP and only the constructs it covers: then the
-    /// gradient runs it and allocates nothing.
-    program: Option<Arc<DensityProgram>>,
+    /// The log density compiled to a program over numbers, vectors and
+    /// matrices (all but a GP integrated out): the gradient runs it and
+    /// allocates nothing.
+    program: Arc<DensityProgram>,
 }
 
 /// The buffers of the compiled gradient, one set per thread (each chain
@@ -394,14 +396,21 @@ impl Density {
         }
         let offsets: Vec<usize> = slots.iter().map(|s| s.offset).collect();
         let shapes: Vec<(usize, usize)> = slots.iter().map(|s| s.shape).collect();
-        let compile = |site| {
-            DensityProgram::compile(&bound, &hypers, &offsets, &shapes, &powers, site).map(Arc::new)
-        };
-        let program = match (&latent, &marginal) {
-            (None, None) => compile(None),
-            (Some(lt), None) => compile(Some((lt.n, lt.classes, &lt.mean))),
-            _ => None,
-        };
+        // A GP integrated out is its own term: its observation is left out
+        // of the program.
+        let mut program_powers = powers.clone();
+        if let Some(m) = &marginal {
+            program_powers[m.model.obs] = 0.0;
+        }
+        let site = latent.as_ref().map(|lt| (lt.n, lt.classes, &lt.mean));
+        let program = Arc::new(DensityProgram::compile(
+            &bound,
+            &hypers,
+            &offsets,
+            &shapes,
+            &program_powers,
+            site,
+        )?);
         Ok(Density {
             bound,
             hypers,
@@ -602,29 +611,21 @@ impl Density {
         Ok(t * Pointwise::new(&self.bound.graph, dist).sum(y, &args)?)
     }
 
-    /// Whether the gradient runs the compiled program (no latent GP, and
-    /// every expression of the model one the program covers).
-    pub fn is_compiled(&self) -> bool {
-        self.program.is_some()
-    }
-
-    /// The same density with its gradient taken by the general reverse
-    /// pass over the expressions, never the compiled program (to check one
-    /// against the other).
-    pub fn without_program(mut self) -> Density {
-        self.program = None;
-        self
-    }
-
-    /// log π(x) and its gradient (written to `grad`).
+    /// log π(x) and its gradient (written to `grad`): the compiled
+    /// program's reverse pass, plus a GP integrated out.
     pub fn log_density_grad(&self, x: &[f64], grad: &mut [f64]) -> Result<f64, Error> {
-        if let Some(p) = &self.program {
-            return WORK.with(|w| match w.try_borrow_mut() {
-                Ok(mut work) => self.compiled_grad(p, x, grad, &mut work),
-                Err(_) => self.compiled_grad(p, x, grad, &mut Work::default()),
-            });
+        let p = &self.program;
+        let mut lp = WORK.with(|w| match w.try_borrow_mut() {
+            Ok(mut work) => self.compiled_grad(p, x, grad, &mut work),
+            Err(_) => self.compiled_grad(p, x, grad, &mut Work::default()),
+        })?;
+        if let Some(m) = &self.marginal
+            && self.power != 0.0
+        {
+            let (params, _, dtheta) = self.params_at(x);
+            lp += self.power * self.marginal_term(m, &params, &dtheta, grad)?;
         }
-        self.tape_grad(x, grad)
+        Ok(lp)
     }
 
     /// [`Density::log_density_grad`] by the compiled program, in `work`.
@@ -723,85 +724,6 @@ impl Density {
             }
             if let (Some(lb), Some((params, _, dtheta))) = (&l_bar, &kernel_params) {
                 self.kernel_gradient(lt, l, lb, params, dtheta, grad)?;
-            }
-        }
-        Ok(lp)
-    }
-
-    /// [`Density::log_density_grad`] by the reverse pass over the
-    /// expressions ([`super::tape`]).
-    fn tape_grad(&self, x: &[f64], grad: &mut [f64]) -> Result<f64, Error> {
-        let (params, logjac, dtheta) = self.params_at(x);
-        let (sites, factor) = self.sites_and_factor(x, &params)?;
-        let mut tape = Tape::new(&self.bound, &self.hypers, &params, &sites);
-        let mut lp = logjac;
-        let g = self.bound.graph.clone();
-        for p in &g.priors {
-            let y = params[p.param].clone();
-            lp += self.term(&mut tape, &p.dist, &y, 1.0, Some(p.param))?;
-        }
-        for (j, o) in g.observations.iter().enumerate() {
-            if self.marginal.as_ref().is_some_and(|m| m.model.obs == j) {
-                continue;
-            }
-            let t = self.power * self.powers[j];
-            if t == 0.0 {
-                continue;
-            }
-            lp += self.term(&mut tape, &o.dist, &self.bound.data[o.data], t, None)?;
-        }
-        tape.flush_lets()?;
-        grad.iter_mut().for_each(|v| *v = 0.0);
-        for s in &self.slots {
-            let a = tape.adj.params[s.param].flatten();
-            for k in 0..s.len() {
-                let u = x[s.offset + k];
-                grad[s.offset + k] = a.get(k).copied().unwrap_or(0.0) * dtheta[s.offset + k]
-                    + Self::dlogjac(&s.bounds, u);
-            }
-        }
-        if let Some(m) = &self.marginal
-            && self.power != 0.0
-        {
-            lp += self.power * self.marginal_term(m, &params, &dtheta, grad)?;
-        }
-        if let (Some(lt), Some(l)) = (&self.latent, &factor) {
-            let adj_f = tape.adj.sites[lt.site].take();
-            let mut total = 0.0;
-            // L̄ = Σ_c tril(∂f_c · v_cᵀ), for a kernel with params.
-            let mut l_bar = (!lt.kernel_coords.is_empty()).then(|| DMatrix::zeros(lt.n, lt.n));
-            for c in 0..lt.classes {
-                let v = &x[lt.offset + c * lt.n..lt.offset + (c + 1) * lt.n];
-                lp -= 0.5 * v.iter().map(|a| a * a).sum::<f64>();
-                let af: DVector<f64> = match &adj_f {
-                    Some(Value::Matrix(m)) => m.column(c).into_owned(),
-                    Some(Value::Vector(v)) => v.clone(),
-                    _ => DVector::zeros(lt.n),
-                };
-                total += af.sum();
-                // f_c = μ + L v_c: v̄_c = Lᵀ f̄_c, L̄ += tril(f̄_c v_cᵀ).
-                let gv = adjoint::matvec_vjp_v(l, &af);
-                for i in 0..lt.n {
-                    grad[lt.offset + c * lt.n + i] = gv[i] - v[i];
-                }
-                if let Some(lb) = &mut l_bar {
-                    adjoint::lower_matvec_vjp_l_add(lb, af.as_slice(), v);
-                }
-            }
-            if let Some(lb) = &l_bar {
-                self.kernel_gradient(lt, l, lb, &params, &dtheta, grad)?;
-            }
-            if tape.varies(&lt.mean) {
-                let mut t2 = Tape::new(&self.bound, &self.hypers, &params, &sites);
-                t2.backward(&lt.mean, &Value::Real(total))?;
-                t2.flush_lets()?;
-                for s in &self.slots {
-                    let a = t2.adj.params[s.param].flatten();
-                    for k in 0..s.len() {
-                        grad[s.offset + k] +=
-                            a.get(k).copied().unwrap_or(0.0) * dtheta[s.offset + k];
-                    }
-                }
             }
         }
         Ok(lp)
@@ -1032,42 +954,6 @@ impl Density {
             }))
         })?;
         Ok(some.then_some(g))
-    }
-
-    /// One sampling statement's log density, tempered by t, with its
-    /// adjoints pushed to the tape (and to `param` when it is a prior's outcome).
-    fn term(
-        &self,
-        tape: &mut Tape,
-        dist: &DistCall,
-        y: &Value<f64>,
-        t: f64,
-        param: Option<usize>,
-    ) -> Result<f64, Error> {
-        let args: Vec<Value<f64>> = dist
-            .args
-            .iter()
-            .map(|a| tape.env().eval(a))
-            .collect::<Result<_, _>>()?;
-        let varies: Vec<bool> = dist.args.iter().map(|a| tape.varies(a)).collect();
-        let g = Pointwise::new(&self.bound.graph, dist).sum_vjp(
-            y,
-            &args,
-            &varies,
-            param.is_some(),
-            t,
-        )?;
-        for (k, e) in dist.args.iter().enumerate() {
-            if varies[k] {
-                tape.backward(e, &g.args[k])?;
-            }
-        }
-        if let Some(p) = param {
-            let cur = tape.adj.params[p].clone();
-            tape.adj.params[p] =
-                crate::ir::ops::zip_num(&cur, &g.outcome, &|a, b| a + b, "+", Default::default())?;
-        }
-        Ok(g.value)
     }
 
     /// The two parts of the score at x, each \[dim\]: ∇(log prior + log

@@ -19,4 +19,3 @@ pub mod predict;
 pub mod prior;
 pub mod same_run;
 pub mod saved;
-pub mod tape;

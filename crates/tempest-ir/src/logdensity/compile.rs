@@ -1,38 +1,51 @@
 //! Lowering a bound model's lets, priors and observations to a
 //! [`DensityProgram`].
 
-use super::{DensityProgram, EOp, Node, Op, Src, TermNode};
+use super::{DensityProgram, EOp, Node, OdeCall, Op, Sh, Src, Stmt, TermNode, Way};
 use crate::bind::Bound;
 use crate::eval::Env;
 use crate::expr::{Builtin, Ref, TExpr, TKind};
+use crate::graph::DistCall;
 use crate::pointwise::term::Term;
 use crate::types::Ty;
 use crate::value::Value;
-use tempest_syntax::ast::{BinOp, UnOp};
-
-/// The shape of an operand.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Sh {
-    /// A number.
-    One,
-    /// A vector of N.
-    Each(usize),
-    /// A matrix [R, C].
-    Mat(usize, usize),
-    /// An integer array of N.
-    Ints(usize),
-    /// Anything else.
-    Other,
-}
+use tempest_core::error::{Error, ErrorKind};
+use tempest_syntax::ast::{BinOp, Span, UnOp};
 
 fn shape_of(v: &Value<f64>) -> Sh {
     match v {
-        Value::Real(_) | Value::Int(_) => Sh::One,
+        Value::Real(_) | Value::Int(_) | Value::Bool(_) => Sh::One,
         Value::Vector(x) => Sh::Each(x.len()),
         Value::Matrix(m) => Sh::Mat(m.nrows(), m.ncols()),
-        Value::IntArray(k) => Sh::Ints(k.len()),
+        Value::IntArray(k) => Sh::Each(k.len()),
         _ => Sh::Other,
     }
+}
+
+/// The error for a construct the samplers cannot differentiate.
+fn unsupported(span: Span, what: &str) -> Error {
+    Error::at(
+        ErrorKind::Unsupported,
+        span,
+        format!("gradients through {what} are not available for sampling in this version"),
+    )
+    .with_label("here")
+}
+
+/// The error for operands whose shapes do not fit together.
+fn shapes(span: Span, what: &str, a: Sh, b: Sh) -> Error {
+    let word = |s: Sh| match s {
+        Sh::One => "a number".to_string(),
+        Sh::Each(n) => format!("a vector[{n}]"),
+        Sh::Mat(r, c) => format!("a matrix[{r}, {c}]"),
+        Sh::Other => "a value that is not a number".to_string(),
+    };
+    Error::at(
+        ErrorKind::Shape,
+        span,
+        format!("{what}: {} and {} do not fit together", word(a), word(b)),
+    )
+    .with_label("here")
 }
 
 struct Compiler<'a> {
@@ -50,17 +63,21 @@ struct Compiler<'a> {
     nodes: Vec<Node>,
     consts: Vec<Value<f64>>,
     values: usize,
+    /// How many branches of an `if` whose condition varies enclose the
+    /// expression being compiled.
+    guard: usize,
 }
 
 impl DensityProgram {
     /// Compile the log density of `bound` at the hypers' values `hypers`,
     /// with param p's values at entries `offsets[p]..` of the params'
-    /// values and of shape `shapes[p]` ((0, 0) a number, (n, 0) a vector);
-    /// `powers[j]` is observation j's power as written in the model (an
-    /// observation of power 0 is left out). `site` is the latent GP sampled
-    /// in whitened form, if the model has one: its points N, its copies C
-    /// (classes) and its mean (a number). `None` when the model has a construct the program does
-    /// not cover (see the module's text).
+    /// values and of shape `shapes[p]` ((0, 0) a number, (n, 0) a vector,
+    /// (r, c) a matrix held row by row); `powers[j]` is observation j's
+    /// power as written in the model (an observation of power 0 is left
+    /// out: a GP integrated out is given so). `site` is the latent GP
+    /// sampled in whitened form, if the model has one: its points N, its
+    /// copies C (classes) and its mean (a number). An error, at its place
+    /// in the file, for a construct the program does not cover.
     pub fn compile<'a>(
         bound: &'a Bound,
         hypers: &'a [Value<f64>],
@@ -68,14 +85,16 @@ impl DensityProgram {
         shapes: &'a [(usize, usize)],
         powers: &[f64],
         site: Option<(usize, usize, &'a TExpr)>,
-    ) -> Option<DensityProgram> {
+    ) -> Result<DensityProgram, Error> {
         let g = bound.graph.clone();
         if g.sites.len() > 1
-            || g.sites.len() != usize::from(site.is_some())
             || offsets.len() != g.params.len()
             || shapes.len() != offsets.len()
+            || powers.len() != g.observations.len()
         {
-            return None;
+            return Err(Error::internal(
+                "the compiled density's layout does not match its model",
+            ));
         }
         let mut c = Compiler {
             bound,
@@ -90,6 +109,7 @@ impl DensityProgram {
             nodes: Vec::new(),
             consts: Vec::new(),
             values: 0,
+            guard: 0,
         };
         for l in &g.lets {
             let v = c.varies(&l.value);
@@ -97,51 +117,37 @@ impl DensityProgram {
         }
         let mut terms = Vec::new();
         let mut scratch = 0;
-        for p in &g.priors {
+        for (i, p) in g.priors.iter().enumerate() {
             let node = c.param(p.param)?;
-            let n = c.nodes[node].len;
-            let (args, each, varies) = c.args(&p.dist.args, n)?;
-            let cols = c.cols(&args);
-            let term = Term::new(&g, &p.dist, varies, &each, true, (n, cols))?;
-            let len = term.scratch_len();
-            terms.push(TermNode {
-                term,
-                y: Src::Node(node),
-                args,
-                power: 1.0,
-                observation: false,
-                scratch,
-            });
-            scratch += len;
+            let sh = c.nodes[node].sh;
+            let t = c.statement(
+                Stmt::Prior(i),
+                &p.dist,
+                Src::Node(node),
+                sh,
+                1.0,
+                &mut scratch,
+            )?;
+            terms.push(t);
         }
         for (j, o) in g.observations.iter().enumerate() {
-            let power = *powers.get(j)?;
+            let power = powers[j];
             if power == 0.0 {
                 continue;
             }
-            let (y, n) = match bound.data.get(o.data)? {
-                Value::Vector(v) if bound.present[o.data] => (Src::Data(o.data), v.len()),
+            let y = match &bound.data[o.data] {
+                Value::Vector(_) | Value::Matrix(_) => Src::Data(o.data),
                 Value::IntArray(k) => {
                     let v = k.iter().map(|&k| k as f64).collect::<Vec<_>>();
-                    (c.constant(Value::Vector(v.into())), k.len())
+                    c.constant(Value::Vector(v.into()))
                 }
-                Value::Real(x) => (c.constant(Value::Real(*x)), 1),
-                Value::Int(k) => (c.constant(Value::Real(*k as f64)), 1),
-                _ => return None,
+                Value::Real(x) => c.constant(Value::Real(*x)),
+                Value::Int(k) => c.constant(Value::Real(*k as f64)),
+                _ => return Err(unsupported(o.span, "an outcome that is not numbers")),
             };
-            let (args, each, varies) = c.args(&o.dist.args, n)?;
-            let cols = c.cols(&args);
-            let term = Term::new(&g, &o.dist, varies, &each, false, (n, cols))?;
-            let len = term.scratch_len();
-            terms.push(TermNode {
-                term,
-                y,
-                args,
-                power,
-                observation: true,
-                scratch,
-            });
-            scratch += len;
+            let sh = c.shape(y);
+            let t = c.statement(Stmt::Observation(j), &o.dist, y, sh, power, &mut scratch)?;
+            terms.push(t);
         }
         let params = (0..g.params.len())
             .filter_map(|p| c.params[p].map(|node| (node, offsets[p])))
@@ -150,7 +156,7 @@ impl DensityProgram {
             Some(Src::Node(k)) => Some(k),
             _ => None,
         };
-        Some(DensityProgram {
+        Ok(DensityProgram {
             site,
             nodes: c.nodes,
             consts: c.consts,
@@ -178,41 +184,20 @@ impl Compiler<'_> {
 
     fn shape(&self, s: Src) -> Sh {
         match s {
-            Src::Node(k) => {
-                let n = &self.nodes[k];
-                if n.scalar {
-                    Sh::One
-                } else if let Some(rows) = n.len.checked_div(n.cols) {
-                    Sh::Mat(rows, n.cols)
-                } else {
-                    Sh::Each(n.len)
-                }
-            }
+            Src::Node(k) => self.nodes[k].sh,
             Src::Const(k) => shape_of(&self.consts[k]),
             Src::Data(i) => shape_of(&self.bound.data[i]),
         }
     }
 
-    /// The length and number-ness of an element-wise operand.
-    fn elem(&self, s: Src) -> Option<(usize, bool)> {
-        match self.shape(s) {
-            Sh::One => Some((1, true)),
-            Sh::Each(n) => Some((n, false)),
-            _ => None,
-        }
-    }
-
-    fn push(&mut self, op: Op, len: usize, scalar: bool) -> Src {
-        self.push_shaped(op, len, scalar, 0)
-    }
-
-    fn push_shaped(&mut self, op: Op, len: usize, scalar: bool, cols: usize) -> Src {
+    fn push(&mut self, op: Op, sh: Sh) -> Src {
+        let len = sh.len();
         self.nodes.push(Node {
             op,
             off: self.values,
+            sh,
             len,
-            scalar,
-            cols,
+            guarded: self.guard > 0,
         });
         self.values += len;
         Src::Node(self.nodes.len() - 1)
@@ -224,218 +209,425 @@ impl Compiler<'_> {
     }
 
     /// The node of param p.
-    fn param(&mut self, p: usize) -> Option<usize> {
+    fn param(&mut self, p: usize) -> Result<usize, Error> {
         if let Some(k) = self.params[p] {
-            return Some(k);
+            return Ok(k);
         }
-        let (len, scalar) = match self.shapes[p] {
-            (0, 0) => (1, true),
-            (n, 0) => (n, false),
-            _ => return None,
+        let x = self.offsets[p];
+        let (op, sh) = match self.shapes[p] {
+            (0, 0) => (Op::Param(x), Sh::One),
+            (n, 0) => (Op::Param(x), Sh::Each(n)),
+            (r, c) => (Op::ParamMat(x), Sh::Mat(r, c)),
         };
-        let Src::Node(k) = self.push(Op::Param(self.offsets[p]), len, scalar) else {
+        let Src::Node(k) = self.push(op, sh) else {
             unreachable!()
         };
         self.params[p] = Some(k);
-        Some(k)
+        Ok(k)
     }
 
-    /// A statement's arguments over `n` outcomes: their sources, whether
-    /// each holds one value per outcome, and whether each varies.
-    #[allow(clippy::type_complexity)]
-    fn args(&mut self, es: &[TExpr], n: usize) -> Option<(Vec<Src>, Vec<bool>, Vec<bool>)> {
-        let mut srcs = Vec::with_capacity(es.len());
-        let mut each = Vec::with_capacity(es.len());
-        for e in es {
+    /// One sampling statement over the outcomes `y` of shape `y_sh`.
+    fn statement(
+        &mut self,
+        stmt: Stmt,
+        dist: &DistCall,
+        y: Src,
+        y_sh: Sh,
+        power: f64,
+        scratch: &mut usize,
+    ) -> Result<TermNode, Error> {
+        let outcome = matches!(stmt, Stmt::Prior(_));
+        let mut args = Vec::with_capacity(dist.args.len());
+        let mut arg_sh = Vec::with_capacity(dist.args.len());
+        for e in &dist.args {
             let s = self.expr(e)?;
-            match self.shape(s) {
+            arg_sh.push(self.shape(s));
+            args.push(s);
+        }
+        let n = y_sh.len();
+        // Each argument broadcast (a number) or one value per outcome; a
+        // single matrix argument [N, C] of a vector of outcomes is class
+        // scores. Anything else takes the general statement.
+        let mut each = Vec::with_capacity(args.len());
+        let mut cols = 0;
+        let mut prepared = true;
+        for &sh in &arg_sh {
+            match sh {
                 Sh::One => each.push(false),
-                Sh::Each(m) if m == n => each.push(true),
-                // Class scores, one row per outcome (`categorical_logit`).
-                Sh::Mat(r, _) if r == n && es.len() == 1 => each.push(true),
-                _ => return None,
+                s if s == y_sh || (matches!(s, Sh::Each(m) if m == n) && y_sh == Sh::One) => {
+                    each.push(true)
+                }
+                Sh::Mat(r, c) if r == n && args.len() == 1 && !matches!(y_sh, Sh::Mat(..)) => {
+                    cols = c;
+                    each.push(true)
+                }
+                _ => {
+                    prepared = false;
+                    each.push(true)
+                }
             }
-            srcs.push(s);
         }
-        let varies = srcs.iter().map(|s| matches!(s, Src::Node(_))).collect();
-        Some((srcs, each, varies))
+        let varies: Vec<bool> = args.iter().map(|s| matches!(s, Src::Node(_))).collect();
+        let graph = self.bound.graph.clone();
+        let term = if prepared {
+            Term::new(&graph, dist, varies, &each, outcome, (n, cols))
+        } else {
+            None
+        };
+        let (way, len) = match term {
+            Some(t) => {
+                let len = t.scratch_len();
+                (Way::Term(t), len)
+            }
+            None => (Way::General(stmt), 0),
+        };
+        let node = TermNode {
+            way,
+            y,
+            args,
+            power,
+            observation: !outcome,
+            outcome,
+            scratch: *scratch,
+        };
+        *scratch += len;
+        Ok(node)
     }
 
-    /// The columns of a statement's one matrix argument (class scores), or
-    /// 0 when its arguments are numbers and vectors.
-    fn cols(&self, args: &[Src]) -> usize {
-        match args {
-            [a] => match self.shape(*a) {
-                Sh::Mat(_, c) => c,
-                _ => 0,
-            },
-            _ => 0,
-        }
-    }
-
-    /// A constant operand: a data item in place, or the value computed now.
-    fn fold(&mut self, e: &TExpr) -> Option<Src> {
+    /// A constant operand: a data item in place, or the value computed now
+    /// (integers as numbers).
+    fn fold(&mut self, e: &TExpr) -> Result<Src, Error> {
         if let TKind::Ref(Ref::Data(i)) = &e.kind
             && self.bound.present[*i]
+            && !matches!(self.bound.data[*i], Value::IntArray(_))
         {
-            return Some(Src::Data(*i));
+            return Ok(Src::Data(*i));
         }
-        let v = self.env.eval(e).ok()?;
-        Some(self.constant(v))
+        let v = match self.env.eval(e)? {
+            Value::IntArray(k) => {
+                Value::Vector(k.iter().map(|&k| k as f64).collect::<Vec<_>>().into())
+            }
+            v => v,
+        };
+        Ok(self.constant(v))
     }
 
-    fn expr(&mut self, e: &TExpr) -> Option<Src> {
+    fn expr(&mut self, e: &TExpr) -> Result<Src, Error> {
         tempest_core::limits::deep(|| self.expr_inner(e))
     }
 
-    fn expr_inner(&mut self, e: &TExpr) -> Option<Src> {
+    fn expr_inner(&mut self, e: &TExpr) -> Result<Src, Error> {
         if !self.varies(e) {
             return self.fold(e);
         }
         match &e.kind {
             TKind::Ref(Ref::Param(p)) => self.param(*p).map(Src::Node),
-            TKind::GpApply { site: 0, .. } => {
-                if let Some(s) = self.site_node {
-                    return Some(s);
-                }
-                let (n, classes, mean) = self.site?;
-                let mu = self.expr(mean)?;
-                if self.shape(mu) != Sh::One || classes == 0 {
-                    return None;
-                }
-                let cols = if classes > 1 { classes } else { 0 };
-                let s = self.push_shaped(Op::Site(mu), n * classes, false, cols);
-                self.site_node = Some(s);
-                Some(s)
-            }
+            TKind::GpApply { site: 0, .. } => self.site(e),
             TKind::Ref(Ref::Let(i)) => {
                 if let Some(s) = self.lets[*i] {
-                    return Some(s);
+                    return Ok(s);
                 }
                 let g = self.bound.graph.clone();
                 let s = self.expr(&g.lets[*i].value)?;
                 self.lets[*i] = Some(s);
-                Some(s)
+                Ok(s)
             }
             TKind::Unary(UnOp::Neg, a) => {
                 let a = self.expr(a)?;
-                let (len, scalar) = self.elem(a)?;
-                Some(self.push(Op::Neg(a), len, scalar))
+                let sh = self.numeric(a, e.span)?;
+                Ok(self.push(Op::Neg(a), sh))
             }
-            TKind::Binary(op, a, b) => self.binary(*op, a, b),
-            TKind::Builtin(f, args) => self.builtin(*f, args),
-            TKind::Index(base, idx) if idx.len() == 1 && !self.varies(&idx[0]) => {
-                let b = self.expr(base)?;
-                let Sh::Each(n) = self.shape(b) else {
-                    return None;
-                };
-                match self.env.eval(&idx[0]).ok()? {
-                    Value::Int(i) if i >= 0 && (i as usize) < n => {
-                        Some(self.push(Op::Index(b, i as usize), 1, true))
-                    }
-                    Value::IntArray(ks) if ks.iter().all(|&k| k >= 0 && (k as usize) < n) => {
-                        let len = ks.len();
-                        let k = self.constant(Value::IntArray(ks));
-                        Some(self.push(Op::Gather(b, k), len, false))
-                    }
-                    _ => None,
-                }
+            TKind::Unary(UnOp::Not, a) => {
+                let a = self.expr(a)?;
+                self.scalar(a, e.span, "`!`")?;
+                Ok(self.push(Op::Not(a), Sh::One))
             }
-            TKind::If(c, a, b) if !self.varies(c) => match self.env.eval(c).ok()? {
-                Value::Bool(taken) => self.expr(if taken { a } else { b }),
-                _ => None,
-            },
+            TKind::Binary(op, a, b) => self.binary(*op, a, b, e.span),
+            TKind::Builtin(f, args) => self.builtin(*f, args, e),
+            TKind::Index(base, idx) => self.index(base, idx, e.span),
+            TKind::If(c, a, b) => self.branch(c, a, b, e.span),
             TKind::Array(xs) => {
                 let mut srcs = Vec::with_capacity(xs.len());
                 for x in xs {
-                    let s = self.expr(x)?;
-                    if self.shape(s) != Sh::One {
-                        return None;
-                    }
-                    srcs.push(s);
+                    srcs.push(self.expr(x)?);
                 }
-                let len = srcs.len();
-                Some(self.push(Op::Array(srcs), len, false))
+                let first = srcs.first().map(|s| self.shape(*s));
+                match first {
+                    Some(Sh::One) if srcs.iter().all(|s| self.shape(*s) == Sh::One) => {
+                        let n = srcs.len();
+                        Ok(self.push(Op::Array(srcs), Sh::Each(n)))
+                    }
+                    Some(Sh::Each(c)) if srcs.iter().all(|s| self.shape(*s) == Sh::Each(c)) => {
+                        let n = srcs.len();
+                        Ok(self.push(Op::Stack(srcs), Sh::Mat(n, c)))
+                    }
+                    _ => Err(unsupported(e.span, "this array")),
+                }
             }
-            _ => None,
+            TKind::Ode {
+                system,
+                args,
+                settings,
+            } => {
+                let mut srcs = Vec::with_capacity(args.len());
+                for a in args {
+                    srcs.push(self.expr(a)?);
+                }
+                let (Some(&x0), Some(&ts)) = (srcs.first(), srcs.get(2)) else {
+                    return Err(unsupported(e.span, "this ODE"));
+                };
+                let rows = match self.shape(ts) {
+                    Sh::Each(t) => t,
+                    Sh::One => 1,
+                    _ => return Err(unsupported(args[2].span, "these output times")),
+                };
+                let Sh::Each(states) = self.shape(x0) else {
+                    return Err(unsupported(args[0].span, "this initial state"));
+                };
+                let call = OdeCall {
+                    system: *system,
+                    exprs: args.clone(),
+                    args: srcs,
+                    settings: *settings,
+                    span: e.span,
+                };
+                Ok(self.push(Op::Ode(Box::new(call)), Sh::Mat(rows, states)))
+            }
+            _ => Err(unsupported(e.span, "this expression")),
         }
     }
 
-    fn binary(&mut self, op: BinOp, a: &TExpr, b: &TExpr) -> Option<Src> {
+    /// The latent GP's values at its training inputs.
+    fn site(&mut self, e: &TExpr) -> Result<Src, Error> {
+        if let Some(s) = self.site_node {
+            return Ok(s);
+        }
+        let Some((n, classes, mean)) = self.site else {
+            return Err(unsupported(
+                e.span,
+                "a GP integrated out of its Gaussian likelihood that also appears elsewhere",
+            ));
+        };
+        let mu = self.expr(mean)?;
+        self.scalar(mu, mean.span, "the GP's mean")?;
+        let sh = match classes {
+            0 => return Err(unsupported(e.span, "a GP with no copies")),
+            1 => Sh::Each(n),
+            c => Sh::Mat(n, c),
+        };
+        let s = self.push(Op::Site(mu), sh);
+        self.site_node = Some(s);
+        Ok(s)
+    }
+
+    /// The shape of an operand of element-wise arithmetic.
+    fn numeric(&self, s: Src, span: Span) -> Result<Sh, Error> {
+        match self.shape(s) {
+            Sh::Other => Err(unsupported(span, "a value that is not numbers")),
+            sh => Ok(sh),
+        }
+    }
+
+    fn scalar(&self, s: Src, span: Span, what: &str) -> Result<(), Error> {
+        match self.shape(s) {
+            Sh::One => Ok(()),
+            sh => Err(shapes(span, what, Sh::One, sh)),
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, a: &TExpr, b: &TExpr, span: Span) -> Result<Src, Error> {
+        let (sa, sb) = (self.expr(a)?, self.expr(b)?);
+        let (ha, hb) = (self.numeric(sa, a.span)?, self.numeric(sb, b.span)?);
         let eop = match op {
             BinOp::Add => EOp::Add,
             BinOp::Sub => EOp::Sub,
             BinOp::Mul | BinOp::EwMul => EOp::Mul,
             BinOp::Div | BinOp::EwDiv => EOp::Div,
             BinOp::Pow => EOp::Pow,
-            _ => return None,
+            _ => {
+                if ha != Sh::One || hb != Sh::One {
+                    return Err(shapes(span, "a comparison", ha, hb));
+                }
+                return Ok(self.push(Op::Cmp(op, sa, sb), Sh::One));
+            }
         };
         if op == BinOp::Mul && matches!(a.ty, Ty::Matrix(..)) {
-            if !matches!(b.ty, Ty::Vector(_)) {
-                return None;
+            match (ha, hb) {
+                (Sh::Mat(r, k), Sh::Each(m)) if k == m => {
+                    return Ok(self.push(Op::MatVec(sa, sb), Sh::Each(r)));
+                }
+                (Sh::Mat(r, k), Sh::Mat(m, c)) if k == m => {
+                    return Ok(self.push(Op::MatMul(sa, sb), Sh::Mat(r, c)));
+                }
+                (Sh::Mat(..), Sh::One) => {}
+                _ => return Err(shapes(span, "a matrix product", ha, hb)),
             }
-            let (sa, sb) = (self.expr(a)?, self.expr(b)?);
-            if matches!(sa, Src::Node(_)) {
-                return None;
-            }
-            let (Sh::Mat(r, k), Sh::Each(m)) = (self.shape(sa), self.shape(sb)) else {
-                return None;
-            };
-            if k != m {
-                return None;
-            }
-            return Some(self.push(Op::MatVec(sa, sb), r, false));
         }
-        self.elementwise(eop, a, b)
+        self.elementwise(eop, sa, sb, span)
     }
 
-    /// a ∘ b element-wise: two numbers, a number and a vector, or two
-    /// vectors of one length.
-    fn elementwise(&mut self, eop: EOp, a: &TExpr, b: &TExpr) -> Option<Src> {
-        let (sa, sb) = (self.expr(a)?, self.expr(b)?);
-        let ((na, one_a), (nb, one_b)) = (self.elem(sa)?, self.elem(sb)?);
-        let (len, scalar) = match (one_a, one_b) {
-            (true, true) => (1, true),
-            (true, false) => (nb, false),
-            (false, true) => (na, false),
-            (false, false) if na == nb => (na, false),
-            _ => return None,
+    /// a ∘ b element-wise: a number broadcast, or two operands of one shape.
+    fn elementwise(&mut self, eop: EOp, sa: Src, sb: Src, span: Span) -> Result<Src, Error> {
+        let (ha, hb) = (self.numeric(sa, span)?, self.numeric(sb, span)?);
+        let sh = match (ha, hb) {
+            (Sh::One, h) | (h, Sh::One) => h,
+            (x, y) if x == y => x,
+            _ => return Err(shapes(span, "element-wise arithmetic", ha, hb)),
         };
-        Some(self.push(Op::Bin(eop, sa, sb), len, scalar))
+        Ok(self.push(Op::Bin(eop, sa, sb), sh))
     }
 
-    fn builtin(&mut self, f: Builtin, args: &[TExpr]) -> Option<Src> {
+    fn builtin(&mut self, f: Builtin, args: &[TExpr], e: &TExpr) -> Result<Src, Error> {
         use Builtin::*;
+        let span = e.span;
         match (f, args) {
             (f, [a]) if f.is_elementwise() => {
                 let a = self.expr(a)?;
-                let (len, scalar) = self.elem(a)?;
-                Some(self.push(Op::Unary(f, a), len, scalar))
+                let sh = self.numeric(a, span)?;
+                Ok(self.push(Op::Unary(f, a), sh))
             }
             (Sum | Mean | Logsumexp, [a]) => {
-                let a = self.expr(a)?;
-                let Sh::Each(n) = self.shape(a) else {
-                    return None;
+                let s = self.expr(a)?;
+                let n = match self.shape(s) {
+                    Sh::Each(n) => n,
+                    Sh::Mat(r, c) => r * c,
+                    _ => return Err(unsupported(span, "this reduction of a number")),
                 };
                 let op = match f {
-                    Sum => Op::Sum(a),
-                    Mean if n > 0 => Op::Mean(a),
-                    Logsumexp if n > 0 => Op::Logsumexp(a),
-                    _ => return None,
+                    Sum => Op::Sum(s),
+                    Mean if n > 0 => Op::Mean(s),
+                    Logsumexp if n > 0 => Op::Logsumexp(s),
+                    _ => return Err(unsupported(span, "a mean or logsumexp of nothing")),
                 };
-                Some(self.push(op, 1, true))
+                Ok(self.push(op, Sh::One))
             }
-            (Dot, [a, b]) => {
+            (Dot | Sqdist, [a, b]) => {
                 let (sa, sb) = (self.expr(a)?, self.expr(b)?);
-                match (self.shape(sa), self.shape(sb)) {
+                let (ha, hb) = (self.shape(sa), self.shape(sb));
+                match (ha, hb) {
                     (Sh::Each(n), Sh::Each(m)) if n == m => {
-                        Some(self.push(Op::Dot(sa, sb), 1, true))
+                        let op = if f == Dot {
+                            Op::Dot(sa, sb)
+                        } else {
+                            Op::Sqdist(sa, sb)
+                        };
+                        Ok(self.push(op, Sh::One))
                     }
-                    _ => None,
+                    _ => Err(shapes(span, "a dot product", ha, hb)),
                 }
             }
-            (Pow, [a, b]) => self.elementwise(EOp::Pow, a, b),
-            _ => None,
+            (Pow, [a, b]) => {
+                let (sa, sb) = (self.expr(a)?, self.expr(b)?);
+                self.elementwise(EOp::Pow, sa, sb, span)
+            }
+            (Col, [m, j]) => {
+                let s = self.expr(m)?;
+                let Sh::Mat(r, c) = self.shape(s) else {
+                    return Err(unsupported(m.span, "a column of this value"));
+                };
+                let j = self.int(j)?;
+                let j = self.position(j, c, "column", args[1].span)?;
+                let ks: Vec<i64> = (j * r..(j + 1) * r).map(|k| k as i64).collect();
+                Ok(self.gather(s, ks, Sh::Each(r)))
+            }
+            _ => Err(unsupported(span, &format!("`{}`", f.name()))),
         }
+    }
+
+    /// The value of a constant integer expression.
+    fn int(&self, e: &TExpr) -> Result<i64, Error> {
+        match self.env.eval(e)? {
+            Value::Int(i) => Ok(i),
+            _ => Err(unsupported(e.span, "an index that is not an integer")),
+        }
+    }
+
+    /// Index i checked against a size n.
+    fn position(&self, i: i64, n: usize, what: &str, span: Span) -> Result<usize, Error> {
+        if i < 0 || i as usize >= n {
+            return Err(Error::at(
+                ErrorKind::Shape,
+                span,
+                format!("{what} {i} is out of range (valid: 0..{})", n as i64 - 1),
+            )
+            .with_label("here"));
+        }
+        Ok(i as usize)
+    }
+
+    fn gather(&mut self, s: Src, ks: Vec<i64>, sh: Sh) -> Src {
+        let k = self.consts.len();
+        self.consts.push(Value::IntArray(ks));
+        self.push(Op::Gather(s, Src::Const(k)), sh)
+    }
+
+    /// `base[idx]` with constant indices: an entry, a row, a gather of
+    /// entries or rows.
+    fn index(&mut self, base: &TExpr, idx: &[TExpr], span: Span) -> Result<Src, Error> {
+        if idx.iter().any(|i| self.varies(i)) {
+            return Err(unsupported(span, "an index that depends on a param"));
+        }
+        let b = self.expr(base)?;
+        let sh = self.shape(b);
+        let vals = idx
+            .iter()
+            .map(|i| self.env.eval(i))
+            .collect::<Result<Vec<_>, _>>()?;
+        match (sh, vals.as_slice()) {
+            (Sh::Each(n), [Value::Int(i)]) => {
+                let i = self.position(*i, n, "index", idx[0].span)?;
+                Ok(self.push(Op::Index(b, i), Sh::One))
+            }
+            (Sh::Each(n), [Value::IntArray(ks)]) => {
+                for &k in ks {
+                    self.position(k, n, "index", idx[0].span)?;
+                }
+                let len = ks.len();
+                Ok(self.gather(b, ks.clone(), Sh::Each(len)))
+            }
+            (Sh::Mat(r, c), [Value::Int(i)]) => {
+                let i = self.position(*i, r, "row", idx[0].span)?;
+                let ks = (0..c).map(|j| (j * r + i) as i64).collect();
+                Ok(self.gather(b, ks, Sh::Each(c)))
+            }
+            (Sh::Mat(r, c), [Value::Int(i), Value::Int(j)]) => {
+                let i = self.position(*i, r, "row", idx[0].span)?;
+                let j = self.position(*j, c, "column", idx[1].span)?;
+                Ok(self.push(Op::Index(b, j * r + i), Sh::One))
+            }
+            (Sh::Mat(r, c), [Value::IntArray(ks)]) => {
+                for &k in ks {
+                    self.position(k, r, "row", idx[0].span)?;
+                }
+                let m = ks.len();
+                let pos = (0..c)
+                    .flat_map(|j| ks.iter().map(move |&k| (j * r) as i64 + k))
+                    .collect();
+                Ok(self.gather(b, pos, Sh::Mat(m, c)))
+            }
+            _ => Err(unsupported(span, "this index")),
+        }
+    }
+
+    /// `if c then a else b`: the branch taken when c is constant, else a
+    /// selection at each run between both branches.
+    fn branch(&mut self, c: &TExpr, a: &TExpr, b: &TExpr, span: Span) -> Result<Src, Error> {
+        if !self.varies(c) {
+            return match self.env.eval(c)? {
+                Value::Bool(taken) => self.expr(if taken { a } else { b }),
+                _ => Err(unsupported(c.span, "a condition that is not true or false")),
+            };
+        }
+        let sc = self.expr(c)?;
+        self.scalar(sc, c.span, "a condition")?;
+        self.guard += 1;
+        let branches = (|| Ok::<_, Error>((self.expr(a)?, self.expr(b)?)))();
+        self.guard -= 1;
+        let (sa, sb) = branches?;
+        let (ha, hb) = (self.numeric(sa, a.span)?, self.numeric(sb, b.span)?);
+        if ha != hb {
+            return Err(shapes(span, "the branches of `if`", ha, hb));
+        }
+        Ok(self.push(Op::Select(sc, sa, sb), ha))
     }
 }

@@ -1,35 +1,44 @@
 //! The samplers' log density compiled once: the model's lets, priors and
-//! observations lowered to a flat program over whole vectors, with a
-//! forward pass and a reverse pass that read and write buffers sized when
-//! the program is made ([`Workspace`]), so that a gradient allocates
-//! nothing.
+//! observations lowered to a flat program over numbers, vectors and
+//! matrices, with a forward pass and a reverse pass that read and write
+//! buffers sized when the program is made ([`Workspace`]), so that a
+//! gradient allocates nothing (an ODE solution's sensitivities aside).
+//! It is the samplers' one reverse mode: every model a sampler accepts
+//! compiles, and a construct outside it is an error at its place in the
+//! file.
 //!
 //! Everything that does not depend on a param is evaluated once, when the
 //! program is compiled (data items are read in place, never copied). What
-//! remains is a list of nodes in evaluation order, each a number or a
-//! vector of N numbers laid out in one array: params, element-wise
-//! arithmetic with broadcasting, a data matrix times a vector, element-wise
-//! built-ins, sums, dot products, indexing and gathers. Each sampling
-//! statement is then one [`Term`] over its N outcomes (whole-vector closed
-//! forms, element closed forms, a model-file likelihood's compiled
-//! program, or forward mode per element). The reverse pass visits the
+//! remains is a list of nodes in evaluation order, each a number, a vector
+//! \[N\] or a matrix \[R, C\] (column-major) laid out in one array: params,
+//! element-wise arithmetic with broadcasting, matrix products, element-wise
+//! built-ins, sums, dot products, indexing, gathers and columns, array
+//! literals, `if` (a condition that varies selects at each run), and
+//! `ode` solutions. Each sampling statement is then one [`Term`] over its
+//! N outcomes (whole-vector closed forms, element closed forms, a
+//! model-file likelihood's compiled program, or forward mode per element),
+//! or, for the few statements a term does not hold (more than six
+//! arguments or eight varying coordinates), the general statement VJP
+//! ([`crate::pointwise::Pointwise::sum_vjp`]). The reverse pass visits the
 //! nodes last first, each adding its operands' adjoints by a hand-derived
-//! rule (Xᵀ ḡ for a matrix–vector product, a sum for a broadcast number).
+//! rule (Xᵀ ḡ for a matrix–vector product, a sum for a broadcast number,
+//! the forward sensitivities' vector–Jacobian product for an ODE).
 //!
 //! A latent GP sampled in whitened form (one site, replicated or not) is a
 //! leaf f = μ + L v whose L v the caller computes; the run returns f's
-//! adjoint for the caller's Lᵀ f̄. A replicated GP's values \[N, C\] feed
-//! `categorical_logit` only. A model with more latent sites, an ODE, a
-//! param that is a matrix, or an expression outside this list has no program
-//! ([`DensityProgram::compile`] returns `None`), and the samplers keep the
-//! general reverse pass over the expressions.
+//! adjoint for the caller's Lᵀ f̄. A replicated GP's values are a matrix
+//! \[N, C\]. A GP integrated out is the caller's: its observation is left
+//! out of the program (power 0).
 
+mod back;
 mod compile;
+mod general;
 mod run;
 
 use crate::pointwise::term::Term;
 use crate::value::Value;
 use tempest_model::builtin::Builtin;
+use tempest_syntax::ast::BinOp;
 
 pub use run::{At, Workspace};
 
@@ -44,6 +53,31 @@ enum Src {
     Data(usize),
 }
 
+/// The shape of an operand.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Sh {
+    /// A number.
+    One,
+    /// A vector of N.
+    Each(usize),
+    /// A matrix \[R, C\].
+    Mat(usize, usize),
+    /// Anything else (a truth value, text, a kernel).
+    Other,
+}
+
+impl Sh {
+    /// The number of entries.
+    fn len(self) -> usize {
+        match self {
+            Sh::One => 1,
+            Sh::Each(n) => n,
+            Sh::Mat(r, c) => r * c,
+            Sh::Other => 0,
+        }
+    }
+}
+
 /// An element-wise binary operation.
 #[derive(Clone, Copy, Debug)]
 enum EOp {
@@ -55,16 +89,21 @@ enum EOp {
 }
 
 /// What a node computes.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 enum Op {
     /// Entries `x .. x + len` of the params' values.
     Param(usize),
+    /// A matrix param \[R, C\] from entries `x ..` of the params' values,
+    /// which hold it row by row.
+    ParamMat(usize),
     /// −a.
     Neg(Src),
     /// a ∘ b element-wise, a number broadcast.
     Bin(EOp, Src, Src),
-    /// A v for a constant matrix A [len, K] and a vector v [K].
+    /// A b for a matrix A \[R, K\] and a vector b \[K\].
     MatVec(Src, Src),
+    /// A B for matrices A \[R, K\] and B \[K, C\].
+    MatMul(Src, Src),
     /// f(a) element-wise.
     Unary(Builtin, Src),
     /// Σ a.
@@ -75,36 +114,92 @@ enum Op {
     Logsumexp(Src),
     /// Σ aᵢ bᵢ.
     Dot(Src, Src),
-    /// a\[i\].
+    /// Σ (aᵢ − bᵢ)².
+    Sqdist(Src, Src),
+    /// Entry i of a (column-major for a matrix).
     Index(Src, usize),
-    /// a\[k\] for each k of a constant integer array.
+    /// Entries k of a for each k of a constant integer array (positions,
+    /// column-major for a matrix): a gather, a row, rows or a column.
     Gather(Src, Src),
     /// A vector of numbers.
     Array(Vec<Src>),
+    /// A matrix whose row k is vector k.
+    Stack(Vec<Src>),
     /// The latent GP's values f = μ + L v at its training inputs: the mean
     /// μ (a number) plus L v, given to each run.
     Site(Src),
+    /// 1 when the comparison or logical operator holds of two numbers,
+    /// else 0.
+    Cmp(BinOp, Src, Src),
+    /// 1 − a for a truth value a (0 or 1).
+    Not(Src),
+    /// a where the condition (a number, non-zero is true) holds, else b.
+    Select(Src, Src, Src),
+    /// The solution of an ODE system at its output times \[T, S\].
+    Ode(Box<OdeCall>),
+}
+
+/// An `ode(...)` call of the program.
+#[derive(Clone)]
+struct OdeCall {
+    /// The system (index into the graph's functions).
+    system: usize,
+    /// The arguments' expressions (for the solver's messages) and their
+    /// sources: x0, t0, ts, then the system's parameters.
+    exprs: Vec<crate::expr::TExpr>,
+    args: Vec<Src>,
+    /// Tolerances and the step limit.
+    settings: tempest_math::ode::OdeSettings,
+    /// The call's place in the file.
+    span: tempest_syntax::ast::Span,
 }
 
 /// One node: its operation and where its value lies in the workspace.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 struct Node {
     op: Op,
     /// First entry in the value (and adjoint) array.
     off: usize,
+    /// Its shape.
+    sh: Sh,
     /// Entries (1 for a number).
     len: usize,
-    /// Whether it is a number (broadcast) rather than a vector.
-    scalar: bool,
-    /// Columns of a matrix node (a replicated latent GP's values \[N, C\],
-    /// column-major); 0 for a number or a vector.
-    cols: usize,
+    /// Whether it lies in a branch of an `if` whose condition varies: its
+    /// reverse rule is skipped when its adjoint is zero, so the branch not
+    /// taken (whose values may be anything) adds nothing.
+    guarded: bool,
+}
+
+impl Node {
+    /// Whether it is a number (broadcast) rather than a vector or matrix.
+    fn scalar(&self) -> bool {
+        self.sh == Sh::One
+    }
+}
+
+/// How a statement is evaluated.
+#[derive(Clone)]
+enum Way {
+    /// Prepared over slices.
+    Term(Term),
+    /// By the general statement VJP over values (argument `j` of
+    /// observation or prior `stmt`), which allocates.
+    General(Stmt),
+}
+
+/// A statement of the model.
+#[derive(Clone, Copy, Debug)]
+enum Stmt {
+    /// The prior of a param (index into the graph's priors).
+    Prior(usize),
+    /// An observation (index into the graph's observations).
+    Observation(usize),
 }
 
 /// One sampling statement of the program.
 #[derive(Clone)]
 struct TermNode {
-    term: Term,
+    way: Way,
     /// The outcomes \[N\].
     y: Src,
     /// The arguments.
@@ -114,6 +209,8 @@ struct TermNode {
     power: f64,
     /// Whether it is an observation (tempered by the density's power).
     observation: bool,
+    /// Whether the outcome varies (a param's prior).
+    outcome: bool,
     /// First entry of its scratch.
     scratch: usize,
 }

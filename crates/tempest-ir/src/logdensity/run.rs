@@ -1,12 +1,12 @@
-//! The forward and reverse passes of a [`DensityProgram`].
+//! The forward pass of a [`DensityProgram`] and its statements.
 
-use super::{DensityProgram, EOp, Op, Src};
+use super::{DensityProgram, EOp, Op, Sh, Src, Way};
 use crate::bind::Bound;
 use crate::pointwise::vec::Arg;
 use crate::value::Value;
-use nalgebra::{DVectorView, DVectorViewMut};
+use nalgebra::{DMatrix, DVector};
 use tempest_core::error::Error;
-use tempest_math::scalar::{Dual1, logsumexp};
+use tempest_math::scalar::logsumexp;
 use tempest_model::builtin::{call1, pow};
 
 /// The buffers a program runs in: node values, their adjoints and the
@@ -14,9 +14,9 @@ use tempest_model::builtin::{call1, pow};
 /// later runs allocate nothing.
 #[derive(Default, Debug)]
 pub struct Workspace {
-    v: Vec<f64>,
-    g: Vec<f64>,
-    s: Vec<f64>,
+    pub(super) v: Vec<f64>,
+    pub(super) g: Vec<f64>,
+    pub(super) s: Vec<f64>,
 }
 
 impl Workspace {
@@ -34,9 +34,10 @@ impl Workspace {
 /// Where a program is run.
 #[derive(Clone, Copy, Debug)]
 pub struct At<'a> {
-    /// The params' values, constrained.
+    /// The params' values, constrained (matrices row by row).
     pub theta: &'a [f64],
-    /// A latent GP's L v \[N\] (empty when the model has none).
+    /// A latent GP's L v \[N·C\], class by class (empty when the model has
+    /// none).
     pub site: &'a [f64],
 }
 
@@ -44,13 +45,14 @@ pub struct At<'a> {
 const ARGS: usize = 6;
 
 impl DensityProgram {
-    /// The value of an operand, reading nodes from `v`.
+    /// The value of an operand, reading nodes from `v` (a matrix's entries
+    /// column-major).
     #[inline]
-    fn view<'a>(&'a self, bound: &'a Bound, v: &'a [f64], s: Src) -> Arg<'a> {
+    pub(super) fn view<'a>(&'a self, bound: &'a Bound, v: &'a [f64], s: Src) -> Arg<'a> {
         let value = match s {
             Src::Node(k) => {
                 let n = &self.nodes[k];
-                return if n.scalar {
+                return if n.scalar() {
                     Arg::One(v[n.off])
                 } else {
                     Arg::Each(&v[n.off..n.off + n.len])
@@ -62,27 +64,56 @@ impl DensityProgram {
         match value {
             Value::Real(x) => Arg::One(*x),
             Value::Int(k) => Arg::One(*k as f64),
+            Value::Bool(b) => Arg::One(if *b { 1.0 } else { 0.0 }),
             Value::Vector(x) => Arg::Each(x.as_slice()),
-            // Class scores [N, C], column-major.
             Value::Matrix(m) => Arg::Each(m.as_slice()),
             _ => Arg::One(f64::NAN),
         }
     }
 
-    fn value_of<'a>(&'a self, bound: &'a Bound, s: Src) -> Option<&'a Value<f64>> {
+    /// The shape of an operand.
+    pub(super) fn sh(&self, bound: &Bound, s: Src) -> Sh {
+        let value = match s {
+            Src::Node(k) => return self.nodes[k].sh,
+            Src::Const(k) => &self.consts[k],
+            Src::Data(i) => &bound.data[i],
+        };
+        match value {
+            Value::Vector(x) => Sh::Each(x.len()),
+            Value::Matrix(m) => Sh::Mat(m.nrows(), m.ncols()),
+            _ => Sh::One,
+        }
+    }
+
+    /// An operand as a value (allocates: for the ODE solver and the
+    /// general statement).
+    pub(super) fn value(&self, bound: &Bound, v: &[f64], s: Src) -> Value<f64> {
         match s {
-            Src::Node(_) => None,
-            Src::Const(k) => Some(&self.consts[k]),
-            Src::Data(i) => Some(&bound.data[i]),
+            Src::Const(k) => self.consts[k].clone(),
+            Src::Data(i) => bound.data[i].clone(),
+            Src::Node(k) => shaped(self.view(bound, v, s), self.nodes[k].sh),
+        }
+    }
+
+    /// A constant integer array (gather positions).
+    pub(super) fn ints(&self, s: Src) -> &[i64] {
+        match s {
+            Src::Const(k) => match &self.consts[k] {
+                Value::IntArray(ks) => ks,
+                _ => &[],
+            },
+            _ => &[],
         }
     }
 
     /// init + Σ of the statements' terms at `at` (observations tempered by
     /// `power` times their own power; none when `power` is 0), with the
-    /// gradient in the params' values added to `grad` when given. `bound`
-    /// is the model the program was compiled from. Allocates nothing once
-    /// `ws` has run this program (unless a model-file likelihood has no
-    /// compiled form).
+    /// gradient in the params' values added to `grad` when given (matrices
+    /// row by row). `bound` is the model the program was compiled from.
+    /// Allocates nothing once `ws` has run this program, unless the model
+    /// solves an ODE, has a model-file likelihood with no compiled form or
+    /// a statement outside the prepared ones. An error (an ODE that fails,
+    /// a statement's bad argument) is a divergence to a sampler.
     pub fn run(
         &self,
         bound: &Bound,
@@ -94,7 +125,7 @@ impl DensityProgram {
     ) -> Result<f64, Error> {
         let At { theta, site } = at;
         ws.fit(self);
-        self.forward(bound, theta, site, &mut ws.v);
+        self.forward(bound, theta, site, &mut ws.v)?;
         let want = grad.is_some();
         if want {
             ws.g[..self.values].fill(0.0);
@@ -106,6 +137,13 @@ impl DensityProgram {
             if tt == 0.0 {
                 continue;
             }
+            let term = match &t.way {
+                Way::Term(term) => term,
+                Way::General(stmt) => {
+                    lp += self.general(bound, t, *stmt, tt, want, &ws.v, &mut ws.g)?;
+                    continue;
+                }
+            };
             let one;
             let y: &[f64] = match self.view(bound, &ws.v, t.y) {
                 Arg::Each(y) => y,
@@ -119,37 +157,48 @@ impl DensityProgram {
                 *slot = self.view(bound, &ws.v, *s);
             }
             let k = t.args.len();
-            let scratch = &mut ws.s[t.scratch..t.scratch + t.term.scratch_len()];
-            lp += t.term.eval(graph, y, &a[..k], tt, want, scratch)?;
+            let scratch = &mut ws.s[t.scratch..t.scratch + term.scratch_len()];
+            lp += term.eval(graph, y, &a[..k], tt, want, scratch)?;
             if !want {
                 continue;
             }
             for (j, s) in t.args.iter().enumerate() {
                 if let Src::Node(m) = s {
-                    add_to(&mut ws.g, &self.nodes[*m], t.term.arg_adjoint(scratch, j));
+                    add_to(&mut ws.g, &self.nodes[*m], term.arg_adjoint(scratch, j));
                 }
             }
-            if let (true, Src::Node(m)) = (t.term.outcome, t.y) {
-                add_to(&mut ws.g, &self.nodes[m], t.term.outcome_adjoint(scratch));
+            if let (true, Src::Node(m)) = (t.outcome, t.y) {
+                add_to(&mut ws.g, &self.nodes[m], term.outcome_adjoint(scratch));
             }
         }
         if let Some(grad) = grad {
-            self.reverse(bound, &ws.v, &mut ws.g);
+            self.reverse(bound, &ws.v, &mut ws.g)?;
             for &(node, x) in &self.params {
                 let n = &self.nodes[node];
-                for (gx, gn) in grad[x..x + n.len]
-                    .iter_mut()
-                    .zip(&ws.g[n.off..n.off + n.len])
-                {
-                    *gx += gn;
+                let gn = &ws.g[n.off..n.off + n.len];
+                match (&n.op, n.sh) {
+                    // Column-major in the program, row by row in x.
+                    (Op::ParamMat(_), Sh::Mat(r, c)) => {
+                        for i in 0..r {
+                            for j in 0..c {
+                                grad[x + i * c + j] += gn[j * r + i];
+                            }
+                        }
+                    }
+                    _ => {
+                        for (gx, gn) in grad[x..x + n.len].iter_mut().zip(gn) {
+                            *gx += gn;
+                        }
+                    }
                 }
             }
         }
         Ok(lp)
     }
 
-    /// The latent GP's adjoint f̄ \[N\] after a [`DensityProgram::run`] with
-    /// gradients in `ws` (empty when the model has no latent GP or f̄ is 0).
+    /// The latent GP's adjoint f̄ \[N·C\] after a [`DensityProgram::run`]
+    /// with gradients in `ws` (empty when the model has no latent GP or f̄
+    /// is 0).
     pub fn site_adjoint<'w>(&self, ws: &'w Workspace) -> &'w [f64] {
         match self.site {
             Some(k) => {
@@ -160,7 +209,13 @@ impl DensityProgram {
         }
     }
 
-    fn forward(&self, bound: &Bound, theta: &[f64], site: &[f64], v: &mut [f64]) {
+    fn forward(
+        &self,
+        bound: &Bound,
+        theta: &[f64],
+        site: &[f64],
+        v: &mut [f64],
+    ) -> Result<(), Error> {
         for node in &self.nodes {
             let (before, rest) = v.split_at_mut(node.off);
             let before = &*before;
@@ -168,6 +223,16 @@ impl DensityProgram {
             let view = |s: Src| self.view(bound, before, s);
             match &node.op {
                 Op::Param(x) => out.copy_from_slice(&theta[*x..*x + node.len]),
+                Op::ParamMat(x) => {
+                    let Sh::Mat(r, c) = node.sh else {
+                        return Err(Error::internal("a matrix param without its shape"));
+                    };
+                    for i in 0..r {
+                        for j in 0..c {
+                            out[j * r + i] = theta[x + i * c + j];
+                        }
+                    }
+                }
                 Op::Neg(a) => {
                     let a = view(*a);
                     for (i, o) in out.iter_mut().enumerate() {
@@ -210,22 +275,36 @@ impl DensityProgram {
                     }
                 }
                 Op::MatVec(m, x) => {
-                    let Some(Value::Matrix(m)) = self.value_of(bound, *m) else {
-                        out.fill(f64::NAN);
-                        continue;
-                    };
-                    let Arg::Each(x) = view(*x) else {
-                        out.fill(f64::NAN);
-                        continue;
+                    let (Arg::Each(m), Arg::Each(x)) = (view(*m), view(*x)) else {
+                        return Err(Error::internal("a matrix product without its operands"));
                     };
                     // The same loop as the evaluator's matrix–vector
                     // product, so the same bits.
                     out.fill(0.0);
-                    let r = m.nrows();
+                    let r = node.len;
                     for (j, &xj) in x.iter().enumerate() {
-                        let col = &m.as_slice()[j * r..(j + 1) * r];
+                        let col = &m[j * r..(j + 1) * r];
                         for (o, mij) in out.iter_mut().zip(col) {
                             *o += mij * xj;
+                        }
+                    }
+                }
+                Op::MatMul(a, b) => {
+                    let (Sh::Mat(r, k), Sh::Mat(_, c)) = (self.sh(bound, *a), self.sh(bound, *b))
+                    else {
+                        return Err(Error::internal("a matrix product without its shapes"));
+                    };
+                    let (Arg::Each(a), Arg::Each(b)) = (view(*a), view(*b)) else {
+                        return Err(Error::internal("a matrix product without its operands"));
+                    };
+                    out.fill(0.0);
+                    for j in 0..c {
+                        let o = &mut out[j * r..(j + 1) * r];
+                        for l in 0..k {
+                            let blj = b[j * k + l];
+                            for (oi, ail) in o.iter_mut().zip(&a[l * r..(l + 1) * r]) {
+                                *oi += ail * blj;
+                            }
                         }
                     }
                 }
@@ -249,18 +328,32 @@ impl DensityProgram {
                     let (a, b) = (view(*a), view(*b));
                     out[0] = (0..slice(a).len()).fold(0.0, |s, i| s + a.at(i) * b.at(i));
                 }
+                Op::Sqdist(a, b) => {
+                    let (a, b) = (view(*a), view(*b));
+                    out[0] = (0..slice(a).len()).fold(0.0, |s, i| {
+                        let d = a.at(i) - b.at(i);
+                        s + d * d
+                    });
+                }
                 Op::Index(a, i) => out[0] = view(*a).at(*i),
                 Op::Gather(a, k) => {
                     let a = view(*a);
-                    if let Some(Value::IntArray(ks)) = self.value_of(bound, *k) {
-                        for (o, &k) in out.iter_mut().zip(ks) {
-                            *o = a.at(k as usize);
-                        }
+                    for (o, &k) in out.iter_mut().zip(self.ints(*k)) {
+                        *o = a.at(k as usize);
                     }
                 }
                 Op::Array(xs) => {
                     for (o, x) in out.iter_mut().zip(xs) {
                         *o = view(*x).at(0);
+                    }
+                }
+                Op::Stack(xs) => {
+                    let n = xs.len();
+                    for (k, x) in xs.iter().enumerate() {
+                        let x = view(*x);
+                        for j in 0..node.len / n.max(1) {
+                            out[j * n + k] = x.at(j);
+                        }
                     }
                 }
                 Op::Site(mu) => {
@@ -269,155 +362,72 @@ impl DensityProgram {
                         *o = lv + mu;
                     }
                 }
-            }
-        }
-    }
-
-    /// Push each node's adjoint in `g` back to its operands, last node
-    /// first.
-    fn reverse(&self, bound: &Bound, v: &[f64], g: &mut [f64]) {
-        let view = |s: Src| self.view(bound, v, s);
-        for node in self.nodes.iter().rev() {
-            let (before, rest) = g.split_at_mut(node.off);
-            let gk = &rest[..node.len];
-            macro_rules! back {
-                ($s:expr, $d:expr) => {
-                    push_back(&self.nodes, before, node.len, $s, $d)
-                };
-            }
-            match &node.op {
-                Op::Param(_) => {}
-                Op::Neg(a) => back!(*a, |i| -gk[i]),
-                Op::Bin(op, a, b) => {
-                    let (va, vb) = (view(*a), view(*b));
-                    match op {
-                        EOp::Add => {
-                            back!(*a, |i| gk[i]);
-                            back!(*b, |i| gk[i]);
-                        }
-                        EOp::Sub => {
-                            back!(*a, |i| gk[i]);
-                            back!(*b, |i| -gk[i]);
-                        }
-                        EOp::Mul => {
-                            back!(*a, |i| gk[i] * vb.at(i));
-                            back!(*b, |i| gk[i] * va.at(i));
-                        }
-                        EOp::Div => {
-                            back!(*a, |i| gk[i] / vb.at(i));
-                            back!(*b, |i| {
-                                let (x, y) = (va.at(i), vb.at(i));
-                                gk[i] * (-x / (y * y))
-                            });
-                        }
-                        EOp::Pow => {
-                            back!(*a, |i| {
-                                let (x, y) = (va.at(i), vb.at(i));
-                                gk[i] * (y * x.powf(y - 1.0))
-                            });
-                            back!(*b, |i| {
-                                let (x, y) = (va.at(i), vb.at(i));
-                                gk[i] * (x.powf(y) * x.ln())
-                            });
-                        }
-                    }
+                Op::Cmp(op, a, b) => {
+                    let holds = op.holds(view(*a).at(0), view(*b).at(0)).unwrap_or(false);
+                    out[0] = if holds { 1.0 } else { 0.0 };
                 }
-                Op::MatVec(m, x) => {
-                    let (Some(Value::Matrix(m)), Src::Node(xn)) = (self.value_of(bound, *m), x)
-                    else {
-                        continue;
+                Op::Not(a) => out[0] = if view(*a).at(0) != 0.0 { 0.0 } else { 1.0 },
+                Op::Select(c, a, b) => {
+                    let x = if view(*c).at(0) != 0.0 {
+                        view(*a)
+                    } else {
+                        view(*b)
                     };
-                    let n = &self.nodes[*xn];
-                    // x̄ += Aᵀ ḡ.
-                    let mut xb =
-                        DVectorViewMut::from_slice(&mut before[n.off..n.off + n.len], n.len);
-                    xb.gemv_tr(1.0, m, &DVectorView::from_slice(gk, gk.len()), 1.0);
-                }
-                Op::Unary(f, a) => {
-                    let va = view(*a);
-                    back!(*a, |i| {
-                        gk[i] * call1(*f, Dual1::new(va.at(i), [1.0])).tangent()[0]
-                    });
-                }
-                Op::Sum(a) => back!(*a, |_| gk[0]),
-                Op::Mean(a) => {
-                    let n = slice(view(*a)).len() as f64;
-                    back!(*a, |_| gk[0] / n);
-                }
-                Op::Logsumexp(a) => {
-                    let xs = slice(view(*a));
-                    let m = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                    let z: f64 = xs.iter().map(|x| (x - m).exp()).sum();
-                    back!(*a, |i| gk[0] * (xs[i] - m).exp() / z);
-                }
-                Op::Dot(a, b) => {
-                    let (va, vb) = (view(*a), view(*b));
-                    back!(*a, |i| gk[0] * vb.at(i));
-                    back!(*b, |i| gk[0] * va.at(i));
-                }
-                Op::Index(a, i) => {
-                    if let Src::Node(m) = a {
-                        before[self.nodes[*m].off + i] += gk[0];
+                    for (i, o) in out.iter_mut().enumerate() {
+                        *o = x.at(i);
                     }
                 }
-                Op::Gather(a, k) => {
-                    if let (Src::Node(m), Some(Value::IntArray(ks))) = (a, self.value_of(bound, *k))
-                    {
-                        let off = self.nodes[*m].off;
-                        for (r, &k) in ks.iter().enumerate() {
-                            before[off + k as usize] += gk[r];
+                Op::Ode(call) => {
+                    let vals: Vec<Value<f64>> = call
+                        .args
+                        .iter()
+                        .map(|s| self.value(bound, before, *s))
+                        .collect();
+                    let sol = crate::ode::solve_call(
+                        Some(bound),
+                        &bound.graph,
+                        call.system,
+                        &call.exprs,
+                        &vals,
+                        &call.settings,
+                        call.span,
+                        &bound.stop,
+                    )?;
+                    match sol {
+                        Value::Matrix(m) if m.len() == out.len() => {
+                            out.copy_from_slice(m.as_slice())
                         }
+                        _ => return Err(Error::internal("an ODE solution of another shape")),
                     }
                 }
-                Op::Array(xs) => {
-                    for (i, x) in xs.iter().enumerate() {
-                        if let Src::Node(m) = x {
-                            before[self.nodes[*m].off] += gk[i];
-                        }
-                    }
-                }
-                Op::Site(mu) => back!(*mu, |i| gk[i]),
             }
         }
+        Ok(())
     }
 }
 
-/// The entries of a vector operand (the compiler gives sums, means,
-/// dot products and logsumexp vectors only).
-fn slice(a: Arg<'_>) -> &'_ [f64] {
+/// A view as a value of shape `sh`.
+pub(super) fn shaped(a: Arg<'_>, sh: Sh) -> Value<f64> {
+    match (a, sh) {
+        (Arg::One(x), _) => Value::Real(x),
+        (Arg::Each(x), Sh::Mat(r, c)) => Value::Matrix(DMatrix::from_column_slice(r, c, x)),
+        (Arg::Each(x), _) => Value::Vector(DVector::from_column_slice(x)),
+    }
+}
+
+/// The entries of a vector or matrix operand (the compiler gives sums,
+/// means, dot products and logsumexp nothing else).
+pub(super) fn slice(a: Arg<'_>) -> &'_ [f64] {
     match a {
         Arg::Each(x) => x,
         Arg::One(_) => &[],
     }
 }
 
-/// Add d(i) for each entry i of a node of `len` entries to the adjoint of
-/// its operand `s` (summed when the operand is a number); constants have
-/// none.
-#[inline(always)]
-fn push_back(
-    nodes: &[super::Node],
-    before: &mut [f64],
-    len: usize,
-    s: Src,
-    d: impl Fn(usize) -> f64,
-) {
-    if let Src::Node(m) = s {
-        let n = &nodes[m];
-        if n.scalar {
-            before[n.off] += (0..len).fold(0.0, |acc, i| acc + d(i));
-        } else {
-            for (i, gi) in before[n.off..n.off + n.len].iter_mut().enumerate() {
-                *gi += d(i);
-            }
-        }
-    }
-}
-
 /// Add a statement's adjoint d \[N\] to a node: entry by entry, or summed
 /// into a number.
-fn add_to(g: &mut [f64], n: &super::Node, d: &[f64]) {
-    if n.scalar {
+pub(super) fn add_to(g: &mut [f64], n: &super::Node, d: &[f64]) {
+    if n.scalar() {
         g[n.off] += d.iter().sum::<f64>();
     } else {
         for (gi, di) in g[n.off..n.off + n.len].iter_mut().zip(d) {

@@ -1,0 +1,254 @@
+//! The reverse pass of a [`DensityProgram`]: each node's adjoint pushed
+//! back to its operands by a hand-derived rule, last node first.
+
+use super::run::slice;
+use super::{DensityProgram, EOp, Node, OdeCall, Op, Sh, Src};
+use crate::bind::Bound;
+use crate::value::Value;
+use nalgebra::{DMatrix, DMatrixView, DVectorView, DVectorViewMut};
+use tempest_core::error::Error;
+use tempest_math::scalar::Dual1;
+use tempest_model::builtin::call1;
+
+impl DensityProgram {
+    /// Push each node's adjoint in `g` back to its operands, last node
+    /// first; `v` holds the forward values.
+    pub(super) fn reverse(&self, bound: &Bound, v: &[f64], g: &mut [f64]) -> Result<(), Error> {
+        let view = |s: Src| self.view(bound, v, s);
+        for node in self.nodes.iter().rev() {
+            let (before, rest) = g.split_at_mut(node.off);
+            let gk = &rest[..node.len];
+            // A node of a branch not taken has a zero adjoint (and values
+            // that may be anything): it adds nothing.
+            if node.guarded && gk.iter().all(|&x| x == 0.0) {
+                continue;
+            }
+            macro_rules! back {
+                ($s:expr, $d:expr) => {
+                    push_back(&self.nodes, before, node.len, $s, $d)
+                };
+            }
+            match &node.op {
+                Op::Param(_) | Op::ParamMat(_) | Op::Cmp(..) | Op::Not(_) => {}
+                Op::Neg(a) => back!(*a, |i| -gk[i]),
+                Op::Bin(op, a, b) => {
+                    let (va, vb) = (view(*a), view(*b));
+                    match op {
+                        EOp::Add => {
+                            back!(*a, |i| gk[i]);
+                            back!(*b, |i| gk[i]);
+                        }
+                        EOp::Sub => {
+                            back!(*a, |i| gk[i]);
+                            back!(*b, |i| -gk[i]);
+                        }
+                        EOp::Mul => {
+                            back!(*a, |i| gk[i] * vb.at(i));
+                            back!(*b, |i| gk[i] * va.at(i));
+                        }
+                        EOp::Div => {
+                            back!(*a, |i| gk[i] / vb.at(i));
+                            back!(*b, |i| {
+                                let (x, y) = (va.at(i), vb.at(i));
+                                gk[i] * (-x / (y * y))
+                            });
+                        }
+                        EOp::Pow => {
+                            back!(*a, |i| {
+                                let (x, y) = (va.at(i), vb.at(i));
+                                gk[i] * (y * x.powf(y - 1.0))
+                            });
+                            back!(*b, |i| {
+                                let (x, y) = (va.at(i), vb.at(i));
+                                gk[i] * (x.powf(y) * x.ln())
+                            });
+                        }
+                    }
+                }
+                Op::MatVec(m, x) => {
+                    let (r, k) = (node.len, self.sh(bound, *x).len());
+                    let (vm, vx) = (slice(view(*m)), slice(view(*x)));
+                    // x̄ += Aᵀ ḡ.
+                    if let Src::Node(xn) = x {
+                        let n = &self.nodes[*xn];
+                        let mut xb =
+                            DVectorViewMut::from_slice(&mut before[n.off..n.off + n.len], n.len);
+                        xb.gemv_tr(
+                            1.0,
+                            &DMatrixView::from_slice(vm, r, k),
+                            &DVectorView::from_slice(gk, r),
+                            1.0,
+                        );
+                    }
+                    // Ā += ḡ xᵀ.
+                    if let Src::Node(mn) = m {
+                        let off = self.nodes[*mn].off;
+                        for (j, xj) in vx.iter().enumerate() {
+                            for (a, gi) in before[off + j * r..off + (j + 1) * r].iter_mut().zip(gk)
+                            {
+                                *a += gi * xj;
+                            }
+                        }
+                    }
+                }
+                Op::MatMul(a, b) => {
+                    let (Sh::Mat(r, k), Sh::Mat(_, c)) = (self.sh(bound, *a), self.sh(bound, *b))
+                    else {
+                        continue;
+                    };
+                    let (va, vb) = (slice(view(*a)), slice(view(*b)));
+                    // Ā = ḡ Bᵀ: Ā[i, l] += Σⱼ ḡ[i, j] B[l, j].
+                    if let Src::Node(an) = a {
+                        let off = self.nodes[*an].off;
+                        for j in 0..c {
+                            for l in 0..k {
+                                let blj = vb[j * k + l];
+                                let col = &mut before[off + l * r..off + (l + 1) * r];
+                                for (x, gij) in col.iter_mut().zip(&gk[j * r..(j + 1) * r]) {
+                                    *x += gij * blj;
+                                }
+                            }
+                        }
+                    }
+                    // B̄ = Aᵀ ḡ: B̄[l, j] += Σᵢ A[i, l] ḡ[i, j].
+                    if let Src::Node(bn) = b {
+                        let off = self.nodes[*bn].off;
+                        for j in 0..c {
+                            let gj = &gk[j * r..(j + 1) * r];
+                            for l in 0..k {
+                                let al = &va[l * r..(l + 1) * r];
+                                before[off + j * k + l] +=
+                                    al.iter().zip(gj).fold(0.0, |s, (x, y)| s + x * y);
+                            }
+                        }
+                    }
+                }
+                Op::Unary(f, a) => {
+                    let va = view(*a);
+                    back!(*a, |i| {
+                        gk[i] * call1(*f, Dual1::new(va.at(i), [1.0])).tangent()[0]
+                    });
+                }
+                Op::Sum(a) => back!(*a, |_| gk[0]),
+                Op::Mean(a) => {
+                    let n = slice(view(*a)).len() as f64;
+                    back!(*a, |_| gk[0] / n);
+                }
+                Op::Logsumexp(a) => {
+                    let xs = slice(view(*a));
+                    let m = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let z: f64 = xs.iter().map(|x| (x - m).exp()).sum();
+                    back!(*a, |i| gk[0] * (xs[i] - m).exp() / z);
+                }
+                Op::Dot(a, b) => {
+                    let (va, vb) = (view(*a), view(*b));
+                    back!(*a, |i| gk[0] * vb.at(i));
+                    back!(*b, |i| gk[0] * va.at(i));
+                }
+                Op::Sqdist(a, b) => {
+                    let (va, vb) = (view(*a), view(*b));
+                    back!(*a, |i| 2.0 * gk[0] * (va.at(i) - vb.at(i)));
+                    back!(*b, |i| -2.0 * gk[0] * (va.at(i) - vb.at(i)));
+                }
+                Op::Index(a, i) => {
+                    if let Src::Node(m) = a {
+                        before[self.nodes[*m].off + i] += gk[0];
+                    }
+                }
+                Op::Gather(a, k) => {
+                    if let Src::Node(m) = a {
+                        let off = self.nodes[*m].off;
+                        for (r, &k) in self.ints(*k).iter().enumerate() {
+                            before[off + k as usize] += gk[r];
+                        }
+                    }
+                }
+                Op::Array(xs) => {
+                    for (i, x) in xs.iter().enumerate() {
+                        if let Src::Node(m) = x {
+                            before[self.nodes[*m].off] += gk[i];
+                        }
+                    }
+                }
+                Op::Stack(xs) => {
+                    let n = xs.len();
+                    for (k, x) in xs.iter().enumerate() {
+                        if let Src::Node(m) = x {
+                            let xn = &self.nodes[*m];
+                            for j in 0..xn.len {
+                                before[xn.off + j] += gk[j * n + k];
+                            }
+                        }
+                    }
+                }
+                Op::Site(mu) => back!(*mu, |i| gk[i]),
+                Op::Select(c, a, b) => {
+                    let taken = if view(*c).at(0) != 0.0 { *a } else { *b };
+                    back!(taken, |i| gk[i]);
+                }
+                Op::Ode(call) => self.ode_back(bound, v, call, node.sh, gk, before)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// An ODE solution's adjoint \[T, S\] pushed to its arguments by the
+    /// forward sensitivities' vector–Jacobian product ([`crate::ode::vjp`]).
+    fn ode_back(
+        &self,
+        bound: &Bound,
+        v: &[f64],
+        call: &OdeCall,
+        sh: Sh,
+        gk: &[f64],
+        before: &mut [f64],
+    ) -> Result<(), Error> {
+        let srcs = &call.args;
+        let Sh::Mat(t, s) = sh else {
+            return Err(Error::internal("an ODE node without its shape"));
+        };
+        let vals: Vec<Value<f64>> = srcs.iter().map(|x| self.value(bound, v, *x)).collect();
+        let varying: Vec<bool> = srcs.iter().map(|x| matches!(x, Src::Node(_))).collect();
+        let adj = DMatrix::from_column_slice(t, s, gk);
+        let adjs = crate::ode::vjp(
+            bound,
+            call.system,
+            &call.exprs,
+            &vals,
+            &varying,
+            &adj,
+            &call.settings,
+            call.span,
+        )?;
+        for (x, a) in srcs.iter().zip(adjs) {
+            if let (Src::Node(m), Some(a)) = (x, a) {
+                let n = &self.nodes[*m];
+                let d: &[f64] = match &a {
+                    Value::Real(r) => std::slice::from_ref(r),
+                    Value::Vector(v) => v.as_slice(),
+                    Value::Matrix(m) => m.as_slice(),
+                    _ => &[],
+                };
+                super::run::add_to(before, n, d);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Add d(i) for each entry i of a node of `len` entries to the adjoint of
+/// its operand `s` (summed when the operand is a number); constants have
+/// none.
+#[inline(always)]
+fn push_back(nodes: &[Node], before: &mut [f64], len: usize, s: Src, d: impl Fn(usize) -> f64) {
+    if let Src::Node(m) = s {
+        let n = &nodes[m];
+        if n.scalar() {
+            before[n.off] += (0..len).fold(0.0, |acc, i| acc + d(i));
+        } else {
+            for (i, gi) in before[n.off..n.off + n.len].iter_mut().enumerate() {
+                *gi += d(i);
+            }
+        }
+    }
+}
