@@ -210,7 +210,8 @@ model {
 
 /// Matrix params: rows gathered by group, single rows and entries, columns,
 /// matrix products on either side, element-wise matrix arithmetic, sums of
-/// matrices, array literals of vectors, squared distances.
+/// matrices, array literals of vectors, squared distances, sizes of
+/// matrices that vary.
 #[test]
 fn matrix_params_rows_and_products_agree() {
     let text = r#"
@@ -228,7 +229,7 @@ model {
   let M = X * W .* exp(W[0, 1]) + R
   let S = [c, B[1]]
   let eta = col(M, 0) - col(M, 1) + X * col(W, 1) + sum(S .* S) / 10 + sqdist(c, B[2]) / 5
-  y ~ normal(eta + mean(B * W) + (W * c)[1], sigma)
+  y ~ normal(eta + mean(B * W) + (W * c)[1], sigma * cols(B) / rows(W))
 }
 "#;
     agree(

@@ -520,6 +520,17 @@ impl Compiler<'_> {
                 let (sa, sb) = (self.expr(a)?, self.expr(b)?);
                 self.elementwise(EOp::Pow, sa, sb, span)
             }
+            // Sizes depend on shapes alone.
+            (Rows | Cols, [m]) => {
+                let s = self.expr(m)?;
+                let (r, c) = match self.shape(s) {
+                    Sh::Mat(r, c) => (r, c),
+                    Sh::Each(n) => (n, 1),
+                    _ => return Err(unsupported(span, &format!("`{}` of this value", f.name()))),
+                };
+                let n = if f == Rows { r } else { c };
+                Ok(self.constant(Value::Real(n as f64)))
+            }
             (Col, [m, j]) => {
                 let s = self.expr(m)?;
                 let Sh::Mat(r, c) = self.shape(s) else {
