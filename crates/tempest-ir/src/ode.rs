@@ -102,11 +102,11 @@ pub fn solve_call<T: Scalar>(
     tempest_core::limits::check_memory(&[request])
         .map_err(|e| e.with_span(span).with_label("this solve"))?;
     if let Some(p) = &f.system_program
-        && let Some((flat, offsets)) = p.bind(n, params)
+        && let Some(mut flat) = p.bind(n, params)
     {
         let mut scratch = vec![T::zero(); p.slots()];
         let mut rhs = |t: f64, x: &[T], dx: &mut [T]| -> Result<(), String> {
-            p.run(t, x, &flat, &offsets, &mut scratch, dx);
+            p.run(t, x, &mut flat, &mut scratch, dx);
             Ok(())
         };
         let out = solve(&mut rhs, x0.as_slice(), t0, &ts, settings, stop);

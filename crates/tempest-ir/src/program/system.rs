@@ -1,10 +1,12 @@
 //! Compiled ODE systems: a `system` body whose value is a vector literal of
 //! scalar expressions (`[x[1], theta * (1 - x[0]^2) * x[1] - x[0]]`),
-//! compiled once into a flat list of scalar instructions over the time,
-//! the state's elements and the parameters' elements, with one output slot
-//! per state element. It runs generically over the scalar type without
-//! allocating, so a dual-number solve (forward sensitivities) pays no
-//! interpretation per right-hand-side evaluation.
+//! compiled once into the instruction set of kernels and likelihoods
+//! ([`tempest_model::program::Inst`], one [`KernelProgram`]) over one
+//! parameter list — the time, the state's elements, then the elements of
+//! the parameters that the body reads — with one output slot per state
+//! element. It runs generically over the scalar type without allocating,
+//! so a dual-number solve (forward sensitivities) pays no interpretation
+//! per right-hand-side evaluation.
 //!
 //! Bodies outside this form (a vector built by arithmetic, a non-constant
 //! index) are not compiled and keep the general evaluator, which gives the
@@ -14,24 +16,20 @@ use super::super::expr::{Builtin, Ref, TExpr, TKind};
 use super::super::graph::Function;
 use super::super::types::Ty;
 use super::super::value::Value;
-use tempest_model::builtin::call1;
 use tempest_model::custom::Scalar;
+use tempest_model::program::{Inst, KernelProgram};
 use tempest_syntax::ast::{BinOp, UnOp};
 
-#[derive(Clone, Debug, PartialEq)]
-enum Inst {
-    Const(f64),
+/// What a parameter slot of the compiled body reads, before the slots are
+/// laid out (the state's and the parameters' lengths are known only once
+/// the whole body is compiled).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Read {
     Time,
     /// Element k of the state.
     State(usize),
     /// Element k of parameter j (k = 0 for a scalar).
     Param(usize, usize),
-    Neg(usize),
-    Not(usize),
-    Bin(BinOp, usize, usize),
-    PowI(usize, i32),
-    Call(Builtin, usize),
-    Select(usize, usize, usize),
 }
 
 /// What a local of the body holds once compiled.
@@ -45,7 +43,10 @@ enum Local {
 /// A compiled system: dx/dt from (t, x, parameters).
 #[derive(Clone, Debug)]
 pub struct SystemProgram {
-    insts: Vec<Inst>,
+    /// The body over the parameter list [t, x₀ … x_{S−1}, the parameters'
+    /// elements read].
+    program: KernelProgram,
+    /// The slot of each output (state element).
     outs: Vec<usize>,
     /// The largest state index read, plus one.
     state_len: usize,
@@ -56,6 +57,8 @@ pub struct SystemProgram {
 struct Compiler<'a> {
     f: &'a Function,
     insts: Vec<Inst>,
+    /// What each `Inst::Param(r)` reads, by r.
+    reads: Vec<Read>,
     locals: Vec<Option<Local>>,
     state_len: usize,
     param_len: Vec<usize>,
@@ -65,6 +68,13 @@ impl Compiler<'_> {
     fn push(&mut self, i: Inst) -> usize {
         self.insts.push(i);
         self.insts.len() - 1
+    }
+
+    /// A slot reading `r` from the parameter list.
+    fn read(&mut self, r: Read) -> usize {
+        let k = self.reads.len();
+        self.reads.push(r);
+        self.push(Inst::Param(k))
     }
 
     fn expr(&mut self, e: &TExpr) -> Option<usize> {
@@ -92,11 +102,11 @@ impl Compiler<'_> {
                 match self.locals.get(i).copied().flatten()? {
                     Local::State => {
                         self.state_len = self.state_len.max(k + 1);
-                        self.push(Inst::State(k))
+                        self.read(Read::State(k))
                     }
                     Local::VectorParam(j) => {
                         self.param_len[j] = self.param_len[j].max(k + 1);
-                        self.push(Inst::Param(j, k))
+                        self.read(Read::Param(j, k))
                     }
                     Local::Scalar(_) => return None,
                 }
@@ -154,11 +164,12 @@ impl SystemProgram {
         let mut c = Compiler {
             f,
             insts: Vec::new(),
+            reads: Vec::new(),
             locals: vec![None; f.n_locals.max(f.params.len())],
             state_len: 0,
             param_len: vec![0; n_params],
         };
-        let t = c.push(Inst::Time);
+        let t = c.read(Read::Time);
         c.locals[0] = Some(Local::Scalar(t));
         c.locals[1] = Some(Local::State);
         for (j, (_, ty)) in f.params[2..].iter().enumerate() {
@@ -166,7 +177,7 @@ impl SystemProgram {
                 Local::VectorParam(j)
             } else {
                 c.param_len[j] = 1;
-                Local::Scalar(c.push(Inst::Param(j, 0)))
+                Local::Scalar(c.read(Read::Param(j, 0)))
             });
         }
         for (slot, e) in &c.f.lets {
@@ -189,77 +200,73 @@ impl SystemProgram {
             }
             outs.push(c.expr(x)?);
         }
+        // The parameter list: t, the S state elements, then each
+        // parameter's elements read.
+        let states = outs.len();
+        if c.state_len > states {
+            return None;
+        }
+        let mut offsets = Vec::with_capacity(c.param_len.len());
+        let mut n = 1 + states;
+        for &len in &c.param_len {
+            offsets.push(n);
+            n += len;
+        }
+        let at = |r: Read| match r {
+            Read::Time => 0,
+            Read::State(k) => 1 + k,
+            Read::Param(j, k) => offsets[j] + k,
+        };
+        let insts = c
+            .insts
+            .into_iter()
+            .map(|i| match i {
+                Inst::Param(r) => Inst::Param(at(c.reads[r])),
+                i => i,
+            })
+            .collect();
+        let out = outs.last().copied().unwrap_or(0);
         Some(SystemProgram {
-            insts: c.insts,
+            program: KernelProgram::new(insts, out, n)?,
             outs,
             state_len: c.state_len,
             param_len: c.param_len,
         })
     }
 
-    /// The parameters flattened into one list with each parameter's
-    /// offset, when the program fits these values (a state of the length
-    /// it computes, every element it reads present); `None` otherwise,
-    /// and the general evaluator reports what is wrong.
-    pub fn bind<T: Scalar>(
-        &self,
-        state: usize,
-        params: &[Value<T>],
-    ) -> Option<(Vec<T>, Vec<usize>)> {
+    /// The parameter list [t, x, the parameters' elements read] with t
+    /// and x left for [`SystemProgram::run`] to fill, when the program fits
+    /// these values (a state of the length it computes, every element it
+    /// reads present); `None` otherwise, and the general evaluator reports
+    /// what is wrong.
+    pub fn bind<T: Scalar>(&self, state: usize, params: &[Value<T>]) -> Option<Vec<T>> {
         if state != self.outs.len()
             || self.state_len > state
             || params.len() != self.param_len.len()
         {
             return None;
         }
-        let mut flat = Vec::new();
-        let mut offsets = Vec::with_capacity(params.len());
+        let mut flat = vec![T::zero(); 1 + state];
         for (p, &need) in params.iter().zip(&self.param_len) {
-            offsets.push(flat.len());
             match p {
-                Value::Vector(v) if v.len() >= need => flat.extend(v.iter().copied()),
+                Value::Vector(v) if v.len() >= need => flat.extend(v.iter().take(need).copied()),
                 Value::IntArray(v) if v.len() >= need => {
-                    flat.extend(v.iter().map(|&i| T::constant(i as f64)))
+                    flat.extend(v.iter().take(need).map(|&i| T::constant(i as f64)))
                 }
+                Value::Vector(_) | Value::IntArray(_) => return None,
                 v => flat.push(v.scalar()?),
             }
         }
-        Some((flat, offsets))
+        (flat.len() == self.program.n_params()).then_some(flat)
     }
 
-    /// dx/dt at (t, x) into `dx`, with parameters bound by
-    /// [`SystemProgram::bind`]; `vals` is scratch of at least one slot per
-    /// instruction.
-    pub fn run<T: Scalar>(
-        &self,
-        t: f64,
-        x: &[T],
-        flat: &[T],
-        offsets: &[usize],
-        vals: &mut [T],
-        dx: &mut [T],
-    ) {
-        for (i, inst) in self.insts.iter().enumerate() {
-            let v = match *inst {
-                Inst::Const(c) => T::constant(c),
-                Inst::Time => T::constant(t),
-                Inst::State(k) => x[k],
-                Inst::Param(j, k) => flat[offsets[j] + k],
-                Inst::Neg(a) => -vals[a],
-                Inst::Not(a) => tempest_model::program::not_value(vals[a]),
-                Inst::PowI(a, k) => vals[a].powi(k),
-                Inst::Call(b, a) => call1(b, vals[a]),
-                Inst::Select(c, a, b) => {
-                    if vals[c].to_constant() != 0.0 {
-                        vals[a]
-                    } else {
-                        vals[b]
-                    }
-                }
-                Inst::Bin(op, a, b) => tempest_model::program::bin_value(op, vals[a], vals[b]),
-            };
-            vals[i] = v;
-        }
+    /// dx/dt at (t, x) into `dx`, with the parameter list `flat` made by
+    /// [`SystemProgram::bind`] (its t and x are written here); `vals` is
+    /// scratch of [`SystemProgram::slots`] slots.
+    pub fn run<T: Scalar>(&self, t: f64, x: &[T], flat: &mut [T], vals: &mut [T], dx: &mut [T]) {
+        flat[0] = T::constant(t);
+        flat[1..1 + x.len()].copy_from_slice(x);
+        self.program.run(flat, vals);
         for (d, &o) in dx.iter_mut().zip(&self.outs) {
             *d = vals[o];
         }
@@ -267,6 +274,6 @@ impl SystemProgram {
 
     /// The number of scratch slots [`SystemProgram::run`] needs.
     pub fn slots(&self) -> usize {
-        self.insts.len()
+        self.program.len()
     }
 }

@@ -163,6 +163,22 @@ impl KernelProgram {
         self.n_params
     }
 
+    /// The number of instructions (slots of [`KernelProgram::run`]).
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.insts.len()
+    }
+
+    /// Every slot's value into `vals` (one per instruction, its first
+    /// [`KernelProgram::len`] used) for a program with parameters `p` and
+    /// no inputs, in any scalar type: the form of a program with several
+    /// outputs (an ODE system's right-hand side), whose caller reads the
+    /// slots it needs. Allocates nothing.
+    pub fn run<T: Scalar>(&self, p: &[T], vals: &mut [T]) {
+        let n = self.insts.len();
+        self.forward(p, &[], &[], &mut vals[..n]);
+    }
+
     fn input_value(side: (Side, Side), x: &[f64], y: &[f64]) -> f64 {
         let pick = |s: Side| if s == Side::X { x } else { y };
         let (a, b) = (pick(side.0), pick(side.1));
