@@ -78,13 +78,21 @@ fn the_compiled_gradient_allocates_nothing() {
     let data = Data::read(&example("eight_schools.json")).unwrap();
     let d = Density::new(Arc::new(bind(&model(&text), &data))).unwrap();
     assert_eq!(allocations_per_100_gradients(&d), 0, "eight schools");
-    // The evaluator's value does allocate (so the count sees allocations).
+    // The evaluator's value does allocate (so the count sees allocations);
+    // the program's value alone does not.
     let x = vec![0.1; d.dim];
     let before = allocations();
     for _ in 0..100 {
-        d.log_density(&x).unwrap();
+        d.log_density_interpreted(&x).unwrap();
     }
     assert!(allocations() - before > 100);
+    d.log_density(&x).unwrap();
+    let before = allocations();
+    for _ in 0..100 {
+        d.log_density(&x).unwrap();
+        d.log_likelihood(&x).unwrap();
+    }
+    assert_eq!(allocations() - before, 0, "values alone");
 
     let text = std::fs::read_to_string(example("logistic.tempest")).unwrap();
     let data = csv("breast_cancer_prepared.csv", None);

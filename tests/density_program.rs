@@ -26,8 +26,9 @@ fn example_model(name: &str) -> String {
     std::fs::read_to_string(path).expect("example model")
 }
 
-/// The compiled gradient against the evaluator: its value equal to the
-/// evaluator's (`Density::log_density`, which interprets the expressions)
+/// The compiled density against the evaluator: its value (with the
+/// gradient and alone) and its log-likelihood equal to the evaluator's
+/// (`Density::log_density_interpreted`, which interprets the expressions)
 /// to rounding and its gradient against central differences of that value,
 /// at three points and two powers of the likelihood.
 fn agree(d: Density, what: &str) {
@@ -40,7 +41,19 @@ fn agree(d: Density, what: &str) {
             let mut g = vec![f64::NAN; d.dim];
             let v = d.log_density_grad(&x, &mut g).unwrap();
             assert!(v.is_finite(), "{what}: {v}");
-            let lp = |x: &[f64]| d.log_density(x).unwrap();
+            let lp = |x: &[f64]| d.log_density_interpreted(x).unwrap();
+            assert_rel(
+                d.log_density(&x).unwrap(),
+                lp(&x),
+                1e-12,
+                &format!("{what}: value alone at {scale}, t = {power}"),
+            );
+            assert_rel(
+                d.log_likelihood(&x).unwrap(),
+                d.log_likelihood_interpreted(&x).unwrap(),
+                1e-12,
+                &format!("{what}: log-likelihood at {scale}"),
+            );
             assert_rel(
                 v,
                 lp(&x),

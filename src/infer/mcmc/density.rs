@@ -131,6 +131,17 @@ pub struct Density {
     program: Arc<DensityProgram>,
 }
 
+/// What [`Density::prepare`] leaves beside the workspace.
+struct Prepared<'a> {
+    /// Σ log|dθ/du|.
+    logjac: f64,
+    /// A latent GP's factor L.
+    factor: Option<std::borrow::Cow<'a, DMatrix<f64>>>,
+    /// The params as values, Σ log|dθ/du| and dθ/du, for a latent GP whose
+    /// kernel has params (its factor and gradient read them).
+    kernel_params: Option<(Vec<Value<f64>>, f64, Vec<f64>)>,
+}
+
 /// The buffers of the compiled gradient, one set per thread (each chain
 /// runs on one thread at a time).
 #[derive(Default)]
@@ -538,11 +549,76 @@ impl Density {
         Ok((vec![Some(site)], Some(l)))
     }
 
-    /// log π(x).
-    ///
-    /// Evaluated in f64 without the reverse pass, so it costs a fraction of
-    /// [`Density::log_density_grad`].
+    /// log π(x), by the compiled program's forward pass (no reverse
+    /// pass, so it costs a fraction of [`Density::log_density_grad`]).
     pub fn log_density(&self, x: &[f64]) -> Result<f64, Error> {
+        let mut lp = self.compiled(x, false)?;
+        if let Some(m) = &self.marginal
+            && self.power != 0.0
+        {
+            lp += self.power * self.marginal_lml(m, x)?;
+        }
+        Ok(lp)
+    }
+
+    /// log p(y | x): the observations' log density at power 1 (each with
+    /// the power written in the model, if any), including the log marginal
+    /// likelihood of an integrated-out GP, by the compiled program.
+    /// Thermodynamic integration averages this over each power posterior.
+    pub fn log_likelihood(&self, x: &[f64]) -> Result<f64, Error> {
+        let mut ll = self.compiled(x, true)?;
+        if let Some(m) = &self.marginal {
+            ll += self.marginal_lml(m, x)?;
+        }
+        Ok(ll)
+    }
+
+    /// The GP integrated out: its log marginal likelihood at x.
+    fn marginal_lml(&self, m: &Marginal, x: &[f64]) -> Result<f64, Error> {
+        let (params, _, _) = self.params_at(x);
+        let env = Env::new(&self.bound, &self.hypers, &params, &[]);
+        let pieces = m.model.pieces_in(&env, m.model.inputs.len())?;
+        Ok(m.model.lml_of(&pieces)?.lml)
+    }
+
+    /// The program's value at x in a thread's workspace: log π less a GP
+    /// integrated out, or (`lik`) the observations' part alone.
+    fn compiled(&self, x: &[f64], lik: bool) -> Result<f64, Error> {
+        let run = |work: &mut Work| -> Result<f64, Error> {
+            let prepared = self.prepare(x, work)?;
+            let at = At {
+                theta: &work.theta[..self.dim],
+                site: &work.lv,
+            };
+            if lik {
+                return self
+                    .program
+                    .log_likelihood(&self.bound, at, &mut work.program);
+            }
+            let mut lp = self.program.run(
+                &self.bound,
+                at,
+                self.power,
+                prepared.logjac,
+                None,
+                &mut work.program,
+            )?;
+            if let Some(lt) = &self.latent {
+                let v = &x[lt.offset..lt.offset + lt.n * lt.classes];
+                lp -= 0.5 * v.iter().map(|a| a * a).sum::<f64>();
+            }
+            Ok(lp)
+        };
+        WORK.with(|w| match w.try_borrow_mut() {
+            Ok(mut work) => run(&mut work),
+            Err(_) => run(&mut Work::default()),
+        })
+    }
+
+    /// log π(x) by the evaluator, which interprets the model's
+    /// expressions: the reference the compiled program is checked against
+    /// (the same value to rounding).
+    pub fn log_density_interpreted(&self, x: &[f64]) -> Result<f64, Error> {
         let (prior, lik) = self.log_parts(x, self.power != 0.0)?;
         Ok(if self.power == 0.0 {
             prior
@@ -551,11 +627,9 @@ impl Density {
         })
     }
 
-    /// log p(y | x): the observations' log density at power 1 (each with
-    /// the power written in the model, if any), including the log marginal
-    /// likelihood of an integrated-out GP. Thermodynamic integration
-    /// averages this over each power posterior.
-    pub fn log_likelihood(&self, x: &[f64]) -> Result<f64, Error> {
+    /// [`Density::log_likelihood`] by the evaluator (the reference the
+    /// compiled program is checked against).
+    pub fn log_likelihood_interpreted(&self, x: &[f64]) -> Result<f64, Error> {
         Ok(self.log_parts(x, true)?.1)
     }
 
@@ -628,14 +702,9 @@ impl Density {
         Ok(lp)
     }
 
-    /// [`Density::log_density_grad`] by the compiled program, in `work`.
-    fn compiled_grad(
-        &self,
-        p: &DensityProgram,
-        x: &[f64],
-        grad: &mut [f64],
-        work: &mut Work,
-    ) -> Result<f64, Error> {
+    /// θ = constrain(u), dθ/du and Σ log|dθ/du| at x into `work`, and a
+    /// latent GP's L v there.
+    fn prepare(&self, x: &[f64], work: &mut Work) -> Result<Prepared<'_>, Error> {
         if work.theta.len() < self.dim {
             work.theta.resize(self.dim, 0.0);
             work.dtheta.resize(self.dim, 0.0);
@@ -678,6 +747,26 @@ impl Density {
             }
             factor = Some(l);
         }
+        Ok(Prepared {
+            logjac,
+            factor,
+            kernel_params,
+        })
+    }
+
+    /// [`Density::log_density_grad`] by the compiled program, in `work`.
+    fn compiled_grad(
+        &self,
+        p: &DensityProgram,
+        x: &[f64],
+        grad: &mut [f64],
+        work: &mut Work,
+    ) -> Result<f64, Error> {
+        let Prepared {
+            logjac,
+            factor,
+            kernel_params,
+        } = self.prepare(x, work)?;
         grad.iter_mut().for_each(|v| *v = 0.0);
         let mut lp = p.run(
             &self.bound,

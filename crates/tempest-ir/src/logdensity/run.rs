@@ -130,45 +130,11 @@ impl DensityProgram {
         if want {
             ws.g[..self.values].fill(0.0);
         }
-        let graph = &*bound.graph;
         let mut lp = init;
         for t in &self.terms {
             let tt = if t.observation { power * t.power } else { 1.0 };
-            if tt == 0.0 {
-                continue;
-            }
-            let term = match &t.way {
-                Way::Term(term) => term,
-                Way::General(stmt) => {
-                    lp += self.general(bound, t, *stmt, tt, want, &ws.v, &mut ws.g)?;
-                    continue;
-                }
-            };
-            let one;
-            let y: &[f64] = match self.view(bound, &ws.v, t.y) {
-                Arg::Each(y) => y,
-                Arg::One(x) => {
-                    one = [x];
-                    &one
-                }
-            };
-            let mut a = [Arg::One(0.0); ARGS];
-            for (slot, s) in a.iter_mut().zip(&t.args) {
-                *slot = self.view(bound, &ws.v, *s);
-            }
-            let k = t.args.len();
-            let scratch = &mut ws.s[t.scratch..t.scratch + term.scratch_len()];
-            lp += term.eval(graph, y, &a[..k], tt, want, scratch)?;
-            if !want {
-                continue;
-            }
-            for (j, s) in t.args.iter().enumerate() {
-                if let Src::Node(m) = s {
-                    add_to(&mut ws.g, &self.nodes[*m], term.arg_adjoint(scratch, j));
-                }
-            }
-            if let (true, Src::Node(m)) = (t.outcome, t.y) {
-                add_to(&mut ws.g, &self.nodes[m], term.outcome_adjoint(scratch));
+            if tt != 0.0 {
+                lp += self.statement(bound, t, tt, want, ws)?;
             }
         }
         if let Some(grad) = grad {
@@ -194,6 +160,60 @@ impl DensityProgram {
             }
         }
         Ok(lp)
+    }
+
+    /// log p(y | θ): the observations' terms at `at`, each at the power
+    /// written in the model (the density's power 1), without gradients.
+    pub fn log_likelihood(&self, bound: &Bound, at: At, ws: &mut Workspace) -> Result<f64, Error> {
+        ws.fit(self);
+        self.forward(bound, at.theta, at.site, &mut ws.v)?;
+        let mut ll = 0.0;
+        for t in self.terms.iter().filter(|t| t.observation) {
+            ll += self.statement(bound, t, t.power, false, ws)?;
+        }
+        Ok(ll)
+    }
+
+    /// Statement `t` tempered by `tt` at the values in `ws`, with its
+    /// adjoints added to the nodes' when `want`.
+    fn statement(
+        &self,
+        bound: &Bound,
+        t: &super::TermNode,
+        tt: f64,
+        want: bool,
+        ws: &mut Workspace,
+    ) -> Result<f64, Error> {
+        let term = match &t.way {
+            Way::Term(term) => term,
+            Way::General(stmt) => return self.general(bound, t, *stmt, tt, want, &ws.v, &mut ws.g),
+        };
+        let one;
+        let y: &[f64] = match self.view(bound, &ws.v, t.y) {
+            Arg::Each(y) => y,
+            Arg::One(x) => {
+                one = [x];
+                &one
+            }
+        };
+        let mut a = [Arg::One(0.0); ARGS];
+        for (slot, s) in a.iter_mut().zip(&t.args) {
+            *slot = self.view(bound, &ws.v, *s);
+        }
+        let k = t.args.len();
+        let scratch = &mut ws.s[t.scratch..t.scratch + term.scratch_len()];
+        let value = term.eval(&bound.graph, y, &a[..k], tt, want, scratch)?;
+        if want {
+            for (j, s) in t.args.iter().enumerate() {
+                if let Src::Node(m) = s {
+                    add_to(&mut ws.g, &self.nodes[*m], term.arg_adjoint(scratch, j));
+                }
+            }
+            if let (true, Src::Node(m)) = (t.outcome, t.y) {
+                add_to(&mut ws.g, &self.nodes[m], term.outcome_adjoint(scratch));
+            }
+        }
+        Ok(value)
     }
 
     /// The latent GP's adjoint f̄ \[N·C\] after a [`DensityProgram::run`]
