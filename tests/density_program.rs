@@ -60,6 +60,17 @@ fn agree(d: Density, what: &str) {
                 1e-12,
                 &format!("{what}: value at {scale}, t = {power}"),
             );
+            let (e1, e2) = (
+                d.estimate_values(&x).unwrap(),
+                d.estimate_values_interpreted(&x).unwrap(),
+            );
+            assert_eq!(e1.len(), e2.len(), "{what}: estimates");
+            for (a, b) in e1.iter().zip(&e2) {
+                assert_eq!(a.len(), b.len(), "{what}: an estimate's components");
+                for (a, b) in a.iter().zip(b) {
+                    assert_rel(*a, *b, 1e-12, &format!("{what}: estimate at {scale}"));
+                }
+            }
             for k in 0..d.dim {
                 // Richardson's extrapolation of central differences (error
                 // of order h⁴).
@@ -105,6 +116,11 @@ fn the_examples_compile_and_agree() {
     );
     let radon = example_data("data/radon.csv");
     agree(density(&example_model("radon.tempest"), &radon), "radon");
+    let iris = example_data("data/iris.csv");
+    agree(
+        density(&example_model("iris_varying_intercept.tempest"), &iris),
+        "iris, varying intercept (with estimates)",
+    );
 }
 
 #[test]
@@ -179,6 +195,7 @@ model {
   f ~ gp(m0, 1.5 * rbf(ell))
   y ~ bernoulli_logit(f(X))
 }
+estimate { p = E[sigmoid(f(X))]  m = E[m0] }
 "#;
     agree(density(learned, &data), "latent GP, kernel with a param");
 }
@@ -244,6 +261,7 @@ model {
   let eta = col(M, 0) - col(M, 1) + X * col(W, 1) + sum(S .* S) / 10 + sqdist(c, B[2]) / 5
   y ~ normal(eta + mean(B * W) + (W * c)[1], sigma * cols(B) / rows(W))
 }
+estimate { BW = E[col(B * W, 1)]  row = E[R[4]]  pos = E[if B[0, 1] > 0 then 1 else 0]  s2 = E[sigma ^ 2] }
 "#;
     agree(
         density(text, &csv("iris.csv", Some((20, 119)))),

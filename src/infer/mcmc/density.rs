@@ -129,6 +129,9 @@ pub struct Density {
     /// matrices (all but a GP integrated out): the gradient runs it and
     /// allocates nothing.
     program: Arc<DensityProgram>,
+    /// The `estimate` block's integrands compiled to one program of their
+    /// values (`None` without the block), or why they do not compile.
+    estimates: Option<Result<Arc<DensityProgram>, Error>>,
 }
 
 /// What [`Density::prepare`] leaves beside the workspace.
@@ -147,6 +150,7 @@ struct Prepared<'a> {
 #[derive(Default)]
 struct Work {
     program: Workspace,
+    estimates: Workspace,
     theta: Vec<f64>,
     dtheta: Vec<f64>,
     /// L v of a latent GP \[N\].
@@ -422,6 +426,11 @@ impl Density {
             &program_powers,
             site,
         )?);
+        let exprs: Vec<&TExpr> = g.estimates.iter().map(|e| &e.expr).collect();
+        let estimates = (!exprs.is_empty()).then(|| {
+            DensityProgram::compile_values(&bound, &hypers, (&offsets, &shapes), site, &exprs)
+                .map(Arc::new)
+        });
         Ok(Density {
             bound,
             hypers,
@@ -432,6 +441,7 @@ impl Density {
             dim: offset,
             powers,
             program,
+            estimates,
         })
     }
 
@@ -613,6 +623,51 @@ impl Density {
             Ok(mut work) => run(&mut work),
             Err(_) => run(&mut Work::default()),
         })
+    }
+
+    /// Every `estimate` integrand at x, each flattened (a matrix row by
+    /// row), by their compiled program; an error at the estimate when one
+    /// is outside what programs cover.
+    pub fn estimate_values(&self, x: &[f64]) -> Result<Vec<Vec<f64>>, Error> {
+        let p = match &self.estimates {
+            None => return Ok(Vec::new()),
+            Some(Err(e)) => return Err(e.clone()),
+            Some(Ok(p)) => p,
+        };
+        let run = |work: &mut Work| -> Result<Vec<Vec<f64>>, Error> {
+            self.prepare(x, work)?;
+            let at = At {
+                theta: &work.theta[..self.dim],
+                site: &work.lv,
+            };
+            let mut out = Vec::new();
+            p.values(&self.bound, at, &mut work.estimates, &mut out)?;
+            Ok(out)
+        };
+        WORK.with(|w| match w.try_borrow_mut() {
+            Ok(mut work) => run(&mut work),
+            Err(_) => run(&mut Work::default()),
+        })
+    }
+
+    /// [`Density::estimate_values`] by the evaluator (the reference the
+    /// compiled program is checked against).
+    pub fn estimate_values_interpreted(&self, x: &[f64]) -> Result<Vec<Vec<f64>>, Error> {
+        let (params, _, _) = self.params_at(x);
+        let sites = self.sites_at(x, &params)?;
+        let env = Env::new(&self.bound, &self.hypers, &params, &sites);
+        self.bound
+            .graph
+            .estimates
+            .iter()
+            .map(|e| {
+                let v = env.eval(&e.expr)?;
+                Ok(match v {
+                    Value::Int(_) | Value::Real(_) => vec![v.scalar().unwrap_or(f64::NAN)],
+                    other => other.flatten(),
+                })
+            })
+            .collect()
     }
 
     /// log π(x) by the evaluator, which interprets the model's

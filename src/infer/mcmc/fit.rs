@@ -6,8 +6,6 @@ use super::chain::{ChainConfig, Draw, Method};
 use super::density::Density;
 use super::predict::SamplerPredictions;
 use crate::error::{Error, ErrorKind, fixed};
-use crate::ir::eval::Env;
-use crate::ir::value::Value;
 use crate::mc::control_variates::{CvEstimate, Method as CvMethod, Samples};
 use crate::mc::diagnostics::{
     MIN_DRAWS_ESS, MIN_DRAWS_RHAT, Summary, ebfmi, summarize, summarize_independent,
@@ -871,25 +869,10 @@ pub fn check_estimates(density: &Density, at: &[f64], draws: usize) -> Result<()
         })
 }
 
-/// Every estimate's integrand at x, flattened, in one environment (the
-/// params and latent values are computed once).
+/// Every estimate's integrand at x, flattened, by their compiled program
+/// ([`Density::estimate_values`]).
 pub fn estimate_values(density: &Density, x: &[f64]) -> Result<Vec<Vec<f64>>, Error> {
-    let (params, _, _) = density.params_at(x);
-    let sites = density.sites_at(x, &params)?;
-    let env = Env::new(&density.bound, &density.hypers, &params, &sites);
-    density
-        .bound
-        .graph
-        .estimates
-        .iter()
-        .map(|e| {
-            let v = env.eval(&e.expr)?;
-            Ok(match v {
-                Value::Int(_) | Value::Real(_) => vec![v.scalar().unwrap_or(f64::NAN)],
-                other => other.flatten(),
-            })
-        })
-        .collect()
+    density.estimate_values(x)
 }
 
 /// The `estimate` block's integrands at every draw: per estimate, per

@@ -96,25 +96,7 @@ impl DensityProgram {
                 "the compiled density's layout does not match its model",
             ));
         }
-        let mut c = Compiler {
-            bound,
-            env: Env::new(bound, hypers, &[], &[]),
-            offsets,
-            shapes,
-            let_varies: Vec::with_capacity(g.lets.len()),
-            lets: vec![None; g.lets.len()],
-            params: vec![None; g.params.len()],
-            site,
-            site_node: None,
-            nodes: Vec::new(),
-            consts: Vec::new(),
-            values: 0,
-            guard: 0,
-        };
-        for l in &g.lets {
-            let v = c.varies(&l.value);
-            c.let_varies.push(v);
-        }
+        let mut c = Compiler::new(bound, hypers, offsets, shapes, site);
         let mut terms = Vec::new();
         let mut scratch = 0;
         for (i, p) in g.priors.iter().enumerate() {
@@ -149,22 +131,83 @@ impl DensityProgram {
             let t = c.statement(Stmt::Observation(j), &o.dist, y, sh, power, &mut scratch)?;
             terms.push(t);
         }
-        let params = (0..g.params.len())
-            .filter_map(|p| c.params[p].map(|node| (node, offsets[p])))
+        Ok(c.finish(terms, scratch, Vec::new()))
+    }
+
+    /// Compile expressions of the params and the latent GP's values (an
+    /// `estimate` block's integrands) to a program of no statements whose
+    /// outputs are their values ([`DensityProgram::values`]); the layout
+    /// as in [`DensityProgram::compile`].
+    pub fn compile_values<'a>(
+        bound: &'a Bound,
+        hypers: &'a [Value<f64>],
+        (offsets, shapes): (&'a [usize], &'a [(usize, usize)]),
+        site: Option<(usize, usize, &'a TExpr)>,
+        exprs: &[&TExpr],
+    ) -> Result<DensityProgram, Error> {
+        if offsets.len() != bound.graph.params.len() || shapes.len() != offsets.len() {
+            return Err(Error::internal(
+                "the compiled values' layout does not match their model",
+            ));
+        }
+        let mut c = Compiler::new(bound, hypers, offsets, shapes, site);
+        let outputs = exprs
+            .iter()
+            .map(|e| c.expr(e))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(c.finish(Vec::new(), 0, outputs))
+    }
+}
+
+impl<'a> Compiler<'a> {
+    fn new(
+        bound: &'a Bound,
+        hypers: &'a [Value<f64>],
+        offsets: &'a [usize],
+        shapes: &'a [(usize, usize)],
+        site: Option<(usize, usize, &'a TExpr)>,
+    ) -> Compiler<'a> {
+        let g = &bound.graph;
+        let mut c = Compiler {
+            bound,
+            env: Env::new(bound, hypers, &[], &[]),
+            offsets,
+            shapes,
+            let_varies: Vec::with_capacity(g.lets.len()),
+            lets: vec![None; g.lets.len()],
+            params: vec![None; g.params.len()],
+            site,
+            site_node: None,
+            nodes: Vec::new(),
+            consts: Vec::new(),
+            values: 0,
+            guard: 0,
+        };
+        for l in &g.lets {
+            let v = c.varies(&l.value);
+            c.let_varies.push(v);
+        }
+        c
+    }
+
+    fn finish(self, terms: Vec<TermNode>, scratch: usize, outputs: Vec<Src>) -> DensityProgram {
+        let params = (0..self.params.len())
+            .filter_map(|p| self.params[p].map(|node| (node, self.offsets[p])))
             .collect();
-        let site = match c.site_node {
+        let site = match self.site_node {
             Some(Src::Node(k)) => Some(k),
             _ => None,
         };
-        Ok(DensityProgram {
+        DensityProgram {
             site,
-            nodes: c.nodes,
-            consts: c.consts,
+            nodes: self.nodes,
+            consts: self.consts,
             terms,
             params,
-            values: c.values,
+            outputs,
+            values: self.values,
             scratch,
-        })
+        }
     }
 }
 
@@ -403,10 +446,12 @@ impl Compiler<'_> {
             return Ok(s);
         }
         let Some((n, classes, mean)) = self.site else {
-            return Err(unsupported(
+            return Err(Error::at(
+                ErrorKind::Unsupported,
                 e.span,
-                "a GP integrated out of its Gaussian likelihood that also appears elsewhere",
-            ));
+                "this GP is integrated out of its Gaussian likelihood when sampling, so its values are not drawn and nothing else can read them",
+            )
+            .with_label("the GP's values"));
         };
         let mu = self.expr(mean)?;
         self.scalar(mu, mean.span, "the GP's mean")?;

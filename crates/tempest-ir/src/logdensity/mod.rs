@@ -225,6 +225,9 @@ pub struct DensityProgram {
     params: Vec<(usize, usize)>,
     /// The latent GP's node, if the model has one.
     site: Option<usize>,
+    /// The values a program of expressions gives
+    /// ([`DensityProgram::compile_values`]).
+    outputs: Vec<Src>,
     /// The value array's length.
     values: usize,
     /// The scratch's length.

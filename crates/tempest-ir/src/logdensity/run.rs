@@ -174,6 +174,35 @@ impl DensityProgram {
         Ok(ll)
     }
 
+    /// The outputs' values at `at` ([`DensityProgram::compile_values`]),
+    /// each flattened as [`Value::flatten`] flattens a value (a matrix row
+    /// by row), into `out` (one vector per output, reused).
+    pub fn values(
+        &self,
+        bound: &Bound,
+        at: At,
+        ws: &mut Workspace,
+        out: &mut Vec<Vec<f64>>,
+    ) -> Result<(), Error> {
+        ws.fit(self);
+        self.forward(bound, at.theta, at.site, &mut ws.v)?;
+        out.resize(self.outputs.len(), Vec::new());
+        for (o, &s) in out.iter_mut().zip(&self.outputs) {
+            o.clear();
+            let v = self.view(bound, &ws.v, s);
+            match self.sh(bound, s) {
+                Sh::Mat(r, c) => {
+                    for i in 0..r {
+                        o.extend((0..c).map(|j| v.at(j * r + i)));
+                    }
+                }
+                Sh::Each(n) => o.extend((0..n).map(|i| v.at(i))),
+                Sh::One | Sh::Other => o.push(v.at(0)),
+            }
+        }
+        Ok(())
+    }
+
     /// Statement `t` tempered by `tt` at the values in `ws`, with its
     /// adjoints added to the nodes' when `want`.
     fn statement(
