@@ -181,11 +181,12 @@ fn exact_hyper_gradients_agree_with_forward_mode_autodiff_and_differences() {
     let text = format!(
         "{DIABETES4}hyper {{ ell : vector<lower=0>[4] = [0.8, 1.5, 2.0, 1.1]  a : positive = 0.7  b : real = 0.4  noise : positive = 0.3  mu : real = 0.2  w : real = 0.3 }}
 model {{ f ~ gp(mu, (a + b^2) * rbf(ell) * periodic(a, 2 + b) + exp(b) * matern52(ell))  y ~ normal(f(X) + b * col(X, 1), noise * noise + 0.05) ^ (0.6 + w * w) }}
-infer exact {{ }}\n"
+infer exact {{ learn_hypers = true }}\n"
     );
     let b = bind(&model(&text), &csv("diabetes_prepared.csv", Some((0, 49))));
     let m = exact_model(&b);
     let theta = m.layout.initial(&b).unwrap();
+    assert_eq!(theta.len(), 9, "every hyper learned");
     let (s, g) = m.lml_grad(&theta).unwrap();
     let (_, gf) = with_forward_chunks(|| m.lml_grad(&theta).unwrap());
     let (v, ga) = m.lml_grad_autodiff(&theta).unwrap();
@@ -203,8 +204,9 @@ infer exact {{ }}\n"
     );
 }
 
-/// k(x, x′) = (1 + r²/(2αℓ²))^(−α), from Rust: no reverse rule, so its
-/// part of the gradient keeps the forward chunks.
+/// k(x, x′) = (1 + r²/(2αℓ²))^(−α), from Rust: a leaf of the kernel's
+/// reverse pass whose derivatives in its own parameters come from forward
+/// mode inside each entry.
 struct Rq;
 impl UserKernel for Rq {
     fn name(&self) -> &str {
@@ -220,18 +222,19 @@ impl UserKernel for Rq {
 }
 
 #[test]
-fn a_rust_kernel_keeps_the_forward_chunks_for_its_part() {
+fn a_rust_kernel_takes_the_reverse_pass() {
     let mut reg = Registry::default();
     reg.add_kernel(Rq);
     let text = format!(
         "{DIABETES4}hyper {{ ell : positive = 1.4  al : positive = 2.0  noise : positive = 0.4 }}
 model {{ f ~ gp(0, 0.5 * rq(ell, al) + rbf(ell))  y ~ normal(f(X), noise) }}
-infer exact {{ }}\n"
+infer exact {{ learn_hypers = true }}\n"
     );
     let m = Model::from_str("rq.tempest", &text, &reg).unwrap_or_else(|e| panic!("{e}"));
     let b = bind(&m, &csv("diabetes_prepared.csv", Some((0, 39))));
     let em = exact_model(&b);
     let theta = em.layout.initial(&b).unwrap();
+    assert_eq!(theta.len(), 3, "every hyper learned");
     let (_, g) = em.lml_grad(&theta).unwrap();
     let (_, gf) = with_forward_chunks(|| em.lml_grad(&theta).unwrap());
     let fd: Vec<f64> = (0..theta.len())

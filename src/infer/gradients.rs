@@ -50,7 +50,7 @@ pub fn reverse_sweeps() -> bool {
 /// ⟨p̄, leaves⟩ for the kernel evaluated with [`Rev`] in the hypers' sweep,
 /// given its leaf adjoints `pbar` at the same point ([`leaf_adjoints`],
 /// the Gram and cross-covariance nodes' reverse passes); `None` when the
-/// kernel has no leaves (Rust or interpreted parts) or another number of
+/// kernel has no leaves (interpreted model-file parts) or another number of
 /// them.
 pub fn kernel_term(kernel: &KernelValue<Rev>, pbar: &[f64]) -> Option<Rev> {
     let leaves = kernel.leaves()?;

@@ -20,10 +20,13 @@
 //! the reverse pass over the upper triangle by blocks of columns, as the
 //! weight hands them out); each column's or block's sums are formed in a
 //! fixed order and the partial sums are added in a fixed order, so results
-//! do not depend on the number of threads. Kernels with Rust or interpreted
-//! model-file parts have no plan and keep the entry-by-entry path.
+//! do not depend on the number of threads. A Rust kernel is a leaf evaluated
+//! entry by entry (its derivatives in its own parameters by forward mode
+//! inside the entry); kernels with interpreted model-file parts have no
+//! plan and keep the entry-by-entry path.
 #![allow(clippy::needless_range_loop)] // loops over parallel arrays
 
+use super::custom::{DynKernel, kernel_entry_grad};
 use super::kernel::{Inputs, KernelKind, KernelValue};
 use crate::program::{BlockRows, KernelProgram, Prepared};
 use nalgebra::DMatrix;
@@ -99,6 +102,15 @@ enum Node<'k> {
         leaf: usize,
         /// Offset of its instruction slots in the program scratch.
         slots: usize,
+    },
+    /// A kernel written in Rust, entry by entry, its derivatives in its
+    /// parameters by forward mode inside each entry.
+    Rust {
+        kernel: &'k dyn DynKernel,
+        params: &'k [f64],
+        /// Index into [`Plan::gathered`] when the kernel sees some columns.
+        sel: Option<usize>,
+        leaf: usize,
     },
 }
 
@@ -214,7 +226,7 @@ fn gather(x: &Inputs, dims: &[usize]) -> Inputs {
 
 impl<'k> Plan<'k> {
     /// Flatten `kernel` for inputs X and Y, or `None` when it has parts
-    /// without a block rule (Rust or interpreted model-file kernels). The
+    /// without a block rule (interpreted model-file kernels). The
     /// kernel must already be validated for the inputs' dimension.
     pub fn new(kernel: &'k KernelValue<f64>, x: &Inputs, y: &Inputs) -> Option<Plan<'k>> {
         let mut plan = Plan {
@@ -468,7 +480,26 @@ impl<'k> Plan<'k> {
                     slots,
                 })
             }
-            KernelValue::Rust { .. } | KernelValue::Lang { .. } => None,
+            KernelValue::Rust {
+                kernel,
+                params,
+                dims,
+                ..
+            } => {
+                let leaf = self.leaves;
+                self.leaves += params.len();
+                let sel = dims.as_deref().map(|d| {
+                    self.gathered.push((gather(x, d), gather(y, d)));
+                    self.gathered.len() - 1
+                });
+                self.push(Node::Rust {
+                    kernel: kernel.as_ref(),
+                    params,
+                    sel,
+                    leaf,
+                })
+            }
+            KernelValue::Lang { .. } => None,
         }
     }
 
@@ -754,7 +785,33 @@ impl<'k> Plan<'k> {
                     let pv = &mut w.pv[*slots..*slots + program.block_slots()];
                     program.block_forward(prep, &rows, pv, out);
                 }
+                Node::Rust {
+                    kernel,
+                    params,
+                    sel,
+                    ..
+                } => {
+                    let (gx, gy) = self.sides(*sel, b);
+                    let yr = gy.row(b.j);
+                    for (e, o) in out.iter_mut().enumerate() {
+                        let xr = gx.row(b.start + e);
+                        *o = if b.swap {
+                            kernel.entry_f64(params, yr, xr)
+                        } else {
+                            kernel.entry_f64(params, xr, yr)
+                        };
+                    }
+                }
             }
+        }
+    }
+
+    /// The inputs a kernel that sees some columns reads (`sel`), or the
+    /// block's own.
+    fn sides<'a>(&'a self, sel: Option<usize>, b: Block<'a>) -> (&'a Inputs, &'a Inputs) {
+        match sel {
+            Some(s) => (&self.gathered[s].0, &self.gathered[s].1),
+            None => (b.x, b.y),
         }
     }
 
@@ -906,6 +963,28 @@ impl<'k> Plan<'k> {
                     );
                     for (p, gk) in pbar[*leaf..leaf + np].iter_mut().zip(g.iter()) {
                         *p += f * gk;
+                    }
+                }
+                Node::Rust {
+                    kernel,
+                    params,
+                    sel,
+                    leaf,
+                } => {
+                    let np = params.len();
+                    let (gx, gy) = self.sides(*sel, b);
+                    let yr = gy.row(b.j);
+                    let g = &mut w.g[..np];
+                    for (e, a) in ai.iter().enumerate() {
+                        let xr = gx.row(b.start + e);
+                        if b.swap {
+                            kernel_entry_grad(*kernel, params, yr, xr, g);
+                        } else {
+                            kernel_entry_grad(*kernel, params, xr, yr, g);
+                        }
+                        for (p, gk) in pbar[*leaf..leaf + np].iter_mut().zip(g.iter()) {
+                            *p += f * a * gk;
+                        }
                     }
                 }
             }
@@ -1327,7 +1406,7 @@ pub fn leaf_adjoints<W: UpperColumns + ?Sized>(
 
 /// p̄ = Σᵢₖ K̄ᵢₖ ∂K(X, Y)ᵢₖ/∂p for every leaf of the kernel, K̄ [N, M],
 /// by one reverse pass over column blocks ([`Plan::cross_adjoints`]);
-/// `None` when the kernel has no plan (Rust or interpreted parts) or the
+/// `None` when the kernel has no plan (interpreted model-file parts) or the
 /// inputs' widths differ. The kernel must be validated for X's width.
 pub fn cross_leaf_adjoints(
     kernel: &KernelValue<f64>,

@@ -552,11 +552,26 @@ impl<T: Scalar> KernelValue<T> {
     /// The kernel's numeric parameters ("leaves") in a fixed order: each
     /// built-in kernel's arguments (every entry of a per-dimension one),
     /// then a scale factor before the kernel it scales, children left to
-    /// right. `None` when the kernel contains a model-file or Rust kernel,
-    /// which have no reverse rule here.
+    /// right; a Rust kernel's parameters in order. `None` when the kernel
+    /// contains an interpreted model-file kernel, which has no reverse rule
+    /// here.
     pub fn leaves(&self) -> Option<Vec<T>> {
         let mut out = Vec::new();
         self.push_leaves(&mut out).then_some(out)
+    }
+
+    /// Whether every part has reverse rules in its inputs too (the
+    /// gradients of a Gram matrix in X, for deep kernels and learned
+    /// inducing inputs): not a Rust or an interpreted model-file kernel.
+    pub fn input_rules(&self) -> bool {
+        match self {
+            KernelValue::Base { .. } | KernelValue::Compiled { .. } => true,
+            KernelValue::Sum(a, b) | KernelValue::Product(a, b) => {
+                a.input_rules() && b.input_rules()
+            }
+            KernelValue::Scale(_, k) => k.input_rules(),
+            KernelValue::Rust { .. } | KernelValue::Lang { .. } => false,
+        }
     }
 
     fn push_leaves(&self, out: &mut Vec<T>) -> bool {
@@ -578,7 +593,11 @@ impl<T: Scalar> KernelValue<T> {
                 out.extend_from_slice(params);
                 true
             }
-            KernelValue::Rust { .. } | KernelValue::Lang { .. } => false,
+            KernelValue::Rust { params, .. } => {
+                out.extend_from_slice(params);
+                true
+            }
+            KernelValue::Lang { .. } => false,
         }
     }
 
@@ -625,7 +644,18 @@ impl<T: Scalar> KernelValue<T> {
                 dims: dims.clone(),
                 span: *span,
             },
-            KernelValue::Rust { .. } | KernelValue::Lang { .. } => return None,
+            KernelValue::Rust {
+                kernel,
+                params,
+                dims,
+                span,
+            } => KernelValue::Rust {
+                kernel: kernel.clone(),
+                params: params.iter().map(|p| p.to_constant()).collect(),
+                dims: dims.clone(),
+                span: *span,
+            },
+            KernelValue::Lang { .. } => return None,
         })
     }
 }
@@ -636,8 +666,9 @@ impl KernelValue<f64> {
     /// with hand-derived rules for each built-in kernel and for sums,
     /// products and scalings, and the compiled program's reverse pass for
     /// a model-file kernel, so the cost does not grow with the number of
-    /// parameters. Kernels without leaves (interpreted model-file kernels,
-    /// Rust kernels) give NaN (see [`KernelValue::leaves`]).
+    /// parameters; a Rust kernel's derivatives by forward mode inside the
+    /// entry. Kernels without leaves (interpreted model-file kernels) give
+    /// NaN (see [`KernelValue::leaves`]).
     pub fn entry_grad(&self, x: &[f64], y: &[f64], same: bool, g: &mut [f64]) -> f64 {
         self.entry_grad_n(x, y, same, g).0
     }
@@ -685,7 +716,24 @@ impl KernelValue<f64> {
                 };
                 (k, n)
             }
-            KernelValue::Rust { .. } | KernelValue::Lang { .. } => (f64::NAN, 0),
+            KernelValue::Rust {
+                kernel,
+                params,
+                dims,
+                ..
+            } => {
+                let n = params.len();
+                let (gx, gy) = (gather(x, dims), gather(y, dims));
+                let k = super::custom::kernel_entry_grad(
+                    kernel.as_ref(),
+                    params,
+                    &gx,
+                    &gy,
+                    &mut g[..n],
+                );
+                (k, n)
+            }
+            KernelValue::Lang { .. } => (f64::NAN, 0),
         }
     }
 
@@ -696,7 +744,8 @@ impl KernelValue<f64> {
             KernelValue::Sum(a, b) | KernelValue::Product(a, b) => a.leaf_count() + b.leaf_count(),
             KernelValue::Scale(_, k) => 1 + k.leaf_count(),
             KernelValue::Compiled { params, .. } => params.len(),
-            KernelValue::Rust { .. } | KernelValue::Lang { .. } => 0,
+            KernelValue::Rust { params, .. } => params.len(),
+            KernelValue::Lang { .. } => 0,
         }
     }
 }

@@ -208,9 +208,10 @@ impl ExactModel {
     /// whatever the number of hypers ([`leaf_adjoints`]: ∂/∂p for every
     /// kernel parameter p, weighted by W); the hypers' part is the chain
     /// rule through the parameters, the noise, the mean and offsets and
-    /// the power, by one reverse sweep ([`crate::math::reverse`]). A
-    /// kernel with Rust or interpreted parts takes its part by duals,
-    /// eight hypers at a time.
+    /// the power, by one reverse sweep ([`crate::math::reverse`]). A Rust
+    /// kernel is a leaf of that pass (forward mode inside its entries, in
+    /// its own parameters only); a kernel with interpreted model-file parts
+    /// takes its part by duals, eight hypers at a time.
     pub fn lml_grad(&self, theta: &[f64]) -> Result<(LmlState, Vec<f64>), Error> {
         let n = self.inputs.len();
         let p64 = self.pieces::<f64>(theta, &self.bound, n)?;
@@ -231,7 +232,7 @@ impl ExactModel {
         })?;
         grad.copy_from_slice(&g);
         if !kernel_done {
-            // Kernels with Rust or interpreted parts: forward-mode chunks.
+            // Kernels with interpreted model-file parts: forward-mode chunks.
             for start in (0..theta.len()).step_by(CHUNK) {
                 let td = seed_chunk(theta, start);
                 let p = self.pieces::<Dual8>(&td, &self.bound, n)?;

@@ -169,7 +169,7 @@ impl Svi {
         let pieces = model.pieces_rows::<f64>(&theta, &[0][..n.min(1)])?;
         let net = match &model.deep {
             Some(d) => {
-                if pieces.kernel.leaves().is_none() {
+                if !pieces.kernel.input_rules() {
                     return Err(Error::at(
                         ErrorKind::Unsupported,
                         d.span,
@@ -219,7 +219,7 @@ impl Svi {
         )?;
         let mm = ind.len();
         let c = model.latents;
-        let learn_z = s.learn_inducing && mm < n && pieces.kernel.leaves().is_some() && !grid;
+        let learn_z = s.learn_inducing && mm < n && pieces.kernel.input_rules() && !grid;
         if s.learn_inducing && mm < n && !learn_z && !grid {
             notes.push("the inducing inputs stay at their k-means start: the kernel has Rust or interpreted parts without input gradients".into());
         }
@@ -448,7 +448,7 @@ impl Svi {
         )?;
         grad[..p].copy_from_slice(&g);
         // Forward-mode chunks for what has no reverse path: a kernel with
-        // Rust or interpreted parts, an argument seeded in no other way.
+        // interpreted model-file parts, an argument seeded in no other way.
         if !kernel_done || lik_adj.is_none() {
             for start in (0..p).step_by(CHUNK) {
                 let td = seed_chunk(&self.theta, start);
@@ -835,8 +835,8 @@ fn unpack_q(params: &[f64], classes: usize, mm: usize) -> Vec<Whitened> {
 }
 
 /// ⟨K̄_XZ, ∂K_XZ⟩ + ⟨K̄_ZZ, ∂K_ZZ⟩ + ⟨k̄_diag, ∂k_diag⟩ in the seeded
-/// directions, entry by entry in duals (kernels with Rust or interpreted
-/// parts, which have no reverse rule).
+/// directions, entry by entry in duals (kernels with interpreted
+/// model-file parts, which have no reverse rule).
 fn dual_kernel_terms(
     kernel: &KernelValue<Dual8>,
     x: &Inputs,

@@ -8,7 +8,7 @@
 //! the kernel's leaf adjoints by the block reverse pass, the likelihood
 //! arguments' by [`super::lik_adjoint`], and all of them carried back to θ
 //! through the model-file expressions by one reverse sweep
-//! ([`crate::math::reverse`]); kernels with Rust or interpreted parts take
+//! ([`crate::math::reverse`]); kernels with interpreted model-file parts take
 //! forward-mode chunks of eight directions.
 
 use super::def::ViSettings;

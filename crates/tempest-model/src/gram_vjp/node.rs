@@ -124,6 +124,9 @@ pub fn gram_vjp_with(
     let Some(leaves) = kernel.leaves().map(|l| l.len()) else {
         return Ok(None);
     };
+    if !kernel.input_rules() {
+        return Ok(None);
+    }
     let planned = leaf_adjoints(kernel, x, &(k_bar + k_bar.transpose()))?;
     let entry_params = if planned.is_some() { 0 } else { leaves };
     // A radial kernel's X̄ by matrix products; then the entries serve θ̄ alone.
@@ -239,6 +242,9 @@ pub fn cross_vjp_with(
     let Some(leaves) = kernel.leaves().map(|l| l.len()) else {
         return Ok(None);
     };
+    if !kernel.input_rules() {
+        return Ok(None);
+    }
     // θ̄ by the kernel's block plan when it has one; a radial kernel's X̄
     // and Z̄ by matrix products. The entries then serve what is left.
     let planned = crate::block::cross_leaf_adjoints(kernel, x, z, k_bar);
