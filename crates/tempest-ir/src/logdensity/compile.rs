@@ -300,7 +300,17 @@ impl Compiler<'_> {
                 s if s == y_sh || (matches!(s, Sh::Each(m) if m == n) && y_sh == Sh::One) => {
                     each.push(true)
                 }
-                Sh::Mat(r, c) if r == n && args.len() == 1 && !matches!(y_sh, Sh::Mat(..)) => {
+                Sh::Mat(r, c)
+                    if r == n
+                        && args.len() == 1
+                        && !matches!(y_sh, Sh::Mat(..))
+                        && matches!(
+                            dist.dist,
+                            crate::graph::DistRef::Builtin(
+                                tempest_model::dist::Dist::CategoricalLogit
+                            )
+                        ) =>
+                {
                     cols = c;
                     each.push(true)
                 }
