@@ -421,3 +421,28 @@ fn a_saved_fit_is_checked_against_the_memory_before_it_is_parsed() {
     let err = assert_clean_failure(&o);
     assert!(err.contains(&format!("reading `{fit}`")), "{err}");
 }
+
+/// A value the samplers' compiled log density would hold (rows of a matrix
+/// param gathered by group, [150, 100000], and its adjoint) is refused
+/// under a budget, at the expression that makes it, before the program's
+/// workspace is made.
+#[test]
+fn a_compiled_density_too_large_is_refused_at_its_expression() {
+    let dir = out_dir("hostile_memory_program");
+    let model = write_file(
+        &dir,
+        "rows.tempest",
+        "data { n : int  g : int<lower=0, upper=2>[n] = column(\"target\")\n\
+         y : vector[n] = column(\"sepal length (cm)\") }\n\
+         param { B : matrix[3, 100000]  s : positive ~ lognormal(0, 1) }\n\
+         model {\n  let R = B[g]\n  y ~ normal(col(R, 0), s)\n}\n\
+         infer nuts { chains = 1  warmup = 10  draws = 10 }\n",
+    );
+    refused_fast(
+        &model,
+        IRIS,
+        &[("TEMPEST_MEMORY", "100MB")],
+        "the compiled log density's values and their adjoints would need",
+        (5, "B[g]"),
+    );
+}

@@ -66,6 +66,9 @@ struct Compiler<'a> {
     /// How many branches of an `if` whose condition varies enclose the
     /// expression being compiled.
     guard: usize,
+    /// The largest node made so far and the expression that made it (the
+    /// place to name if the program's memory is refused).
+    largest: Option<(usize, Span)>,
 }
 
 impl DensityProgram {
@@ -182,6 +185,7 @@ impl<'a> Compiler<'a> {
             consts: Vec::new(),
             values: 0,
             guard: 0,
+            largest: None,
         };
         for l in &g.lets {
             let v = c.varies(&l.value);
@@ -366,7 +370,42 @@ impl Compiler<'_> {
     }
 
     fn expr(&mut self, e: &TExpr) -> Result<Src, Error> {
-        tempest_core::limits::deep(|| self.expr_inner(e))
+        let before = self.nodes.len();
+        let s = tempest_core::limits::deep(|| self.expr_inner(e))?;
+        if let Src::Node(k) = s
+            && k >= before
+        {
+            let len = self.nodes[k].len;
+            if self.largest.is_none_or(|(n, _)| len > n) {
+                self.largest = Some((len, e.span));
+            }
+            self.room(e.span)?;
+        }
+        Ok(s)
+    }
+
+    /// The program's values and adjoints so far (two numbers per entry),
+    /// checked against the memory there is before the workspace is made;
+    /// a refusal names the expression with the largest value.
+    fn room(&self, span: Span) -> Result<(), Error> {
+        self.room_for(0, 1, span)
+    }
+
+    /// [`Compiler::room`] with a value of `rows × cols` more.
+    fn room_for(&self, rows: usize, cols: usize, span: Span) -> Result<(), Error> {
+        let more = (rows as u128).saturating_mul(cols as u128);
+        let request = tempest_core::limits::Request::new(
+            "the compiled log density's values and their adjoints",
+        )
+        .times("numbers", (self.values as u128).saturating_add(more))
+        .times("(value, adjoint)", 2u64);
+        tempest_core::limits::check_memory(&[request]).map_err(|e| {
+            let at = match self.largest {
+                Some((n, s)) if (n as u128) >= more => s,
+                _ => span,
+            };
+            e.with_span(at).with_label("the largest value")
+        })
     }
 
     fn expr_inner(&mut self, e: &TExpr) -> Result<Src, Error> {
@@ -622,6 +661,8 @@ impl Compiler<'_> {
     }
 
     fn gather(&mut self, s: Src, ks: Vec<i64>, sh: Sh) -> Src {
+        // `ks` has as many entries as the node it makes (checked with it,
+        // by `expr`).
         let k = self.consts.len();
         self.consts.push(Value::IntArray(ks));
         self.push(Op::Gather(s, Src::Const(k)), sh)
@@ -666,6 +707,7 @@ impl Compiler<'_> {
                     self.position(k, r, "row", idx[0].span)?;
                 }
                 let m = ks.len();
+                self.room_for(m, c, span)?;
                 let pos = (0..c)
                     .flat_map(|j| ks.iter().map(move |&k| (j * r) as i64 + k))
                     .collect();
