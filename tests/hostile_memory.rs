@@ -422,10 +422,11 @@ fn a_saved_fit_is_checked_against_the_memory_before_it_is_parsed() {
     assert!(err.contains(&format!("reading `{fit}`")), "{err}");
 }
 
-/// A value the samplers' compiled log density would hold (rows of a matrix
-/// param gathered by group, [150, 100000], and its adjoint) is refused
-/// under a budget, at the expression that makes it, before the program's
-/// workspace is made.
+/// Rows of a matrix param gathered by group ([150, 100000], far larger
+/// than the param) are refused under a budget at the expression that makes
+/// them, by `check` (the shapes' evaluation when binding) and by `run`,
+/// before anything of that size is allocated; the samplers' compiled
+/// density checks its own values and adjoints the same way.
 #[test]
 fn a_compiled_density_too_large_is_refused_at_its_expression() {
     let dir = out_dir("hostile_memory_program");
@@ -442,7 +443,7 @@ fn a_compiled_density_too_large_is_refused_at_its_expression() {
         &model,
         IRIS,
         &[("TEMPEST_MEMORY", "100MB")],
-        "the compiled log density's values and their adjoints would need",
+        "these rows of a matrix would need 120.0 MB",
         (5, "B[g]"),
     );
 }

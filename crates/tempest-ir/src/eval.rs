@@ -657,6 +657,14 @@ fn gather<T: Scalar>(
         )),
         Value::IntArray(v) => Value::IntArray(ks.iter().map(|k| v[at(k)]).collect()),
         Value::Matrix(m) => {
+            // Rows by group can be far larger than the matrix they come from.
+            tempest_core::limits::check_memory(&[tempest_core::limits::Request::new(
+                "these rows of a matrix",
+            )
+            .times("rows", ks.len())
+            .times("columns", m.ncols())
+            .bytes_each(std::mem::size_of::<T>() as u128)])
+            .map_err(|e| e.with_span(span).with_label("these rows"))?;
             Value::Matrix(nalgebra::DMatrix::from_fn(ks.len(), m.ncols(), |i, j| {
                 m[(at(&ks[i]), j)]
             }))
