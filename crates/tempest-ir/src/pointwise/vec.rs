@@ -2,7 +2,7 @@
 //! `bernoulli_logit` and `normal` over N outcomes at once, with the
 //! transcendentals vectorised ([`tempest_math::vector`]) and no
 //! per-element dispatch, writing into buffers the caller owns
-//! ([`super::term::Term`] chooses them). They compute the same formulas as
+//! ([`crate::pointwise::term::Term`] chooses them). They compute the same formulas as
 //! `closed_form` (the tests check each against it element by element),
 //! summing the terms in the same order.
 

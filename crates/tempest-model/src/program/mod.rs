@@ -341,7 +341,7 @@ impl KernelProgram {
     }
 
     /// f(p) for a program without inputs (a likelihood,
-    /// [`KernelProgram::compile_likelihood`]) and ∂f/∂pⱼ written into `g`
+    /// compiled by `tempest_ir::program::compile_likelihood`) and ∂f/∂pⱼ written into `g`
     /// \[n_params\] for the parameters flagged in the `live` mask of
     /// [`KernelProgram::live`] (0 for the others), by one forward pass in
     /// f64 and one reverse pass over the live slots only: a term of data
