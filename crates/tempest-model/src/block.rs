@@ -465,10 +465,7 @@ impl<'k> Plan<'k> {
                 self.leaves += params.len();
                 let dims = dims.as_deref();
                 let dist = self.dist(dims);
-                let sel = dims.map(|d| {
-                    self.gathered.push((gather(x, d), gather(y, d)));
-                    self.gathered.len() - 1
-                });
+                let sel = self.select(dims, x, y);
                 let slots = self.prog_slots;
                 self.prog_slots += program.block_slots();
                 self.push(Node::Compiled {
@@ -488,10 +485,7 @@ impl<'k> Plan<'k> {
             } => {
                 let leaf = self.leaves;
                 self.leaves += params.len();
-                let sel = dims.as_deref().map(|d| {
-                    self.gathered.push((gather(x, d), gather(y, d)));
-                    self.gathered.len() - 1
-                });
+                let sel = self.select(dims.as_deref(), x, y);
                 self.push(Node::Rust {
                     kernel: kernel.as_ref(),
                     params,
@@ -501,6 +495,14 @@ impl<'k> Plan<'k> {
             }
             KernelValue::Lang { .. } => None,
         }
+    }
+
+    /// X and Y restricted to `dims` for a kernel that sees some columns
+    /// (its index into [`Plan::gathered`]), `None` for all columns.
+    fn select(&mut self, dims: Option<&[usize]>, x: &Inputs, y: &Inputs) -> Option<usize> {
+        let d = dims?;
+        self.gathered.push((gather(x, d), gather(y, d)));
+        Some(self.gathered.len() - 1)
     }
 
     /// Runs `f` with this thread's scratch for this plan, made on the
@@ -770,10 +772,7 @@ impl<'k> Plan<'k> {
                     slots,
                     ..
                 } => {
-                    let (gx, gy) = match sel {
-                        Some(s) => (&self.gathered[*s].0, &self.gathered[*s].1),
-                        None => (b.x, b.y),
-                    };
+                    let (gx, gy) = self.sides(*sel, b);
                     let rows = BlockRows {
                         x: gx,
                         start: b.start,

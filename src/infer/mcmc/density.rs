@@ -161,6 +161,15 @@ thread_local! {
     static WORK: std::cell::RefCell<Work> = std::cell::RefCell::new(Work::default());
 }
 
+/// `f` in this thread's buffers, or in fresh ones when they are in use
+/// further up the stack.
+fn with_work<R>(f: impl FnOnce(&mut Work) -> R) -> R {
+    WORK.with(|w| match w.try_borrow_mut() {
+        Ok(mut work) => f(&mut work),
+        Err(_) => f(&mut Work::default()),
+    })
+}
+
 fn unsupported(span: crate::syntax::ast::Span, msg: impl Into<String>) -> Error {
     Error::at(ErrorKind::Unsupported, span, msg).with_label("here")
 }
@@ -619,10 +628,7 @@ impl Density {
             }
             Ok(lp)
         };
-        WORK.with(|w| match w.try_borrow_mut() {
-            Ok(mut work) => run(&mut work),
-            Err(_) => run(&mut Work::default()),
-        })
+        with_work(run)
     }
 
     /// Every `estimate` integrand at x, each flattened (a matrix row by
@@ -644,10 +650,7 @@ impl Density {
             p.values(&self.bound, at, &mut work.estimates, &mut out)?;
             Ok(out)
         };
-        WORK.with(|w| match w.try_borrow_mut() {
-            Ok(mut work) => run(&mut work),
-            Err(_) => run(&mut Work::default()),
-        })
+        with_work(run)
     }
 
     /// [`Density::estimate_values`] by the evaluator (the reference the
@@ -744,10 +747,7 @@ impl Density {
     /// program's reverse pass, plus a GP integrated out.
     pub fn log_density_grad(&self, x: &[f64], grad: &mut [f64]) -> Result<f64, Error> {
         let p = &self.program;
-        let mut lp = WORK.with(|w| match w.try_borrow_mut() {
-            Ok(mut work) => self.compiled_grad(p, x, grad, &mut work),
-            Err(_) => self.compiled_grad(p, x, grad, &mut Work::default()),
-        })?;
+        let mut lp = with_work(|work| self.compiled_grad(p, x, grad, work))?;
         if let Some(m) = &self.marginal
             && self.power != 0.0
         {

@@ -852,7 +852,7 @@ pub fn vv_task_points(tasks: usize) -> usize {
 /// density's dimension and the block's components
 /// ([`CvSpec::check_size`], at the method's span).
 pub fn check_estimates(density: &Density, at: &[f64], draws: usize) -> Result<(), Error> {
-    let values = estimate_values(density, at).map_err(|e| {
+    let values = density.estimate_values(at).map_err(|e| {
         if density.integrates_out_gp() {
             e.with_note("with a `normal` likelihood the latent GP is integrated out when sampling, so its values are not drawn; estimate functions of the params, or write the likelihood in the model file to sample the GP's values")
         } else {
@@ -867,12 +867,6 @@ pub fn check_estimates(density: &Density, at: &[f64], draws: usize) -> Result<()
             Some(call) => e.with_span(call.span).with_label("this method"),
             None => e,
         })
-}
-
-/// Every estimate's integrand at x, flattened, by their compiled program
-/// ([`Density::estimate_values`]).
-pub fn estimate_values(density: &Density, x: &[f64]) -> Result<Vec<Vec<f64>>, Error> {
-    density.estimate_values(x)
 }
 
 /// The `estimate` block's integrands at every draw: per estimate, per
@@ -897,7 +891,7 @@ fn estimate_draws(
             if check && k > 0 {
                 density.bound.stop.check("evaluating the estimates")?;
             }
-            for (e, v) in estimate_values(density, &d.q)?.into_iter().enumerate() {
+            for (e, v) in density.estimate_values(&d.q)?.into_iter().enumerate() {
                 if let Some(x) = v.iter().find(|x| !x.is_finite()) {
                     let at = values.get(c).and_then(|v| v.get(i));
                     return Err(not_finite_estimate(

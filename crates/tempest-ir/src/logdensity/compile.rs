@@ -1,7 +1,7 @@
 //! Lowering a bound model's lets, priors and observations to a
 //! [`DensityProgram`].
 
-use super::{DensityProgram, EOp, Node, OdeCall, Op, Sh, Src, Stmt, TermNode, Way};
+use super::{DensityProgram, EOp, Node, OdeCall, Op, Sh, Src, Stmt, TermNode, Way, shape_of};
 use crate::bind::Bound;
 use crate::eval::Env;
 use crate::expr::{Builtin, Ref, TExpr, TKind};
@@ -11,16 +11,6 @@ use crate::types::Ty;
 use crate::value::Value;
 use tempest_core::error::{Error, ErrorKind};
 use tempest_syntax::ast::{BinOp, Span, UnOp};
-
-fn shape_of(v: &Value<f64>) -> Sh {
-    match v {
-        Value::Real(_) | Value::Int(_) | Value::Bool(_) => Sh::One,
-        Value::Vector(x) => Sh::Each(x.len()),
-        Value::Matrix(m) => Sh::Mat(m.nrows(), m.ncols()),
-        Value::IntArray(k) => Sh::Each(k.len()),
-        _ => Sh::Other,
-    }
-}
 
 /// The error for a construct the samplers cannot differentiate.
 fn unsupported(span: Span, what: &str) -> Error {

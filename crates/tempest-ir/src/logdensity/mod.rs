@@ -78,6 +78,18 @@ impl Sh {
     }
 }
 
+/// The shape of a constant or data operand (an integer array counts as a
+/// vector of numbers, a truth value as a number).
+fn shape_of(v: &Value<f64>) -> Sh {
+    match v {
+        Value::Real(_) | Value::Int(_) | Value::Bool(_) => Sh::One,
+        Value::Vector(x) => Sh::Each(x.len()),
+        Value::Matrix(m) => Sh::Mat(m.nrows(), m.ncols()),
+        Value::IntArray(k) => Sh::Each(k.len()),
+        _ => Sh::Other,
+    }
+}
+
 /// An element-wise binary operation.
 #[derive(Clone, Copy, Debug)]
 enum EOp {

@@ -73,15 +73,10 @@ impl DensityProgram {
 
     /// The shape of an operand.
     pub(super) fn sh(&self, bound: &Bound, s: Src) -> Sh {
-        let value = match s {
-            Src::Node(k) => return self.nodes[k].sh,
-            Src::Const(k) => &self.consts[k],
-            Src::Data(i) => &bound.data[i],
-        };
-        match value {
-            Value::Vector(x) => Sh::Each(x.len()),
-            Value::Matrix(m) => Sh::Mat(m.nrows(), m.ncols()),
-            _ => Sh::One,
+        match s {
+            Src::Node(k) => self.nodes[k].sh,
+            Src::Const(k) => super::shape_of(&self.consts[k]),
+            Src::Data(i) => super::shape_of(&bound.data[i]),
         }
     }
 
