@@ -4,6 +4,7 @@
 //! classifier with a fixed kernel and of matrix params (gathered rows, a
 //! mixing matrix).
 
+#[path = "suite/common/mod.rs"]
 mod common;
 use common::*;
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -1,4 +1,4 @@
-"""Reference numbers for examples/radon.tempest (checked in tests/hierarchical.rs).
+"""Reference numbers for examples/radon.tempest (checked in tests/suite/hierarchical.rs).
 
 The same varying-intercept model, log.radon ~ basement + (1 | county), fitted
 by maximum likelihood (not REML) with statsmodels' MixedLM:
