@@ -341,9 +341,12 @@ fn a_second_run_cannot_write_the_same_csv_files() {
     let prefix = dir.join("shared");
     clear(&prefix, 2);
     let first = sampling_run(&dir, &prefix, 20, None);
+    // Something written in the first run's file, so it holds the lock (a
+    // file that merely exists may be between its creation and its lock,
+    // and then the second run takes the lock and the first is refused).
     wait_for("the first run's CSV file", || {
-        let (f, p) = csv_paths(&prefix, 1);
-        f.exists() || p.exists()
+        let (_, p) = csv_paths(&prefix, 1);
+        std::fs::metadata(&p).is_ok_and(|m| m.len() > 0)
     });
     let second = sampling_run(&dir, &prefix, 20, None);
     let (o, took) = finish(second, PROMPT, "the second run");

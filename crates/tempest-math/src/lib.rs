@@ -16,5 +16,6 @@ pub mod quadrature;
 pub mod reverse;
 pub mod scalar;
 pub mod simd;
+pub mod tape;
 pub mod tasks;
 pub mod vector;

@@ -10,9 +10,15 @@
 //! Initialisation is seeded: W_l ~ N(0, gain / w_{l−1}) entry by entry
 //! (gain 2 before a ReLU, 1 otherwise), b_l = 0.
 //!
-//! The reverse pass takes H̄_L [B, w_L] and returns the weights' adjoint:
+//! The forward pass is recorded on the matrix-level tape
+//! ([`tempest_math::tape`]): per layer the parts W_l and b_l of the one
+//! weight vector, the product, the broadcast bias and the activation, so
+//! the reverse pass is the tape's: from H̄_L [B, w_L] it gives
 //! Z̄_L = H̄_L, W̄_l = H_{l−1}ᵀ Z̄_l, b̄_l = 1ᵀ Z̄_l,
 //! H̄_{l−1} = Z̄_l W_lᵀ, Z̄_{l−1} = H̄_{l−1} ∘ σ′(Z_{l−1}).
+//! [`Network::record`] puts the network on a caller's tape, where its
+//! inputs and weights may themselves be computed (an inner loop, a
+//! meta-learner).
 
 use crate::kernel::Inputs;
 use nalgebra::DMatrix;
@@ -20,7 +26,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, StandardNormal};
 use tempest_core::error::{Error, ErrorKind};
-use tempest_math::linalg::matmul;
+use tempest_math::tape::{self, Unary, Var};
 
 /// The most weights a feature network may have.
 pub const MAX_WEIGHTS: usize = 50_000_000;
@@ -53,24 +59,11 @@ impl Activation {
             .map_or("relu", |(_, n)| n)
     }
 
-    fn apply(self, z: f64) -> f64 {
+    /// The element-wise function of the tape it is.
+    pub fn unary(self) -> Unary {
         match self {
-            Activation::Relu => z.max(0.0),
-            Activation::Tanh => z.tanh(),
-        }
-    }
-
-    /// σ′ from the layer's output h = σ(z).
-    fn slope(self, h: f64) -> f64 {
-        match self {
-            Activation::Relu => {
-                if h > 0.0 {
-                    1.0
-                } else {
-                    0.0
-                }
-            }
-            Activation::Tanh => 1.0 - h * h,
+            Activation::Relu => Unary::Relu,
+            Activation::Tanh => Unary::Tanh,
         }
     }
 }
@@ -215,16 +208,18 @@ pub struct Network {
     pub weights: Vec<f64>,
 }
 
-/// The layer outputs a forward pass keeps for the reverse pass:
-/// H₀ = X, H₁, …, H_L.
-pub struct Tape {
-    h: Vec<DMatrix<f64>>,
+/// A forward pass kept for the reverse pass: its tape (inputs a constant,
+/// the weights one input vector) and the features' node.
+pub struct Trace {
+    tape: tape::Tape,
+    weights: Var,
+    features: Var,
 }
 
-impl Tape {
+impl Trace {
     /// The features H_L [B, w_L].
     pub fn features(&self) -> Inputs {
-        Inputs::from_matrix(self.h.last().expect("a tape has its inputs"))
+        Inputs::from_matrix(self.tape.value(self.features))
     }
 }
 
@@ -245,10 +240,6 @@ impl Network {
         Ok(Network { spec, weights })
     }
 
-    fn w(&self, fan_in: usize, width: usize, off: usize) -> DMatrix<f64> {
-        DMatrix::from_column_slice(fan_in, width, &self.weights[off..off + fan_in * width])
-    }
-
     /// The log density of the weights under independent N(0, σ²) priors.
     pub fn log_prior(&self, sd: f64) -> f64 {
         let ss: f64 = self.weights.iter().map(|w| w * w).sum();
@@ -256,8 +247,43 @@ impl Network {
         -0.5 * ss / (sd * sd) - n * (sd.ln() + 0.5 * (2.0 * std::f64::consts::PI).ln())
     }
 
-    /// The forward pass at inputs X [B, D], keeping every layer's output.
-    pub fn forward(&self, x: &Inputs) -> Result<Tape, Error> {
+    /// Records the network of this shape on `tape`: inputs `x` [B, D] and
+    /// weights `w` [len, 1] (laid out as in the module documentation)
+    /// give the features' node [B, w_L]. The network's own weights are not
+    /// read: `w` may be computed on the tape.
+    pub fn record(&self, tape: &mut tape::Tape, x: Var, w: Var) -> Result<Var, Error> {
+        let spec = &self.spec;
+        if tape.shape(x).1 != spec.input || tape.shape(w) != (spec.len(), 1) {
+            return Err(Error::new(
+                ErrorKind::Shape,
+                format!(
+                    "the feature network {} takes {} inputs and {} weights, but the points have {} and the weights are {:?}",
+                    spec.describe(),
+                    spec.input,
+                    spec.len(),
+                    tape.shape(x).1,
+                    tape.shape(w)
+                ),
+            ));
+        }
+        let last = spec.widths.len() - 1;
+        let mut h = x;
+        for (l, (fan_in, width, ow, ob)) in spec.layers().into_iter().enumerate() {
+            let wl = tape.part(w, ow, fan_in, width)?;
+            let bl = tape.part(w, ob, 1, width)?;
+            let z = tape.matmul(h, false, wl, false)?;
+            let z = tape.add(z, bl)?;
+            h = if l < last {
+                tape.map(z, spec.activation.unary())?
+            } else {
+                z
+            };
+        }
+        Ok(h)
+    }
+
+    /// The forward pass at inputs X [B, D], kept for [`Network::backward`].
+    pub fn forward(&self, x: &Inputs) -> Result<Trace, Error> {
         if x.dim() != self.spec.input {
             return Err(Error::new(
                 ErrorKind::Shape,
@@ -269,21 +295,15 @@ impl Network {
                 ),
             ));
         }
-        let last = self.spec.widths.len() - 1;
-        let mut h = vec![DMatrix::from_row_slice(x.len(), x.dim(), x.as_flat())];
-        for (l, (fan_in, width, ow, ob)) in self.spec.layers().into_iter().enumerate() {
-            let mut z = matmul(&h[l], false, &self.w(fan_in, width, ow), false);
-            for (j, mut col) in z.column_iter_mut().enumerate() {
-                let b = self.weights[ob + j];
-                if l < last {
-                    col.apply(|v| *v = self.spec.activation.apply(*v + b));
-                } else {
-                    col.add_scalar_mut(b);
-                }
-            }
-            h.push(z);
-        }
-        Ok(Tape { h })
+        let mut tape = tape::Tape::new();
+        let xs = tape.constant(DMatrix::from_row_slice(x.len(), x.dim(), x.as_flat()));
+        let weights = tape.input_vector(&self.weights);
+        let features = self.record(&mut tape, xs, weights)?;
+        Ok(Trace {
+            tape,
+            weights,
+            features,
+        })
     }
 
     /// The features g(X) [B, w_L].
@@ -302,28 +322,11 @@ impl Network {
         Ok(Inputs::from_flat(out, self.spec.features()))
     }
 
-    /// The weights' adjoint from the features' adjoint H̄_L [B, w_L] (see
-    /// the module documentation).
-    pub fn backward(&self, tape: &Tape, h_bar: &DMatrix<f64>) -> Vec<f64> {
-        let layers = self.spec.layers();
-        let mut grad = vec![0.0; self.weights.len()];
-        let mut z_bar = h_bar.clone();
-        for l in (0..layers.len()).rev() {
-            let (fan_in, width, ow, ob) = layers[l];
-            let w_bar = matmul(&tape.h[l], true, &z_bar, false);
-            grad[ow..ow + fan_in * width].copy_from_slice(w_bar.as_slice());
-            for (j, col) in z_bar.column_iter().enumerate() {
-                grad[ob + j] = col.sum();
-            }
-            if l == 0 {
-                break;
-            }
-            let mut h_prev_bar = matmul(&z_bar, false, &self.w(fan_in, width, ow), true);
-            let act = self.spec.activation;
-            h_prev_bar.zip_apply(&tape.h[l], |g, h| *g *= act.slope(h));
-            z_bar = h_prev_bar;
-        }
-        grad
+    /// The weights' adjoint [len] from the features' adjoint H̄_L [B, w_L]
+    /// (the tape's backward pass; see the module documentation).
+    pub fn backward(&self, trace: &Trace, h_bar: &DMatrix<f64>) -> Result<Vec<f64>, Error> {
+        let grads = trace.tape.vjp(trace.features, h_bar.clone())?;
+        Ok(grads.wrt(trace.weights).as_slice().to_vec())
     }
 }
 
@@ -357,7 +360,7 @@ mod tests {
             };
             let net = Network::new(spec.clone(), w.clone()).unwrap();
             let tape = net.forward(&x).unwrap();
-            let g = net.backward(&tape, &c);
+            let g = net.backward(&tape, &c).unwrap();
             for i in 0..w.len() {
                 let want = central(|h| {
                     let mut v = w.clone();

@@ -28,7 +28,7 @@ use crate::math::reverse::Rev;
 use crate::math::scalar::{CHUNK, Dual8};
 use crate::model::gram_vjp::{CrossAdjoints, cross_vjp_with, gram_vjp_with};
 use crate::model::kernel::{Inputs, KernelValue};
-use crate::model::network::{Network, Tape};
+use crate::model::network::{Network, Trace};
 use nalgebra::{DMatrix, DVector};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -60,7 +60,7 @@ struct BatchEval {
     /// The kernel's inputs [B, D] (a deep kernel's features [B, F]).
     x: Inputs,
     /// A deep kernel's forward pass, kept for its reverse pass.
-    tape: Option<Tape>,
+    tape: Option<Trace>,
     /// The projections on the inducing points.
     proj: Projections,
     /// The latent marginals.
@@ -490,7 +490,7 @@ impl Svi {
         let (_, gp) = log_prior(&self.model.bound, &self.model.layout, &self.theta)?;
         grad.iter_mut().zip(&gp).for_each(|(g, p)| *g += p);
         if let (Some(net), Some(tape), Some(_)) = (&self.net, &b.tape, &pbar) {
-            grad[p + nz..].copy_from_slice(&net.backward(tape, &hb));
+            grad[p + nz..].copy_from_slice(&net.backward(tape, &hb)?);
             // The weights' prior N(0, σ_w²).
             let prec = self.s.weight_prior.powi(-2);
             for (g, w) in grad[p + nz..].iter_mut().zip(&net.weights) {

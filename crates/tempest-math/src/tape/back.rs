@@ -1,0 +1,269 @@
+//! The backward pass: adjoints from the last node back, each node's rule
+//! adding into its varying operands' adjoints.
+
+use super::op::Op;
+use super::record::at;
+use super::{Tape, Var};
+use crate::adjoint::{cholesky_vjp, solve_lower_t_vjp, solve_lower_vjp};
+use crate::linalg::matmul;
+use nalgebra::DMatrix;
+use tempest_core::error::Error;
+
+/// The adjoints of a backward pass, one per node that depends on an input
+/// and lies on a path to the output.
+pub struct Grads {
+    adj: Vec<Option<DMatrix<f64>>>,
+    shapes: Vec<(usize, usize)>,
+}
+
+impl Grads {
+    /// The adjoint of `v` (of its shape), `None` when nothing flowed into it.
+    pub fn get(&self, v: Var) -> Option<&DMatrix<f64>> {
+        self.adj.get(v.0).and_then(|a| a.as_ref())
+    }
+
+    /// The adjoint of `v`, zeros of its shape when nothing flowed into it.
+    pub fn wrt(&self, v: Var) -> DMatrix<f64> {
+        match self.get(v) {
+            Some(a) => a.clone(),
+            None => {
+                let (r, c) = self.shapes.get(v.0).copied().unwrap_or((0, 0));
+                DMatrix::zeros(r, c)
+            }
+        }
+    }
+}
+
+/// `g` summed down to `shape` over the dimensions that were broadcast.
+fn reduce(g: DMatrix<f64>, shape: (usize, usize)) -> DMatrix<f64> {
+    if g.shape() == shape {
+        return g;
+    }
+    let mut out = DMatrix::zeros(shape.0, shape.1);
+    for j in 0..g.ncols() {
+        for i in 0..g.nrows() {
+            let (oi, oj) = (
+                if shape.0 == 1 { 0 } else { i },
+                if shape.1 == 1 { 0 } else { j },
+            );
+            out[(oi, oj)] += g[(i, j)];
+        }
+    }
+    out
+}
+
+/// The strictly upper entries of `m` set to zero.
+fn tril(mut m: DMatrix<f64>) -> DMatrix<f64> {
+    for j in 0..m.ncols() {
+        for i in 0..j.min(m.nrows()) {
+            m[(i, j)] = 0.0;
+        }
+    }
+    m
+}
+
+impl Tape {
+    /// The adjoints ∂s/∂(node) of a number s [1, 1] at `out`, by one
+    /// backward pass.
+    pub fn gradient(&self, out: Var) -> Result<Grads, Error> {
+        self.check(&[out])?;
+        if self.shape(out) != (1, 1) {
+            return Err(Error::internal(format!(
+                "tape: the gradient of a node of shape {:?}, not a number",
+                self.shape(out)
+            )));
+        }
+        self.vjp(out, DMatrix::from_element(1, 1, 1.0))
+    }
+
+    /// The adjoints of every node for the scalar ⟨seed, out⟩, where `seed`
+    /// has `out`'s shape (a vector–Jacobian product).
+    pub fn vjp(&self, out: Var, seed: DMatrix<f64>) -> Result<Grads, Error> {
+        self.check(&[out])?;
+        if seed.shape() != self.shape(out) {
+            return Err(Error::internal(format!(
+                "tape: an adjoint of shape {:?} for a node of shape {:?}",
+                seed.shape(),
+                self.shape(out)
+            )));
+        }
+        let mut adj: Vec<Option<DMatrix<f64>>> = vec![None; out.0 + 1];
+        if self.nodes[out.0].varies {
+            adj[out.0] = Some(seed);
+        }
+        for k in (0..=out.0).rev() {
+            let Some(g) = adj[k].take() else { continue };
+            for (v, a) in self.rule(k, &g)? {
+                if !self.nodes[v.0].varies {
+                    continue;
+                }
+                match &mut adj[v.0] {
+                    Some(acc) => *acc += a,
+                    slot => *slot = Some(a),
+                }
+            }
+            adj[k] = Some(g);
+        }
+        adj.resize(self.nodes.len(), None);
+        let shapes = self.nodes.iter().map(|n| n.value.shape()).collect();
+        Ok(Grads { adj, shapes })
+    }
+
+    /// The operands' adjoints of node `k` given its adjoint `g`.
+    fn rule(&self, k: usize, g: &DMatrix<f64>) -> Result<Vec<(Var, DMatrix<f64>)>, Error> {
+        let node = &self.nodes[k];
+        let val = |v: Var| &self.nodes[v.0].value;
+        let want = |v: Var| self.nodes[v.0].varies;
+        let y = &node.value;
+        Ok(match &node.op {
+            Op::Leaf => vec![],
+            Op::Add(a, b) => vec![
+                (*a, reduce(g.clone(), val(*a).shape())),
+                (*b, reduce(g.clone(), val(*b).shape())),
+            ],
+            Op::Sub(a, b) => vec![
+                (*a, reduce(g.clone(), val(*a).shape())),
+                (*b, reduce(-g, val(*b).shape())),
+            ],
+            Op::Mul(a, b) => {
+                let (x, z) = (val(*a), val(*b));
+                let mut out = Vec::with_capacity(2);
+                if want(*a) {
+                    let ga = DMatrix::from_fn(g.nrows(), g.ncols(), |i, j| g[(i, j)] * at(z, i, j));
+                    out.push((*a, reduce(ga, x.shape())));
+                }
+                if want(*b) {
+                    let gb = DMatrix::from_fn(g.nrows(), g.ncols(), |i, j| g[(i, j)] * at(x, i, j));
+                    out.push((*b, reduce(gb, z.shape())));
+                }
+                out
+            }
+            Op::Div(a, b) => {
+                let (x, z) = (val(*a), val(*b));
+                let mut out = Vec::with_capacity(2);
+                if want(*a) {
+                    let ga = DMatrix::from_fn(g.nrows(), g.ncols(), |i, j| g[(i, j)] / at(z, i, j));
+                    out.push((*a, reduce(ga, x.shape())));
+                }
+                if want(*b) {
+                    let gb = DMatrix::from_fn(g.nrows(), g.ncols(), |i, j| {
+                        -g[(i, j)] * y[(i, j)] / at(z, i, j)
+                    });
+                    out.push((*b, reduce(gb, z.shape())));
+                }
+                out
+            }
+            Op::Scale(a, c) => vec![(*a, g * *c)],
+            Op::Shift(a) => vec![(*a, g.clone())],
+            Op::Map(a, f) => {
+                let x = val(*a);
+                vec![(*a, g.zip_zip_map(x, y, |g, x, y| g * f.slope(x, y)))]
+            }
+            Op::MatMul(a, ta, b, tb) => {
+                let (x, z) = (val(*a), val(*b));
+                let mut out = Vec::with_capacity(2);
+                if want(*a) {
+                    // d op(A) = G op(B)ᵀ, transposed back when A was.
+                    let ga = if *ta {
+                        matmul(z, *tb, g, true)
+                    } else {
+                        matmul(g, false, z, !*tb)
+                    };
+                    out.push((*a, ga));
+                }
+                if want(*b) {
+                    let gb = if *tb {
+                        matmul(g, true, x, *ta)
+                    } else {
+                        matmul(x, !*ta, g, false)
+                    };
+                    out.push((*b, gb));
+                }
+                out
+            }
+            Op::Transpose(a) => vec![(*a, g.transpose())],
+            Op::Sum(a) => {
+                let (r, c) = val(*a).shape();
+                vec![(*a, DMatrix::from_element(r, c, g[(0, 0)]))]
+            }
+            Op::SumRows(a) => {
+                let (r, c) = val(*a).shape();
+                vec![(*a, DMatrix::from_fn(r, c, |_, j| g[(0, j)]))]
+            }
+            Op::SumCols(a) => {
+                let (r, c) = val(*a).shape();
+                vec![(*a, DMatrix::from_fn(r, c, |i, _| g[(i, 0)]))]
+            }
+            Op::Part(a, off) => {
+                let (r, c) = val(*a).shape();
+                let mut ga = DMatrix::zeros(r, c);
+                ga.as_mut_slice()[*off..*off + g.len()].copy_from_slice(g.as_slice());
+                vec![(*a, ga)]
+            }
+            Op::Pick(a, entries) => {
+                let (r, c) = val(*a).shape();
+                let mut ga = DMatrix::zeros(r, c);
+                for (k, &e) in entries.iter().enumerate() {
+                    ga[e] += g[(k, 0)];
+                }
+                vec![(*a, ga)]
+            }
+            Op::Diag(a) => {
+                let n = val(*a).nrows();
+                let mut ga = DMatrix::zeros(n, n);
+                for i in 0..n {
+                    ga[(i, i)] = g[(i, 0)];
+                }
+                vec![(*a, ga)]
+            }
+            Op::Cholesky(a) => vec![(*a, cholesky_vjp(y, &tril(g.clone())))],
+            Op::Solve(l, b, transposed) => {
+                let (b_bar, l_bar) = if *transposed {
+                    solve_lower_t_vjp(val(*l), y, g)
+                } else {
+                    solve_lower_vjp(val(*l), y, g)
+                };
+                vec![(*l, l_bar), (*b, b_bar)]
+            }
+            Op::LogDetChol(l) => {
+                let x = val(*l);
+                let n = x.nrows();
+                let mut gl = DMatrix::zeros(n, n);
+                for i in 0..n {
+                    gl[(i, i)] = 2.0 * g[(0, 0)] / x[(i, i)];
+                }
+                vec![(*l, gl)]
+            }
+            Op::LogSoftmaxRows(a) => {
+                let mut ga = g.clone();
+                for i in 0..g.nrows() {
+                    let s: f64 = g.row(i).sum();
+                    for j in 0..g.ncols() {
+                        ga[(i, j)] -= y[(i, j)].exp() * s;
+                    }
+                }
+                vec![(*a, ga)]
+            }
+            Op::Custom(inputs, vjp) => {
+                let adj = vjp(g)?;
+                if adj.len() != inputs.len() {
+                    return Err(Error::internal(format!(
+                        "tape: a custom node of {} inputs gave {} adjoints",
+                        inputs.len(),
+                        adj.len()
+                    )));
+                }
+                for (v, a) in inputs.iter().zip(&adj) {
+                    if a.shape() != val(*v).shape() {
+                        return Err(Error::internal(format!(
+                            "tape: a custom node gave an adjoint of shape {:?} for an input of shape {:?}",
+                            a.shape(),
+                            val(*v).shape()
+                        )));
+                    }
+                }
+                inputs.iter().copied().zip(adj).collect()
+            }
+        })
+    }
+}
