@@ -2,7 +2,7 @@
 //!
 //! Every stage reports [`Error`]s; a stage that can find several problems
 //! returns all of them as [`Errors`]. Rendering (file, line, column, source
-//! line and caret) happens in one place: [`tempest_syntax::diagnostics`].
+//! line and caret) happens in one place: `tempest_syntax::diagnostics`.
 
 use crate::span::Span;
 use std::fmt;

@@ -322,7 +322,7 @@ impl Network {
         Ok(Inputs::from_flat(out, self.spec.features()))
     }
 
-    /// The weights' adjoint [len] from the features' adjoint H̄_L [B, w_L]
+    /// The weights' adjoint \[len\] from the features' adjoint H̄_L [B, w_L]
     /// (the tape's backward pass; see the module documentation).
     pub fn backward(&self, trace: &Trace, h_bar: &DMatrix<f64>) -> Result<Vec<f64>, Error> {
         let grads = trace.tape.vjp(trace.features, h_bar.clone())?;

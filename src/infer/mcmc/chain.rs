@@ -207,7 +207,7 @@ pub fn chain_seed(seed: u64, id: usize) -> u64 {
 }
 
 impl Chain {
-    /// Initialise at the best of [`INIT_CANDIDATES`] random points with
+    /// Initialise at the best of `INIT_CANDIDATES` random points with
     /// each coordinate uniform in (−2, 2) on the unconstrained scale (as
     /// Stan's one), retrying where the density fails.
     pub fn new<T: Target + ?Sized>(

@@ -87,7 +87,7 @@ impl Grid {
         }
     }
 
-    /// The nodes [M].
+    /// The nodes \[M\].
     pub fn nodes(&self) -> Vec<f64> {
         (0..self.m)
             .map(|i| self.lo + i as f64 * self.step)

@@ -14,7 +14,7 @@
 //! `step`, `seconds`, `elbo`), `settings` (`quadrature`,
 //! `bins`, `jitter`, `learn_hypers`), `z` (M rows of D; with feature groups the
 //! G sets of M rows of W one after another) and `q` (per latent
-//! GP the whitened mean `mean` [M] and lower-triangular factor `factor`
+//! GP the whitened mean `mean` \[M\] and lower-triangular factor `factor`
 //! [M, M] as rows), and with a deep kernel `network`: `shape` (`input`,
 //! `widths`, `activation`) and `weights` (laid out as in
 //! [`crate::model::network`]); Z then holds M rows of features.

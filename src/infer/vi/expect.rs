@@ -223,7 +223,7 @@ pub fn expectations(
 
 /// Expectations at some of the points: row i of m and v (both [B, C])
 /// belongs to data point `rows[i]` (all N points in order when `rows` is
-/// `None`). The results are [B] and [B, C].
+/// `None`). The results are \[B\] and [B, C].
 pub fn expectations_at(
     model: &ViModel,
     lik: &LikArgs<f64>,
@@ -362,7 +362,7 @@ fn expectations_with(
 /// identities, as for the independent scores). Row i is data point `at(i)`.
 /// Per point the draws' scores F A [S, C] and the gradients (E_y − P) Aᵀ
 /// [S, J] are two matrix products. With `a_bar`, adds ∂/∂A of
-/// Σ_i E[ℓ_i] there: t·Fᵀ(E_y − P)/S, a third product.
+/// Σ_i E\[ℓ_i\] there: t·Fᵀ(E_y − P)/S, a third product.
 #[allow(clippy::too_many_arguments)]
 pub fn mixed_softmax(
     model: &ViModel,
@@ -506,7 +506,7 @@ pub fn mixed_total<T: Scalar>(
     Ok(lik.t * inner)
 }
 
-/// Class probabilities E[softmax(Aᵀf)] [C] for f ~ N(m, diag v) [J] by the
+/// Class probabilities E[softmax(Aᵀf)] \[C\] for f ~ N(m, diag v) \[J\] by the
 /// draws ε [S, J], for the mixing matrix A [J, C].
 pub fn mixed_probabilities(a: &DMatrix<f64>, eps: &DMatrix<f64>, m: &[f64], v: &[f64]) -> Vec<f64> {
     let j = m.len();

@@ -107,7 +107,7 @@ pub struct LmlWeight {
 }
 
 impl LmlWeight {
-    /// The weight for the factor of A and α = A⁻¹r [N].
+    /// The weight for the factor of A and α = A⁻¹r \[N\].
     pub fn new(chol: &JitteredCholesky, alpha: &DVector<f64>) -> LmlWeight {
         let (m, inv_diag) = lower_inverse(chol);
         LmlWeight {
@@ -121,7 +121,7 @@ impl LmlWeight {
     /// The weight from M = L⁻¹ [N, N] as
     /// [`crate::linalg::cholesky_jitter_with_inverse`] forms it (a
     /// pooled buffer, handed back on drop; rows j.. of column j read) and
-    /// α [N]; the diagonal of the inverse is formed here, a column per
+    /// α \[N\]; the diagonal of the inverse is formed here, a column per
     /// task.
     pub fn from_inverse(m: Vec<f64>, alpha: &DVector<f64>) -> LmlWeight {
         let n = alpha.len();
