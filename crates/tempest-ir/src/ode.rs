@@ -208,9 +208,9 @@ pub fn first_times(g: &Graph) -> Option<TExpr> {
 /// The adjoints of an `ode` call's arguments given the adjoint `adj`
 /// \[T, S\] of its solution: Σᵢⱼ adjᵢⱼ ∂xᵢⱼ/∂a for every element a of each
 /// argument flagged in `varying` (the times are data and get none). The
-/// Jacobian comes from forward sensitivities: dual numbers through the
-/// solver, up to eight tangents per solve, so a gradient costs about
-/// ⌈P/8⌉ solves for P varying numbers.
+/// Jacobian comes from forward sensitivities ([`solve_with_sensitivities`]):
+/// dual numbers through the solver, up to eight tangents per solve, so a
+/// gradient costs about ⌈P/8⌉ solves for P varying numbers.
 #[allow(clippy::too_many_arguments)]
 pub fn vjp(
     bound: &super::bind::Bound,
@@ -222,6 +222,78 @@ pub fn vjp(
     settings: &OdeSettings,
     span: Span,
 ) -> Result<Vec<Option<Value<f64>>>, Error> {
+    let (_, sens) = solve_with_sensitivities(bound, system, args, vals, varying, settings, span)?;
+    sens.vjp(vals, adj)
+}
+
+/// An `ode` call's forward sensitivities: ∂x/∂a \[T·S\] (by columns, as the
+/// solution) for each varying element a of its arguments.
+#[derive(Debug)]
+pub struct Sensitivities {
+    /// (argument, element) of each varying number.
+    coords: Vec<(usize, usize)>,
+    /// ∂x/∂a for each coordinate in turn, T·S entries each.
+    d: Vec<f64>,
+    /// T·S.
+    len: usize,
+}
+
+impl Sensitivities {
+    /// Σᵢⱼ adjᵢⱼ ∂xᵢⱼ/∂a for each argument's varying elements (`None` for
+    /// the arguments that do not vary), shaped as the arguments `vals`;
+    /// `adj` is \[T, S\].
+    pub fn vjp(
+        &self,
+        vals: &[Value<f64>],
+        adj: &DMatrix<f64>,
+    ) -> Result<Vec<Option<Value<f64>>>, Error> {
+        if adj.len() != self.len {
+            return Err(Error::internal(
+                "an ODE solution's adjoint of another shape than the solution",
+            ));
+        }
+        let mut out: Vec<Option<Value<f64>>> = (0..vals.len())
+            .map(|k| {
+                self.coords
+                    .iter()
+                    .any(|c| c.0 == k)
+                    .then(|| zero_like(&vals[k]))
+            })
+            .collect();
+        for (c, &(k, e)) in self.coords.iter().enumerate() {
+            let d = &self.d[c * self.len..(c + 1) * self.len];
+            let gv: f64 = d
+                .iter()
+                .zip(adj.iter())
+                .filter(|(_, a)| **a != 0.0)
+                .map(|(d, a)| a * d)
+                .sum();
+            match out[k].as_mut() {
+                Some(Value::Real(r)) => *r += gv,
+                Some(Value::Vector(v)) => v[e] += gv,
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The solution \[T, S\] of an `ode` call and its forward sensitivities
+/// in every element of the arguments flagged in `varying` (x0 and the
+/// system's parameters; the times are data), by solves in dual numbers of
+/// up to eight tangents. The solver's step control reads values only, so
+/// the solution is the same, bit for bit, as [`solve_call`]'s in `f64`;
+/// with nothing varying it is that solve.
+#[allow(clippy::too_many_arguments)]
+pub fn solve_with_sensitivities(
+    bound: &super::bind::Bound,
+    system: usize,
+    args: &[TExpr],
+    vals: &[Value<f64>],
+    varying: &[bool],
+    settings: &OdeSettings,
+    span: Span,
+) -> Result<(DMatrix<f64>, Sensitivities), Error> {
     let mut coords = Vec::new();
     for (k, v) in vals.iter().enumerate() {
         if k == 1 || k == 2 || !varying.get(k).copied().unwrap_or(false) {
@@ -229,57 +301,70 @@ pub fn vjp(
         }
         coords.extend((0..v.flatten().len()).map(|e| (k, e)));
     }
-    let mut out: Vec<Option<Value<f64>>> = (0..vals.len())
-        .map(|k| coords.iter().any(|c| c.0 == k).then(|| zero_like(&vals[k])))
-        .collect();
+    // T·S entries per varying number, checked before anything is solved.
+    let entries = vals[0].flatten().len() * vals.get(2).map_or(0, |t| t.flatten().len());
+    tempest_core::limits::check_memory(&[tempest_core::limits::Request::new(
+        "the ODE solution's sensitivities",
+    )
+    .times("solution entries", entries)
+    .times("varying numbers", coords.len())])
+    .map_err(|e| e.with_span(span))?;
     let call = Call {
-        graph: &bound.graph,
-        stop: &bound.stop,
+        bound,
         system,
         args,
         vals,
-        adj,
         settings,
         span,
     };
-    let g = match coords.len() {
-        0 => Vec::new(),
-        1 => call.chunk::<1>(&coords)?,
-        2..=4 => call.chunk::<4>(&coords)?,
+    let mut d = Vec::new();
+    let sol = match coords.len() {
+        0 => match solve_call(
+            Some(bound),
+            &bound.graph,
+            system,
+            args,
+            vals,
+            settings,
+            span,
+            &bound.stop,
+        )? {
+            Value::Matrix(m) => m,
+            _ => return Err(Error::internal("an ODE solution that is not a matrix")),
+        },
+        1 => call.chunk::<1>(&coords, &mut d)?,
+        2..=4 => call.chunk::<4>(&coords, &mut d)?,
         _ => {
-            let mut g = Vec::with_capacity(coords.len());
+            let mut sol = None;
             for ch in coords.chunks(8) {
-                g.extend(call.chunk::<8>(ch)?);
+                sol = Some(call.chunk::<8>(ch, &mut d)?);
             }
-            g
+            sol.ok_or_else(|| Error::internal("an ODE solve without chunks"))?
         }
     };
-    for (&(k, e), gv) in coords.iter().zip(g) {
-        match out[k].as_mut() {
-            Some(Value::Real(r)) => *r += gv,
-            Some(Value::Vector(v)) => v[e] += gv,
-            _ => {}
-        }
-    }
-    Ok(out)
+    let len = sol.len();
+    Ok((sol, Sensitivities { coords, d, len }))
 }
 
-/// One `ode` call's pieces, for [`vjp`].
+/// One `ode` call's pieces, for [`solve_with_sensitivities`].
 struct Call<'a> {
-    graph: &'a Graph,
-    stop: &'a StopFlag,
+    bound: &'a super::bind::Bound,
     system: usize,
     args: &'a [TExpr],
     vals: &'a [Value<f64>],
-    adj: &'a DMatrix<f64>,
     settings: &'a OdeSettings,
     span: Span,
 }
 
 impl Call<'_> {
-    /// Σᵢⱼ adjᵢⱼ ∂xᵢⱼ/∂a for the (argument, element) pairs of `coords`
-    /// (at most N), by one solve in N-tangent duals.
-    fn chunk<const N: usize>(&self, coords: &[(usize, usize)]) -> Result<Vec<f64>, Error>
+    /// The solution's values, with ∂x/∂a for the (argument, element) pairs
+    /// of `coords` (at most N) appended to `d`, T·S entries each, by one
+    /// solve in N-tangent duals.
+    fn chunk<const N: usize>(
+        &self,
+        coords: &[(usize, usize)],
+        d: &mut Vec<f64>,
+    ) -> Result<DMatrix<f64>, Error>
     where
         adfn<N>: Scalar,
     {
@@ -304,27 +389,26 @@ impl Call<'_> {
             }
         }
         let sol = solve_call(
-            None,
-            self.graph,
+            Some(self.bound),
+            &self.bound.graph,
             self.system,
             self.args,
             &lifted,
             self.settings,
             self.span,
-            self.stop,
+            &self.bound.stop,
         )?;
         let Value::Matrix(m) = sol else {
             return Err(Error::internal("an ODE solution that is not a matrix"));
         };
-        let mut g = vec![0.0; coords.len()];
-        for (x, a) in m.iter().zip(self.adj.iter()) {
-            if *a != 0.0 {
-                let t = x.tangent();
-                for (c, gc) in g.iter_mut().enumerate() {
-                    *gc += a * t[c];
-                }
+        let start = d.len();
+        d.resize(start + m.len() * coords.len(), 0.0);
+        for (i, x) in m.iter().enumerate() {
+            let t = x.tangent();
+            for c in 0..coords.len() {
+                d[start + c * m.len() + i] = t[c];
             }
         }
-        Ok(g)
+        Ok(m.map(|x| x.value()))
     }
 }

@@ -13,9 +13,15 @@ use tempest_model::builtin::call1;
 impl DensityProgram {
     /// Push each node's adjoint in `g` back to its operands, last node
     /// first; `v` holds the forward values.
-    pub(super) fn reverse(&self, bound: &Bound, v: &[f64], g: &mut [f64]) -> Result<(), Error> {
+    pub(super) fn reverse(
+        &self,
+        bound: &Bound,
+        v: &[f64],
+        g: &mut [f64],
+        ode: &[(usize, crate::ode::Sensitivities)],
+    ) -> Result<(), Error> {
         let view = |s: Src| self.view(bound, v, s);
-        for node in self.nodes.iter().rev() {
+        for (k, node) in self.nodes.iter().enumerate().rev() {
             let (before, rest) = g.split_at_mut(node.off);
             let gk = &rest[..node.len];
             // A node of a branch not taken has a zero adjoint (and values
@@ -186,14 +192,19 @@ impl DensityProgram {
                     let taken = if view(*c).at(0) != 0.0 { *a } else { *b };
                     back!(taken, |i| gk[i]);
                 }
-                Op::Ode(call) => self.ode_back(bound, v, call, node.sh, gk, before)?,
+                Op::Ode(call) => {
+                    let sens = ode.iter().find(|(j, _)| *j == k).map(|(_, d)| d);
+                    self.ode_back(bound, v, call, node.sh, gk, before, sens)?
+                }
             }
         }
         Ok(())
     }
 
     /// An ODE solution's adjoint \[T, S\] pushed to its arguments by the
-    /// forward sensitivities' vector–Jacobian product ([`crate::ode::vjp`]).
+    /// forward sensitivities' vector–Jacobian product: those the forward
+    /// pass kept (`sens`), else a solve of its own ([`crate::ode::vjp`]).
+    #[allow(clippy::too_many_arguments)]
     fn ode_back(
         &self,
         bound: &Bound,
@@ -202,6 +213,7 @@ impl DensityProgram {
         sh: Sh,
         gk: &[f64],
         before: &mut [f64],
+        sens: Option<&crate::ode::Sensitivities>,
     ) -> Result<(), Error> {
         let srcs = &call.args;
         let Sh::Mat(t, s) = sh else {
@@ -210,16 +222,19 @@ impl DensityProgram {
         let vals: Vec<Value<f64>> = srcs.iter().map(|x| self.value(bound, v, *x)).collect();
         let varying: Vec<bool> = srcs.iter().map(|x| matches!(x, Src::Node(_))).collect();
         let adj = DMatrix::from_column_slice(t, s, gk);
-        let adjs = crate::ode::vjp(
-            bound,
-            call.system,
-            &call.exprs,
-            &vals,
-            &varying,
-            &adj,
-            &call.settings,
-            call.span,
-        )?;
+        let adjs = match sens {
+            Some(d) => d.vjp(&vals, &adj)?,
+            None => crate::ode::vjp(
+                bound,
+                call.system,
+                &call.exprs,
+                &vals,
+                &varying,
+                &adj,
+                &call.settings,
+                call.span,
+            )?,
+        };
         for (x, a) in srcs.iter().zip(adjs) {
             if let (Src::Node(m), Some(a)) = (x, a) {
                 let n = &self.nodes[*m];

@@ -17,6 +17,9 @@ pub struct Workspace {
     pub(super) v: Vec<f64>,
     pub(super) g: Vec<f64>,
     pub(super) s: Vec<f64>,
+    /// The ODE nodes' forward sensitivities (node index, ∂x/∂a), made by
+    /// the forward pass of a run with gradients for its reverse pass.
+    pub(super) ode: Vec<(usize, crate::ode::Sensitivities)>,
 }
 
 impl Workspace {
@@ -120,8 +123,8 @@ impl DensityProgram {
     ) -> Result<f64, Error> {
         let At { theta, site } = at;
         ws.fit(self);
-        self.forward(bound, theta, site, &mut ws.v)?;
         let want = grad.is_some();
+        self.forward(bound, theta, site, &mut ws.v, want.then_some(&mut ws.ode))?;
         if want {
             ws.g[..self.values].fill(0.0);
         }
@@ -133,7 +136,7 @@ impl DensityProgram {
             }
         }
         if let Some(grad) = grad {
-            self.reverse(bound, &ws.v, &mut ws.g)?;
+            self.reverse(bound, &ws.v, &mut ws.g, &ws.ode)?;
             for &(node, x) in &self.params {
                 let n = &self.nodes[node];
                 let gn = &ws.g[n.off..n.off + n.len];
@@ -161,7 +164,7 @@ impl DensityProgram {
     /// written in the model (the density's power 1), without gradients.
     pub fn log_likelihood(&self, bound: &Bound, at: At, ws: &mut Workspace) -> Result<f64, Error> {
         ws.fit(self);
-        self.forward(bound, at.theta, at.site, &mut ws.v)?;
+        self.forward(bound, at.theta, at.site, &mut ws.v, None)?;
         let mut ll = 0.0;
         for t in self.terms.iter().filter(|t| t.observation) {
             ll += self.statement(bound, t, t.power, false, ws)?;
@@ -180,7 +183,7 @@ impl DensityProgram {
         out: &mut Vec<Vec<f64>>,
     ) -> Result<(), Error> {
         ws.fit(self);
-        self.forward(bound, at.theta, at.site, &mut ws.v)?;
+        self.forward(bound, at.theta, at.site, &mut ws.v, None)?;
         out.resize(self.outputs.len(), Vec::new());
         for (o, &s) in out.iter_mut().zip(&self.outputs) {
             o.clear();
@@ -253,14 +256,21 @@ impl DensityProgram {
         }
     }
 
+    /// The nodes' values into `v`. With `sens`, an ODE node is solved with
+    /// its forward sensitivities, kept there for the reverse pass (the same
+    /// solution, so the gradient needs no second solve).
     fn forward(
         &self,
         bound: &Bound,
         theta: &[f64],
         site: &[f64],
         v: &mut [f64],
+        mut sens: Option<&mut Vec<(usize, crate::ode::Sensitivities)>>,
     ) -> Result<(), Error> {
-        for node in &self.nodes {
+        if let Some(s) = sens.as_deref_mut() {
+            s.clear();
+        }
+        for (k, node) in self.nodes.iter().enumerate() {
             let (before, rest) = v.split_at_mut(node.off);
             let before = &*before;
             let out = &mut rest[..node.len];
@@ -427,6 +437,28 @@ impl DensityProgram {
                         .iter()
                         .map(|s| self.value(bound, before, *s))
                         .collect();
+                    if let Some(s) = sens.as_deref_mut() {
+                        let varying: Vec<bool> = call
+                            .args
+                            .iter()
+                            .map(|x| matches!(x, Src::Node(_)))
+                            .collect();
+                        let (sol, d) = crate::ode::solve_with_sensitivities(
+                            bound,
+                            call.system,
+                            &call.exprs,
+                            &vals,
+                            &varying,
+                            &call.settings,
+                            call.span,
+                        )?;
+                        if sol.len() != out.len() {
+                            return Err(Error::internal("an ODE solution of another shape"));
+                        }
+                        out.copy_from_slice(sol.as_slice());
+                        s.push((k, d));
+                        continue;
+                    }
                     let sol = crate::ode::solve_call(
                         Some(bound),
                         &bound.graph,
