@@ -218,7 +218,9 @@ pub fn binary<T: Scalar>(op: BinOp, a: Value<T>, b: Value<T>, span: Span) -> R<T
         EwMul => zip_num(&a, &b, &|x, y| x * y, ".*", span),
         EwDiv | Div => zip_num(&a, &b, &|x, y| x / y, op.symbol(), span),
         Pow => match b {
-            Value::Int(k) if k.abs() <= i32::MAX as i64 => map_num(&a, &|x| x.powi(k as i32), span),
+            Value::Int(k) if k.abs() <= i32::MAX as i64 => {
+                map_num(&a, &|x| x.powi_exact(k as i32), span)
+            }
             _ => zip_num(&a, &b, &pow, "^", span),
         },
         Mul => mul(a, b, span),

@@ -218,7 +218,7 @@ impl KernelProgram {
                 }
                 Inst::Neg(a) => -at(a),
                 Inst::Not(a) => not_value(at(a)),
-                Inst::PowI(a, k) => at(a).powi(k),
+                Inst::PowI(a, k) => at(a).powi_exact(k),
                 Inst::Call(b, a) => {
                     let u = at(a);
                     // A constant argument (a function of data or of the
