@@ -10,7 +10,9 @@
 //! the number of parameters. This is the entry-by-entry path; the column
 //! blocks of [`crate::block`] give θ̄ alone, faster. For radial
 //! kernels (entries a function of ‖x − z‖²) the input adjoints are two
-//! matrix products instead (`radial.rs`).
+//! matrix products instead (`radial.rs`). [`record_gram`] puts the Gram
+//! node on the matrix tape ([`tempest_math::tape`]), with this pass as its
+//! backward rule.
 //!
 //! [`KernelValue::entry_grad`]: crate::kernel::KernelValue::entry_grad
 //! [`KernelValue::entry_vjp_inputs`]: crate::kernel::KernelValue::entry_vjp_inputs
@@ -18,5 +20,7 @@
 mod entry;
 mod node;
 mod radial;
+mod tape;
 
 pub use node::{CrossAdjoints, GramAdjoints, cross_vjp, cross_vjp_with, gram_vjp, gram_vjp_with};
+pub use tape::record_gram;
