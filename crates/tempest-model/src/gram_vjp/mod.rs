@@ -23,4 +23,4 @@ mod radial;
 mod tape;
 
 pub use node::{CrossAdjoints, GramAdjoints, cross_vjp, cross_vjp_with, gram_vjp, gram_vjp_with};
-pub use tape::record_gram;
+pub use tape::{record_cross, record_gram};

@@ -5,7 +5,7 @@
 //! loss after it — and one backward pass gives the adjoints of the inputs
 //! (X̄, and through a network its weights) and of the kernel's leaves.
 
-use super::gram_vjp;
+use super::{cross_vjp, gram_vjp};
 use crate::kernel::{Inputs, KernelValue};
 use nalgebra::DMatrix;
 use tempest_core::error::{Error, ErrorKind};
@@ -25,6 +25,62 @@ pub fn record_gram(
     x: Var,
     leaves: Option<Var>,
 ) -> Result<Var, Error> {
+    let p = checked_leaves(tape, kernel, leaves)?;
+    let inputs = Inputs::from_matrix(tape.value(x));
+    let value = kernel.gram(&inputs)?;
+    let kernel = kernel.clone();
+    let mut operands = vec![x];
+    operands.extend(leaves);
+    tape.custom(&operands, value, move |k_bar| {
+        let adj = gram_vjp(&kernel, &inputs, k_bar)?
+            .ok_or_else(|| Error::internal("a Gram node without reverse rules on the tape"))?;
+        let mut out = vec![adj.x];
+        if leaves.is_some() {
+            out.push(DMatrix::from_column_slice(p, 1, &adj.params));
+        }
+        Ok(out)
+    })
+}
+
+/// Records the cross-covariance K(X, Z) [N, M] of `kernel` at the inputs
+/// nodes `x` [N, D] and `z` [M, D] as one node whose backward pass is
+/// [`cross_vjp`]: X̄ and Z̄ flow into the inputs (inducing points, a
+/// network's features) and θ̄ into `leaves`, as in [`record_gram`].
+pub fn record_cross(
+    tape: &mut Tape,
+    kernel: &KernelValue<f64>,
+    x: Var,
+    z: Var,
+    leaves: Option<Var>,
+) -> Result<Var, Error> {
+    let p = checked_leaves(tape, kernel, leaves)?;
+    let (xi, zi) = (
+        Inputs::from_matrix(tape.value(x)),
+        Inputs::from_matrix(tape.value(z)),
+    );
+    let value = kernel.cross(&xi, &zi)?;
+    let kernel = kernel.clone();
+    let mut operands = vec![x, z];
+    operands.extend(leaves);
+    tape.custom(&operands, value, move |k_bar| {
+        let adj = cross_vjp(&kernel, &xi, &zi, k_bar)?.ok_or_else(|| {
+            Error::internal("a cross-covariance node without reverse rules on the tape")
+        })?;
+        let mut out = vec![adj.x, adj.z];
+        if leaves.is_some() {
+            out.push(DMatrix::from_column_slice(p, 1, &adj.params));
+        }
+        Ok(out)
+    })
+}
+
+/// The number of the kernel's leaves, after checking that it has reverse
+/// rules in its inputs and that `leaves` (when given) holds its leaves.
+fn checked_leaves(
+    tape: &Tape,
+    kernel: &KernelValue<f64>,
+    leaves: Option<Var>,
+) -> Result<usize, Error> {
     let (Some(own), true) = (kernel.leaves(), kernel.input_rules()) else {
         return Err(Error::new(
             ErrorKind::Unsupported,
@@ -44,20 +100,7 @@ pub fn record_gram(
             ));
         }
     }
-    let inputs = Inputs::from_matrix(tape.value(x));
-    let value = kernel.gram(&inputs)?;
-    let (kernel, p) = (kernel.clone(), own.len());
-    let mut operands = vec![x];
-    operands.extend(leaves);
-    tape.custom(&operands, value, move |k_bar| {
-        let adj = gram_vjp(&kernel, &inputs, k_bar)?
-            .ok_or_else(|| Error::internal("a Gram node without reverse rules on the tape"))?;
-        let mut out = vec![adj.x];
-        if leaves.is_some() {
-            out.push(DMatrix::from_column_slice(p, 1, &adj.params));
-        }
-        Ok(out)
-    })
+    Ok(own.len())
 }
 
 #[cfg(test)]
@@ -142,6 +185,58 @@ mod tests {
         let want_ell = central(|e| lml(&w0, sf2, ell + e));
         assert!((gl[0] - want_sf2).abs() < 1e-6 * (1.0 + want_sf2.abs()));
         assert!((gl[1] - want_ell).abs() < 1e-6 * (1.0 + want_ell.abs()));
+    }
+
+    /// f = ⟨C, K(X, Z)⟩ on the tape: its adjoints in X, Z and the leaves
+    /// against central differences.
+    #[test]
+    fn a_cross_covariance_on_the_tape_matches_finite_differences() {
+        let mut r = rng(12);
+        let (x0, z0, c) = (
+            normal(&mut r, 5, 2),
+            normal(&mut r, 3, 2),
+            normal(&mut r, 5, 3),
+        );
+        let f = |x: &DMatrix<f64>, z: &DMatrix<f64>, sf2: f64, ell: f64| -> f64 {
+            let k = kernel(sf2, ell)
+                .cross(&Inputs::from_matrix(x), &Inputs::from_matrix(z))
+                .unwrap();
+            k.component_mul(&c).sum()
+        };
+        let mut t = Tape::new();
+        let (xv, zv) = (t.input(x0.clone()), t.input(z0.clone()));
+        let lv = t.input_vector(&[1.3, 0.8]);
+        let k = record_cross(&mut t, &kernel(1.3, 0.8), xv, zv, Some(lv)).unwrap();
+        let g = t.vjp(k, c.clone()).unwrap();
+        let (gx, gz, gl) = (g.wrt(xv), g.wrt(zv), g.wrt(lv));
+        let close = |got: f64, want: f64, what: &str| {
+            assert!(
+                (got - want).abs() < 1e-7 * (1.0 + want.abs()),
+                "{what}: {got} vs {want}"
+            );
+        };
+        for i in 0..5 {
+            for k in 0..2 {
+                let want = central(|e| {
+                    let mut x = x0.clone();
+                    x[(i, k)] += e;
+                    f(&x, &z0, 1.3, 0.8)
+                });
+                close(gx[(i, k)], want, "X");
+            }
+        }
+        for i in 0..3 {
+            for k in 0..2 {
+                let want = central(|e| {
+                    let mut z = z0.clone();
+                    z[(i, k)] += e;
+                    f(&x0, &z, 1.3, 0.8)
+                });
+                close(gz[(i, k)], want, "Z");
+            }
+        }
+        close(gl[0], central(|e| f(&x0, &z0, 1.3 + e, 0.8)), "sf2");
+        close(gl[1], central(|e| f(&x0, &z0, 1.3, 0.8 + e)), "ell");
     }
 
     #[test]
