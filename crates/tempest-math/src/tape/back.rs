@@ -93,6 +93,23 @@ impl Tape {
         }
         for k in (0..=out.0).rev() {
             let Some(g) = adj[k].take() else { continue };
+            // A part of a vector adds into its slice of the vector's
+            // adjoint in place (a network's layers are parts of one weight
+            // vector: no vector-sized matrix per layer).
+            if let Op::Part(a, off) = self.nodes[k].op {
+                if self.nodes[a.0].varies {
+                    let (r, c) = self.nodes[a.0].value.shape();
+                    let acc = adj[a.0].get_or_insert_with(|| DMatrix::zeros(r, c));
+                    for (x, y) in acc.as_mut_slice()[off..off + g.len()]
+                        .iter_mut()
+                        .zip(g.iter())
+                    {
+                        *x += y;
+                    }
+                }
+                adj[k] = Some(g);
+                continue;
+            }
             for (v, a) in self.rule(k, &g)? {
                 if !self.nodes[v.0].varies {
                     continue;
@@ -194,12 +211,8 @@ impl Tape {
                 let (r, c) = val(*a).shape();
                 vec![(*a, DMatrix::from_fn(r, c, |i, _| g[(i, 0)]))]
             }
-            Op::Part(a, off) => {
-                let (r, c) = val(*a).shape();
-                let mut ga = DMatrix::zeros(r, c);
-                ga.as_mut_slice()[*off..*off + g.len()].copy_from_slice(g.as_slice());
-                vec![(*a, ga)]
-            }
+            // Added into the vector's adjoint in place by `vjp`.
+            Op::Part(..) => vec![],
             Op::Pick(a, entries) => {
                 let (r, c) = val(*a).shape();
                 let mut ga = DMatrix::zeros(r, c);
