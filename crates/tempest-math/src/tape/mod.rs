@@ -112,13 +112,17 @@ impl Tape {
         self.constant(DMatrix::from_element(1, 1, value))
     }
 
-    /// The value of a node.
+    /// The value of a node. `v` must come from this tape (as an index into
+    /// a slice, another tape's handle past its end panics; the recording
+    /// and backward methods check their operands and return an internal
+    /// error instead).
     pub fn value(&self, v: Var) -> &DMatrix<f64> {
         &self.nodes[v.0].value
     }
 
     /// The value of a [1, 1] node; an internal error for another shape.
     pub fn scalar(&self, v: Var) -> Result<f64, Error> {
+        self.check(&[v])?;
         let m = self.value(v);
         if m.shape() != (1, 1) {
             return Err(Error::internal(format!(
@@ -129,12 +133,13 @@ impl Tape {
         Ok(m[(0, 0)])
     }
 
-    /// (rows, columns) of a node.
+    /// (rows, columns) of a node (`v` from this tape, as for [`Tape::value`]).
     pub fn shape(&self, v: Var) -> (usize, usize) {
         self.value(v).shape()
     }
 
-    /// Whether the node depends on an input.
+    /// Whether the node depends on an input (`v` from this tape, as for
+    /// [`Tape::value`]).
     pub fn varies(&self, v: Var) -> bool {
         self.nodes[v.0].varies
     }

@@ -96,6 +96,8 @@ fn element_wise_operations_broadcast_and_match_finite_differences() {
         });
     }
     assert!(Tape::new().add(Var(0), Var(1)).is_err());
+    assert!(Tape::new().scalar(Var(3)).is_err());
+    assert!(Tape::new().gradient(Var(0)).is_err());
     let mut t = Tape::new();
     let (x, y) = (t.input(normal(&mut r, 3, 4)), t.input(normal(&mut r, 2, 4)));
     assert!(t.add(x, y).is_err(), "[3, 4] + [2, 4] does not broadcast");
