@@ -2,7 +2,7 @@
 //! body as the right-hand side of the Dormand–Prince solver
 //! ([`tempest_math::ode::solve`]), generically over the scalar type (dual
 //! numbers carry forward sensitivities through every step), and the
-//! vector–Jacobian product the samplers' reverse pass needs.
+//! sensitivities' vector–Jacobian product the samplers' reverse pass needs.
 
 use super::expr::TExpr;
 use super::graph::Graph;
@@ -205,27 +205,6 @@ pub fn first_times(g: &Graph) -> Option<TExpr> {
     found
 }
 
-/// The adjoints of an `ode` call's arguments given the adjoint `adj`
-/// \[T, S\] of its solution: Σᵢⱼ adjᵢⱼ ∂xᵢⱼ/∂a for every element a of each
-/// argument flagged in `varying` (the times are data and get none). The
-/// Jacobian comes from forward sensitivities ([`solve_with_sensitivities`]):
-/// dual numbers through the solver, up to eight tangents per solve, so a
-/// gradient costs about ⌈P/8⌉ solves for P varying numbers.
-#[allow(clippy::too_many_arguments)]
-pub fn vjp(
-    bound: &super::bind::Bound,
-    system: usize,
-    args: &[TExpr],
-    vals: &[Value<f64>],
-    varying: &[bool],
-    adj: &DMatrix<f64>,
-    settings: &OdeSettings,
-    span: Span,
-) -> Result<Vec<Option<Value<f64>>>, Error> {
-    let (_, sens) = solve_with_sensitivities(bound, system, args, vals, varying, settings, span)?;
-    sens.vjp(vals, adj)
-}
-
 /// An `ode` call's forward sensitivities: ∂x/∂a \[T·S\] (by columns, as the
 /// solution) for each varying element a of its arguments.
 #[derive(Debug)]
@@ -281,7 +260,8 @@ impl Sensitivities {
 /// The solution \[T, S\] of an `ode` call and its forward sensitivities
 /// in every element of the arguments flagged in `varying` (x0 and the
 /// system's parameters; the times are data), by solves in dual numbers of
-/// up to eight tangents. The solver's step control reads values only, so
+/// up to eight tangents (a gradient costs about ⌈P/8⌉ solves for P
+/// varying numbers). The solver's step control reads values only, so
 /// the solution is the same, bit for bit, as [`solve_call`]'s in `f64`;
 /// with nothing varying it is that solve.
 #[allow(clippy::too_many_arguments)]
@@ -302,11 +282,16 @@ pub fn solve_with_sensitivities(
         coords.extend((0..v.flatten().len()).map(|e| (k, e)));
     }
     // T·S entries per varying number, checked before anything is solved.
-    let entries = vals[0].flatten().len() * vals.get(2).map_or(0, |t| t.flatten().len());
+    let count = |v: Option<&Value<f64>>| match v {
+        Some(Value::Vector(x)) => x.len(),
+        Some(Value::IntArray(x)) => x.len(),
+        _ => 1,
+    };
     tempest_core::limits::check_memory(&[tempest_core::limits::Request::new(
         "the ODE solution's sensitivities",
     )
-    .times("solution entries", entries)
+    .times("states", count(vals.first()))
+    .times("output times", count(vals.get(2)))
     .times("varying numbers", coords.len())])
     .map_err(|e| e.with_span(span))?;
     let call = Call {

@@ -253,15 +253,14 @@ impl Network {
     /// read: `w` may be computed on the tape.
     pub fn record(&self, tape: &mut tape::Tape, x: Var, w: Var) -> Result<Var, Error> {
         let spec = &self.spec;
-        if tape.shape(x).1 != spec.input || tape.shape(w) != (spec.len(), 1) {
+        self.check_inputs(tape.shape(x).1)?;
+        if tape.shape(w) != (spec.len(), 1) {
             return Err(Error::new(
                 ErrorKind::Shape,
                 format!(
-                    "the feature network {} takes {} inputs and {} weights, but the points have {} and the weights are {:?}",
+                    "the feature network {} has {} weights, but the weights node is {:?}",
                     spec.describe(),
-                    spec.input,
                     spec.len(),
-                    tape.shape(x).1,
                     tape.shape(w)
                 ),
             ));
@@ -284,17 +283,8 @@ impl Network {
 
     /// The forward pass at inputs X [B, D], kept for [`Network::backward`].
     pub fn forward(&self, x: &Inputs) -> Result<Trace, Error> {
-        if x.dim() != self.spec.input {
-            return Err(Error::new(
-                ErrorKind::Shape,
-                format!(
-                    "the feature network {} takes {} inputs, but the points have {}",
-                    self.spec.describe(),
-                    self.spec.input,
-                    x.dim()
-                ),
-            ));
-        }
+        // Checked before the inputs are copied onto the tape.
+        self.check_inputs(x.dim())?;
         let mut tape = tape::Tape::new();
         let xs = tape.constant(DMatrix::from_row_slice(x.len(), x.dim(), x.as_flat()));
         let weights = tape.input_vector(&self.weights);
@@ -304,6 +294,21 @@ impl Network {
             weights,
             features,
         })
+    }
+
+    /// A shape error unless the points have the network's `d` inputs.
+    fn check_inputs(&self, d: usize) -> Result<(), Error> {
+        if d == self.spec.input {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::Shape,
+            format!(
+                "the feature network {} takes {} inputs, but the points have {d}",
+                self.spec.describe(),
+                self.spec.input
+            ),
+        ))
     }
 
     /// The features g(X) [B, w_L].

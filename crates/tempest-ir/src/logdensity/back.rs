@@ -193,7 +193,11 @@ impl DensityProgram {
                     back!(taken, |i| gk[i]);
                 }
                 Op::Ode(call) => {
-                    let sens = ode.iter().find(|(j, _)| *j == k).map(|(_, d)| d);
+                    let Some((_, sens)) = ode.iter().find(|(j, _)| *j == k) else {
+                        return Err(Error::internal(
+                            "an ODE node without the sensitivities of its forward pass",
+                        ));
+                    };
                     self.ode_back(bound, v, call, node.sh, gk, before, sens)?
                 }
             }
@@ -202,8 +206,8 @@ impl DensityProgram {
     }
 
     /// An ODE solution's adjoint \[T, S\] pushed to its arguments by the
-    /// forward sensitivities' vector–Jacobian product: those the forward
-    /// pass kept (`sens`), else a solve of its own ([`crate::ode::vjp`]).
+    /// vector–Jacobian product of the forward sensitivities the forward
+    /// pass kept (`sens`).
     #[allow(clippy::too_many_arguments)]
     fn ode_back(
         &self,
@@ -213,28 +217,15 @@ impl DensityProgram {
         sh: Sh,
         gk: &[f64],
         before: &mut [f64],
-        sens: Option<&crate::ode::Sensitivities>,
+        sens: &crate::ode::Sensitivities,
     ) -> Result<(), Error> {
         let srcs = &call.args;
         let Sh::Mat(t, s) = sh else {
             return Err(Error::internal("an ODE node without its shape"));
         };
         let vals: Vec<Value<f64>> = srcs.iter().map(|x| self.value(bound, v, *x)).collect();
-        let varying: Vec<bool> = srcs.iter().map(|x| matches!(x, Src::Node(_))).collect();
         let adj = DMatrix::from_column_slice(t, s, gk);
-        let adjs = match sens {
-            Some(d) => d.vjp(&vals, &adj)?,
-            None => crate::ode::vjp(
-                bound,
-                call.system,
-                &call.exprs,
-                &vals,
-                &varying,
-                &adj,
-                &call.settings,
-                call.span,
-            )?,
-        };
+        let adjs = sens.vjp(&vals, &adj)?;
         for (x, a) in srcs.iter().zip(adjs) {
             if let (Src::Node(m), Some(a)) = (x, a) {
                 let n = &self.nodes[*m];

@@ -469,6 +469,7 @@ impl Compiler<'_> {
                 let call = OdeCall {
                     system: *system,
                     exprs: args.clone(),
+                    varying: srcs.iter().map(|x| matches!(x, Src::Node(_))).collect(),
                     args: srcs,
                     settings: *settings,
                     span: e.span,

@@ -160,6 +160,8 @@ struct OdeCall {
     /// sources: x0, t0, ts, then the system's parameters.
     exprs: Vec<crate::expr::TExpr>,
     args: Vec<Src>,
+    /// Which arguments vary (are nodes): those with sensitivities.
+    varying: Vec<bool>,
     /// Tolerances and the step limit.
     settings: tempest_math::ode::OdeSettings,
     /// The call's place in the file.

@@ -438,17 +438,12 @@ impl DensityProgram {
                         .map(|s| self.value(bound, before, *s))
                         .collect();
                     if let Some(s) = sens.as_deref_mut() {
-                        let varying: Vec<bool> = call
-                            .args
-                            .iter()
-                            .map(|x| matches!(x, Src::Node(_)))
-                            .collect();
                         let (sol, d) = crate::ode::solve_with_sensitivities(
                             bound,
                             call.system,
                             &call.exprs,
                             &vals,
-                            &varying,
+                            &call.varying,
                             &call.settings,
                             call.span,
                         )?;

@@ -52,16 +52,6 @@ fn reduce(g: DMatrix<f64>, shape: (usize, usize)) -> DMatrix<f64> {
     out
 }
 
-/// The strictly upper entries of `m` set to zero.
-fn tril(mut m: DMatrix<f64>) -> DMatrix<f64> {
-    for j in 0..m.ncols() {
-        for i in 0..j.min(m.nrows()) {
-            m[(i, j)] = 0.0;
-        }
-    }
-    m
-}
-
 impl Tape {
     /// The adjoints ∂s/∂(node) of a number s [1, 1] at `out`, by one
     /// backward pass.
@@ -229,7 +219,8 @@ impl Tape {
                 }
                 vec![(*a, ga)]
             }
-            Op::Cholesky(a) => vec![(*a, cholesky_vjp(y, &tril(g.clone())))],
+            // The rule reads L̄'s lower triangle only.
+            Op::Cholesky(a) => vec![(*a, cholesky_vjp(y, g))],
             Op::Solve(l, b, transposed) => {
                 let (b_bar, l_bar) = if *transposed {
                     solve_lower_t_vjp(val(*l), y, g)
