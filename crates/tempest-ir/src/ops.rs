@@ -219,7 +219,7 @@ pub fn binary<T: Scalar>(op: BinOp, a: Value<T>, b: Value<T>, span: Span) -> R<T
         EwDiv | Div => zip_num(&a, &b, &|x, y| x / y, op.symbol(), span),
         Pow => match b {
             Value::Int(k) if k.abs() <= i32::MAX as i64 => {
-                map_num(&a, &|x| x.powi_exact(k as i32), span)
+                map_num(&a, &|x| RealExt::powi_exact(x, k as i32), span)
             }
             _ => zip_num(&a, &b, &pow, "^", span),
         },

@@ -130,6 +130,25 @@ pub trait RealExt: Real {
         let v = self.to_constant();
         lift(self, v.exp_m1(), v.exp())
     }
+    /// xᵏ whose value is `f64::powi`'s, bit for bit, for every scalar type
+    /// (ad_trait's duals and [`crate::reverse::Rev`] take `powf(k)`, which
+    /// may differ from it in the last bit), with derivative k xᵏ⁻¹: model
+    /// code has the same values in `f64` and in derivative-carrying types,
+    /// so an ODE solved with its sensitivities takes the `f64` solve's
+    /// steps. Where that derivative is not finite (0 to a negative power)
+    /// it is the type's own `powi`.
+    fn powi_exact(self, k: i32) -> Self {
+        let v = self.to_constant();
+        let d = if k == 0 {
+            0.0
+        } else {
+            k as f64 * v.powi(k - 1)
+        };
+        if !d.is_finite() {
+            return self.powi(k);
+        }
+        lift(self, v.powi(k), d)
+    }
     /// √x with derivative 1/(2√x) (infinite at 0).
     fn sqrt_(self) -> Self {
         let v = self.to_constant();
@@ -188,6 +207,41 @@ mod tests {
 
     fn d1(x: f64) -> Dual1 {
         Dual1::new(x, [1.0])
+    }
+
+    /// powi_exact's value is f64's powi bit for bit in duals and in the
+    /// reverse-mode scalar, where ad_trait's powi (a powf) may differ, and
+    /// its derivative is k xᵏ⁻¹.
+    #[test]
+    fn exact_powers_have_the_f64_value() {
+        let mut differs = 0;
+        for i in 0..2000 {
+            let x = -3.0 + i as f64 * 0.003_1;
+            for k in [-3, -1, 0, 1, 2, 3, 5] {
+                if x == 0.0 && k < 0 {
+                    continue;
+                }
+                let want = x.powi(k);
+                let d = RealExt::powi_exact(d1(x), k);
+                assert_eq!(d.value().to_bits(), want.to_bits(), "{x}^{k}");
+                let slope = if k == 0 {
+                    0.0
+                } else {
+                    k as f64 * x.powi(k - 1)
+                };
+                assert!((d.tangent()[0] - slope).abs() <= 1e-12 * (1.0 + slope.abs()));
+                let (v, g) =
+                    crate::reverse::sweep(&[x], |a| Ok(RealExt::powi_exact(a[0], k))).unwrap();
+                assert_eq!(v.to_bits(), want.to_bits(), "Rev {x}^{k}");
+                assert!((g[0] - slope).abs() <= 1e-12 * (1.0 + slope.abs()));
+                let own = nalgebra::ComplexField::powi(d1(x), k);
+                differs += usize::from(own.value().to_bits() != want.to_bits());
+            }
+        }
+        // The case the method is for: ad_trait's own powi differs somewhere.
+        assert!(differs > 0);
+        // 0 to a negative power keeps the type's own rule (an infinite value).
+        assert!(RealExt::powi_exact(d1(0.0), -1).value().is_infinite());
     }
 
     fn fd(f: impl Fn(f64) -> f64, x: f64) -> f64 {

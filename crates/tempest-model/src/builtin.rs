@@ -191,7 +191,7 @@ pub fn call1<T: Scalar>(b: Builtin, v: T) -> T {
 pub fn pow<T: Scalar>(x: T, y: T) -> T {
     let (xv, yv) = (x.to_constant(), y.to_constant());
     if xv <= 0.0 && yv.fract() == 0.0 && yv.abs() <= i32::MAX as f64 {
-        x.powi_exact(yv as i32)
+        RealExt::powi_exact(x, yv as i32)
     } else {
         x.powf(y)
     }

@@ -221,35 +221,6 @@ pub trait Scalar: Real {
         }
         out
     }
-    /// xᵏ whose value is `f64::powi`'s, bit for bit (ad_trait's duals take
-    /// `powf(k)`, which may differ from it in the last bit): so model code
-    /// evaluated in duals has the values it has in `f64` (an ODE solved
-    /// with its sensitivities takes the same steps as the `f64` solve).
-    fn powi_exact(self, k: i32) -> Self {
-        self.powi(k)
-    }
-}
-
-/// [`Scalar::powi_exact`] for a dual: f64's powi for the value, k xᵏ⁻¹ for
-/// the tangents.
-fn dual_powi<const N: usize>(
-    x: ad_trait::forward_ad::adfn::adfn<N>,
-    k: i32,
-) -> ad_trait::forward_ad::adfn::adfn<N> {
-    let v = x.value();
-    let d = if k == 0 {
-        0.0
-    } else {
-        k as f64 * v.powi(k - 1)
-    };
-    let mut t = x.tangent();
-    for ti in t.iter_mut() {
-        // A zero tangent stays zero (as ad_trait's own rule takes it).
-        if *ti != 0.0 {
-            *ti *= d;
-        }
-    }
-    ad_trait::forward_ad::adfn::adfn::new(v.powi(k), t)
 }
 
 impl Scalar for f64 {
@@ -279,9 +250,6 @@ impl Scalar for Dual1 {
     fn call_kernel(k: &dyn DynKernel, p: &[Self], x: &[f64], y: &[f64]) -> Self {
         k.entry_d1(p, x, y)
     }
-    fn powi_exact(self, k: i32) -> Self {
-        dual_powi(self, k)
-    }
 }
 
 impl Scalar for Dual4 {
@@ -295,9 +263,6 @@ impl Scalar for Dual4 {
     fn call_kernel(k: &dyn DynKernel, p: &[Self], x: &[f64], y: &[f64]) -> Self {
         k.entry_d4(p, x, y)
     }
-    fn powi_exact(self, k: i32) -> Self {
-        dual_powi(self, k)
-    }
 }
 
 impl Scalar for Dual8 {
@@ -310,9 +275,6 @@ impl Scalar for Dual8 {
     }
     fn call_kernel(k: &dyn DynKernel, p: &[Self], x: &[f64], y: &[f64]) -> Self {
         k.entry_d8(p, x, y)
-    }
-    fn powi_exact(self, k: i32) -> Self {
-        dual_powi(self, k)
     }
 }
 

@@ -564,16 +564,7 @@ impl ComplexField for Rev {
         ComplexField::exp(self) - Self::one()
     }
     fn powi(self, n: i32) -> Self {
-        // f64's powi for the value (ad_trait's duals take powf, which may
-        // differ from it in the last bit), so a value recorded here is the
-        // f64 value.
-        let x = self.v;
-        let d = if n == 0 {
-            0.0
-        } else {
-            n as f64 * x.powi(n - 1)
-        };
-        self.unary(x.powi(n), d)
+        ComplexField::powf(self, Self::constant(n as f64))
     }
     fn powf(self, n: Self) -> Self {
         let (x, p) = (self.v, n.v);

@@ -7,7 +7,7 @@
 //! | `cosine()`             | xᵀx′ / (‖x‖ ‖x′‖), 0 when either norm is 0 |
 
 use ad_trait::F64;
-use tempest_math::scalar::Real;
+use tempest_math::scalar::{Real, RealExt};
 
 fn coords<'a>(x: &'a [f64], dims: Option<&'a [usize]>) -> impl Iterator<Item = (usize, f64)> + 'a {
     let n = dims.map(|d| d.len()).unwrap_or(x.len());
@@ -54,7 +54,8 @@ pub fn polynomial<T: Real>(x: &[f64], y: &[f64], dims: Option<&[usize]>, degree:
     let base = c + F64(dot(x, y, dims));
     let p = degree.to_constant();
     if p.fract() == 0.0 && p.abs() < 64.0 {
-        base.powi(p as i32)
+        // f64's value in every scalar type, as the block plan computes it.
+        RealExt::powi_exact(base, p as i32)
     } else {
         base.powf(degree)
     }

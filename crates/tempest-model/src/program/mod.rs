@@ -25,7 +25,7 @@ pub use block::{BlockRows, Prepared};
 use crate::builtin::{Builtin, call1, pow};
 use crate::custom::Scalar;
 use std::mem::MaybeUninit;
-use tempest_math::scalar::Dual1;
+use tempest_math::scalar::{Dual1, RealExt};
 use tempest_syntax::ast::BinOp;
 
 /// Which inputs an input instruction reads.
@@ -218,7 +218,7 @@ impl KernelProgram {
                 }
                 Inst::Neg(a) => -at(a),
                 Inst::Not(a) => not_value(at(a)),
-                Inst::PowI(a, k) => at(a).powi_exact(k),
+                Inst::PowI(a, k) => RealExt::powi_exact(at(a), k),
                 Inst::Call(b, a) => {
                     let u = at(a);
                     // A constant argument (a function of data or of the
