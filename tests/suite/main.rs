@@ -41,6 +41,7 @@ mod hostile_mcmc;
 mod hostile_memory;
 #[cfg(all(feature = "cli", feature = "plot"))]
 mod hostile_results;
+mod kernel_vectors;
 mod kernels;
 mod layers;
 mod mcmc;

@@ -256,6 +256,27 @@ impl<T: Scalar> EntryFn<T> for LangKernel<T> {
     }
 }
 
+/// A model-file kernel's arguments as the lengths of its parameters
+/// (`None` for a number) and their elements in order, or `None` when one
+/// is neither a number nor a real vector.
+fn flat_params<T: Scalar>(params: &[Value<T>]) -> Option<(Vec<Option<usize>>, Vec<T>)> {
+    let mut lens = Vec::with_capacity(params.len());
+    let mut flat = Vec::with_capacity(params.len());
+    for v in params {
+        match v {
+            Value::Vector(x) => {
+                lens.push(Some(x.len()));
+                flat.extend(x.iter().copied());
+            }
+            _ => {
+                lens.push(None);
+                flat.push(v.scalar()?);
+            }
+        }
+    }
+    Some((lens, flat))
+}
+
 fn dims_of<T: Scalar>(
     d: &Option<Box<TExpr>>,
     env: &Option<&Env<T>>,
@@ -390,19 +411,21 @@ fn eval_inner<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) 
             let env = need_env()?;
             let params: Vec<Value<T>> = args.iter().map(ev).collect::<Result<_, _>>()?;
             let f = &env.bound.graph.functions[*func];
-            if let Some(program) = &f.program
-                && let Some(scalars) = params
-                    .iter()
-                    .map(|v| v.scalar())
-                    .collect::<Option<Vec<T>>>()
-            {
-                return Ok(Value::Kernel(Box::new(KernelValue::Compiled {
-                    name: f.name.clone(),
-                    program: program.clone(),
-                    params: scalars,
-                    dims: dims_of(dims, &Some(env), locals)?,
-                    span,
-                })));
+            if let Some((lens, flat)) = flat_params(&params) {
+                let program = if lens.iter().all(Option::is_none) {
+                    f.program.clone()
+                } else {
+                    f.shaped.get(f, &lens)
+                };
+                if let Some(program) = program {
+                    return Ok(Value::Kernel(Box::new(KernelValue::Compiled {
+                        name: f.name.clone(),
+                        program,
+                        params: flat,
+                        dims: dims_of(dims, &Some(env), locals)?,
+                        span,
+                    })));
+                }
             }
             Value::Kernel(Box::new(KernelValue::Lang {
                 name: env.bound.graph.functions[*func].name.clone(),

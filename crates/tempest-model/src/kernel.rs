@@ -406,9 +406,27 @@ impl<T: Scalar> KernelValue<T> {
                 b.validate(d)
             }
             KernelValue::Scale(_, k) => k.validate(d),
-            KernelValue::Rust { dims, span, .. }
-            | KernelValue::Lang { dims, span, .. }
-            | KernelValue::Compiled { dims, span, .. } => check_dims(dims, *span).map(|_| ()),
+            KernelValue::Rust { dims, span, .. } | KernelValue::Lang { dims, span, .. } => {
+                check_dims(dims, *span).map(|_| ())
+            }
+            KernelValue::Compiled {
+                name,
+                program,
+                dims,
+                span,
+                ..
+            } => {
+                let seen = check_dims(dims, *span)?;
+                match program.input_len() {
+                    Some(len) if len != seen => Err(shape_error(
+                        *span,
+                        format!(
+                            "`{name}` uses its inputs element by element with vectors of length {len}, but the kernel sees {seen} input columns"
+                        ),
+                    )),
+                    _ => Ok(()),
+                }
+            }
         }
     }
 

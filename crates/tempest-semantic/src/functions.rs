@@ -158,6 +158,7 @@ impl Checker<'_> {
             body,
             n_locals,
             program: None,
+            shaped: Default::default(),
             system_program: None,
             span: f.span,
         });

@@ -71,6 +71,9 @@ pub struct KernelProgram {
     insts: Vec<Inst>,
     out: usize,
     n_params: usize,
+    /// The length its inputs must have (a body that reads them
+    /// coordinate by coordinate where they meet a vector parameter).
+    input_len: Option<usize>,
 }
 
 /// Slots of up to this many instructions live on the stack.
@@ -155,7 +158,23 @@ impl KernelProgram {
             insts,
             out,
             n_params,
+            input_len: None,
         })
+    }
+
+    /// The same program, for inputs of length `len` only: its body reads
+    /// them coordinate by coordinate up to `len` (unrolled where they
+    /// meet a vector of that length), so a kernel on it refuses inputs of
+    /// any other length ([`KernelProgram::input_len`]).
+    pub fn with_input_len(mut self, len: usize) -> KernelProgram {
+        self.input_len = Some(len);
+        self
+    }
+
+    /// The length its inputs must have, when it was compiled for one
+    /// ([`KernelProgram::with_input_len`]); `None` for any length.
+    pub fn input_len(&self) -> Option<usize> {
+        self.input_len
     }
 
     /// The number of parameters.
