@@ -3,8 +3,9 @@
 //! their vectors unrolled: the exact objective and its hypers' gradient
 //! (now one reverse pass) equal the interpreted body's (forward chunks),
 //! the built-in `rbf(ells)` and five-point differences; inputs of another
-//! length are a shape error at the kernel; bodies the compiler leaves alone
-//! still run, interpreted.
+//! length are a shape error at the kernel; inputs used element-wise with
+//! no vector to fix their length compile for the width binding saw; bodies
+//! the compiler leaves alone still run, interpreted.
 
 use crate::common;
 use common::*;
@@ -29,9 +30,10 @@ hyper { ls : vector<lower=0>[d] = [0.8, 1.5, 2.0, 1.1]  s : positive = 0.7  nois
 const ARD: &str =
     "kernel ard_rbf(ells : vector[d])(a, b) { exp(-0.5 * sum(((a - b) ./ ells) ^ 2)) }\n";
 
-/// The same kernel with a term the compiler does not cover
-/// (`logsumexp`) times 0: the same value, left to the interpreter.
-const ARD_INTERPRETED: &str = "kernel ard_rbf(ells : vector[d])(a, b) { exp(-0.5 * sum(((a - b) ./ ells) ^ 2)) + 0 * logsumexp(ells) }\n";
+/// The same kernel with a term the compiler does not cover (an index
+/// that is not a constant) times 0: the same value, left to the
+/// interpreter.
+const ARD_INTERPRETED: &str = "kernel ard_rbf(ells : vector[d])(a, b) {\n  let j = 0\n  exp(-0.5 * sum(((a - b) ./ ells) ^ 2)) + 0 * ells[j]\n}\n";
 
 fn bound(kernels: &str, kexpr: &str, rows: usize) -> Bound {
     let text = format!(
@@ -70,7 +72,7 @@ fn a_vector_parameter_kernel_is_compiled_and_agrees_with_the_interpreter_and_the
     let interpreted = bound(ARD_INTERPRETED, "s * ard_rbf(ls)", 40);
     let builtin = bound("", "s * rbf(ls)", 40);
     assert!(is_compiled(&kernel_of(&compiled)), "the body is compiled");
-    assert!(!is_compiled(&kernel_of(&interpreted)), "logsumexp is not");
+    assert!(!is_compiled(&kernel_of(&interpreted)), "ells[j] is not");
     let (mc, mi, mb) = (exact(&compiled), exact(&interpreted), exact(&builtin));
     let theta = mc.layout.initial(&compiled).unwrap();
     assert_eq!(theta.len(), 6, "every hyper learned");
@@ -148,43 +150,119 @@ fn inputs_of_another_length_are_a_shape_error_at_the_kernel() {
     );
 }
 
+/// The exact objective and gradient of two bindings at the first one's
+/// initial hypers, to `tol` relative, and the first's gradient against
+/// five-point differences.
+fn agree(a: &Bound, b: &Bound, tol: f64) {
+    let (ma, mb) = (exact(a), exact(b));
+    let theta = ma.layout.initial(a).unwrap();
+    let (sa, ga) = ma.lml_grad(&theta).unwrap();
+    let (sb, gb) = mb.lml_grad(&theta).unwrap();
+    assert!(sa.lml.is_finite());
+    assert!(
+        (sa.lml - sb.lml).abs() <= tol * sb.lml.abs(),
+        "{} vs {}",
+        sa.lml,
+        sb.lml
+    );
+    for k in 0..theta.len() {
+        let h = 1e-4;
+        let at = |d: f64| {
+            let mut x = theta.clone();
+            x[k] += d;
+            ma.lml(&x).unwrap().lml
+        };
+        let fd = (-at(2.0 * h) + 8.0 * at(h) - 8.0 * at(-h) + at(-2.0 * h)) / (12.0 * h);
+        assert!(
+            (ga[k] - gb[k]).abs() <= 1e3 * tol * gb[k].abs().max(1.0),
+            "θ{k}: {} vs {}",
+            ga[k],
+            gb[k]
+        );
+        assert!(
+            (ga[k] - fd).abs() <= 1e-6 * fd.abs().max(1.0),
+            "θ{k}: {} vs differences {fd}",
+            ga[k]
+        );
+    }
+}
+
 #[test]
-fn bodies_the_compiler_leaves_alone_still_run() {
-    // Inputs used element-wise with no vector to fix their length, a
-    // meeting inside an `if` branch, and a vector too long to unroll.
+fn inputs_used_element_wise_compile_for_the_width_they_are_used_at() {
+    // No vector fixes the inputs' length (an L1 distance), or the only
+    // meeting is inside an `if` branch: binding's width of each use does.
     let cases = [
         (
             "kernel l1(ell : positive)(a, b) { exp(-sum(abs(a - b)) / ell) }\n",
+            "kernel l1(ell : positive)(a, b) {\n  let j = 0\n  exp(-sum(abs(a - b)) / ell) + 0 * [ell][j]\n}\n",
             "s * l1(noise)",
         ),
         (
-            "kernel br(ells : vector[d])(a, b) { if sqdist(a, b) > 100 then 0 else exp(-0.5 * sum(((a - b) ./ ells) ^ 2)) }\n",
+            "kernel l1(ell : positive)(a, b) { exp(-sum(abs(a - b)) / ell) }\n",
+            "kernel l1(ell : positive)(a, b) {\n  let j = 0\n  exp(-sum(abs(a - b)) / ell) + 0 * [ell][j]\n}\n",
+            "s * l1(noise, dims = 1..2) + l1(s, dims = [0])",
+        ),
+        (
+            "kernel br(ells : vector[d])(a, b) { if sqdist(a, b) > 1e300 then 0 else exp(-0.5 * sum(((a - b) ./ ells) ^ 2)) }\n",
+            ARD_INTERPRETED,
             "s * br(ls)",
         ),
     ];
-    for (kernels, kexpr) in cases {
+    for (kernels, interpreted, kexpr) in cases {
         let b = bound(kernels, kexpr, 20);
-        assert!(!is_compiled(&kernel_of(&b)), "{kexpr}");
-        let m = exact(&b);
-        let (s, g) = m.lml_grad(&m.layout.initial(&b).unwrap()).unwrap();
-        assert!(
-            s.lml.is_finite() && g.iter().all(|v| v.is_finite()),
-            "{kexpr}"
-        );
+        let k = kernel_of(&b);
+        let compiled_parts = |k: &KernelValue<f64>| -> (usize, usize) {
+            fn walk(k: &KernelValue<f64>, n: &mut (usize, usize)) {
+                match k {
+                    KernelValue::Compiled { .. } => n.0 += 1,
+                    KernelValue::Lang { .. } => n.1 += 1,
+                    KernelValue::Scale(_, a) => walk(a, n),
+                    KernelValue::Sum(a, c) | KernelValue::Product(a, c) => {
+                        walk(a, n);
+                        walk(c, n)
+                    }
+                    _ => {}
+                }
+            }
+            let mut n = (0, 0);
+            walk(k, &mut n);
+            n
+        };
+        let (c, l) = compiled_parts(&k);
+        assert!(c > 0 && l == 0, "{kexpr}: {c} compiled, {l} interpreted");
+        let reference = bound(interpreted, &kexpr.replace("br(", "ard_rbf("), 20);
+        assert_eq!(compiled_parts(&kernel_of(&reference)).0, 0, "{kexpr}");
+        agree(&b, &reference, 1e-12);
     }
-    // The same ARD body compiled and interpreted (branch) give one value.
-    let a = exact(&bound(ARD, "s * ard_rbf(ls)", 20));
-    let c = bound(
-        "kernel br(ells : vector[d])(a, b) { if sqdist(a, b) > 1e300 then 0 else exp(-0.5 * sum(((a - b) ./ ells) ^ 2)) }\n",
-        "s * br(ls)",
+}
+
+#[test]
+fn a_place_used_at_two_widths_keeps_the_general_evaluator() {
+    let b = bound(
+        "kernel l1(ell : positive)(a, b) { exp(-sum(abs(a - b)) / ell) }\n",
+        "s * l1(noise)",
         20,
     );
-    let theta = a.layout.initial(&c).unwrap();
-    let (va, vc) = (
-        a.lml(&theta).unwrap().lml,
-        exact(&c).lml(&theta).unwrap().lml,
-    );
-    assert!((va - vc).abs() <= 1e-12 * va.abs(), "{va} vs {vc}");
+    assert!(is_compiled(&kernel_of(&b)));
+    let KernelValue::Scale(_, k) = kernel_of(&b) else {
+        panic!("s * l1")
+    };
+    let KernelValue::Compiled { span, .. } = *k else {
+        panic!("compiled")
+    };
+    // The same place seen with another width: no one width to unroll for.
+    b.graph.functions[0].shaped.note_width(span, 3);
+    assert!(!is_compiled(&kernel_of(&b)));
+    let m = exact(&b);
+    let (s, g) = m.lml_grad(&m.layout.initial(&b).unwrap()).unwrap();
+    assert!(s.lml.is_finite() && g.iter().all(|v| v.is_finite()));
+}
+
+#[test]
+fn a_body_outside_the_compiler_still_runs() {
+    let b = bound(ARD_INTERPRETED, "s * ard_rbf(ls)", 20);
+    assert!(!is_compiled(&kernel_of(&b)));
+    agree(&bound(ARD, "s * ard_rbf(ls)", 20), &b, 1e-12);
 }
 
 #[test]
@@ -201,4 +279,34 @@ fn an_unrolled_body_is_bounded() {
     let short = text.replace(&format!("m : int = {n}"), "m : int = 50");
     let b = bind(&model(&short), &csv("diabetes_prepared.csv", Some((0, 9))));
     assert!(is_compiled(&kernel_of(&b)));
+}
+
+#[test]
+fn a_length_in_a_kernel_signature_needs_no_data_of_its_name() {
+    // `vector[k]` with no data `k`: the length is the argument's, fixed at
+    // each use; the same kernel as `vector[d]`, to the bit.
+    let own = ARD.replace("vector[d]", "vector[k]");
+    let (a, b) = (
+        bound(ARD, "s * ard_rbf(ls)", 20),
+        bound(&own, "s * ard_rbf(ls)", 20),
+    );
+    assert!(is_compiled(&kernel_of(&b)));
+    let (ma, mb) = (exact(&a), exact(&b));
+    let theta = ma.layout.initial(&a).unwrap();
+    assert_eq!(
+        ma.lml(&theta).unwrap().lml.to_bits(),
+        mb.lml(&theta).unwrap().lml.to_bits()
+    );
+    // A name that is not data elsewhere is still an error there.
+    let bad = format!(
+        "{own}{}",
+        DATA.replace("ls : vector<lower=0>[d]", "ls : vector<lower=0>[k]")
+    );
+    let text = format!(
+        "{bad}model {{ f ~ gp(0, s * ard_rbf(ls))  y ~ normal(f(X), noise) }}\ninfer exact {{ }}\n"
+    );
+    let err = tempest::Model::from_str("test.tempest", &text, &tempest::Registry::default())
+        .err()
+        .expect("`k` in a hyper's type is not a known size");
+    assert!(err.to_string().contains('k'), "{err}");
 }

@@ -40,18 +40,30 @@ fn values_and_derivatives_match_finite_differences() {
         let mut g = [0.0; 2];
         let v = prog.eval_grad(&p, &x, &y, &mut g);
         assert!((v - prog.eval::<f64>(&p, &x, &y)).abs() < 1e-15, "{body}");
-        for j in 0..2 {
-            let h = 1e-6;
-            let (mut up, mut dn) = (p, p);
-            up[j] += h;
-            dn[j] -= h;
-            let fd = (prog.eval::<f64>(&up, &x, &y) - prog.eval::<f64>(&dn, &x, &y)) / (2.0 * h);
-            assert!(
-                (g[j] - fd).abs() <= 1e-7 * fd.abs().max(1.0),
-                "{body} ∂p{j}: {} vs {fd}",
-                g[j]
-            );
-        }
+        central_differences(&prog, p, &x, &y, &g, body);
+    }
+}
+
+/// The parameters' derivatives `g` at `p` against central differences.
+fn central_differences(
+    prog: &KernelProgram,
+    p: [f64; 2],
+    x: &[f64],
+    y: &[f64],
+    g: &[f64],
+    what: &str,
+) {
+    for j in 0..2 {
+        let h = 1e-6;
+        let (mut up, mut dn) = (p, p);
+        up[j] += h;
+        dn[j] -= h;
+        let fd = (prog.eval::<f64>(&up, x, y) - prog.eval::<f64>(&dn, x, y)) / (2.0 * h);
+        assert!(
+            (g[j] - fd).abs() <= 1e-7 * fd.abs().max(1.0),
+            "{what} ∂p{j}: {} vs {fd}",
+            g[j]
+        );
     }
 }
 
@@ -116,4 +128,35 @@ fn input_derivatives_match_finite_differences() {
             );
         }
     }
+}
+
+#[test]
+fn logsumexp_compiles_as_the_interpreter_computes_it() {
+    let prog = program(
+        "logsumexp([-sqdist(x, x2) / ell, log(alpha) - sqrt(sqdist(x, x2) + 1), x[0] * alpha])",
+        "ell : positive, alpha : positive",
+    );
+    let (x, y) = ([0.3, -1.2], [1.1, 0.4]);
+    let p = [0.7, 1.3];
+    let r: f64 = (x[0] - y[0]) * (x[0] - y[0]) + (x[1] - y[1]) * (x[1] - y[1]);
+    let want =
+        tempest::math::scalar::logsumexp(&[-r / p[0], p[1].ln() - (r + 1.0).sqrt(), x[0] * p[1]]);
+    let mut g = [0.0; 2];
+    let v = prog.eval_grad(&p, &x, &y, &mut g);
+    assert_eq!(v.to_bits(), want.to_bits());
+    central_differences(&prog, p, &x, &y, &g, "logsumexp");
+    // Every term −∞: −∞ with a zero derivative, as the interpreter (whose
+    // maximum is a constant); one term +∞: +∞.
+    let prog = program(
+        "logsumexp([log(0 * ell), log(0 * alpha)])",
+        "ell : positive, alpha : positive",
+    );
+    let v = prog.eval_grad(&p, &x, &y, &mut g);
+    assert_eq!(v, f64::NEG_INFINITY);
+    assert_eq!(g, [0.0, 0.0]);
+    let prog = program(
+        "logsumexp([1 / (0 * ell), alpha])",
+        "ell : positive, alpha : positive",
+    );
+    assert_eq!(prog.eval::<f64>(&p, &x, &y), f64::INFINITY);
 }

@@ -15,6 +15,7 @@ use tempest_core::error::{DataFormat, DataLocation, Error, ErrorKind, Errors, Re
 use tempest_data::{Data, DataValue};
 use tempest_model::constraint::Bounds;
 use tempest_model::dist::{Dist, Support};
+use tempest_model::kernel::KernelValue;
 
 /// A model with its data: every size known, every value checked.
 #[derive(Clone)]
@@ -1466,6 +1467,31 @@ impl Bound {
     }
 }
 
+/// Tell each model-file kernel in `k` the input width it sees there (`d`
+/// columns, or its `dims`), so that a body using its inputs element by
+/// element compiles for that width ([`crate::program::ShapedPrograms`]).
+fn note_widths(graph: &Graph, k: &KernelValue<f64>, d: usize) {
+    match k {
+        KernelValue::Sum(a, b) | KernelValue::Product(a, b) => {
+            note_widths(graph, a, d);
+            note_widths(graph, b, d);
+        }
+        KernelValue::Scale(_, a) => note_widths(graph, a, d),
+        KernelValue::Lang {
+            name, dims, span, ..
+        }
+        | KernelValue::Compiled {
+            name, dims, span, ..
+        } => {
+            if let Some(f) = graph.functions.iter().find(|f| &f.name == name) {
+                f.shaped
+                    .note_width(*span, dims.as_ref().map_or(d, |ds| ds.len()));
+            }
+        }
+        KernelValue::Base { .. } | KernelValue::Rust { .. } => {}
+    }
+}
+
 /// Evaluate everything once at the initial values; latent sites are zero.
 fn dry_run(bound: &Bound) -> Result<()> {
     let g = &bound.graph;
@@ -1520,6 +1546,7 @@ fn dry_run(bound: &Bound) -> Result<()> {
                 },
             )
         })?;
+        note_widths(&bound.graph, &k, dim);
         if deep.is_some() {
             k.entry(&vec![0.0; dim], &vec![0.0; dim], true)?;
         } else if !inputs.is_empty() {

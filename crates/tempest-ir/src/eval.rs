@@ -412,10 +412,9 @@ fn eval_inner<T: Scalar>(e: &TExpr, env: &Option<&Env<T>>, locals: &[Value<T>]) 
             let params: Vec<Value<T>> = args.iter().map(ev).collect::<Result<_, _>>()?;
             let f = &env.bound.graph.functions[*func];
             if let Some((lens, flat)) = flat_params(&params) {
-                let program = if lens.iter().all(Option::is_none) {
-                    f.program.clone()
-                } else {
-                    f.shaped.get(f, &lens)
+                let program = match &f.program {
+                    Some(p) if lens.iter().all(Option::is_none) => Some(p.clone()),
+                    _ => f.shaped.get(f, &lens, span),
                 };
                 if let Some(program) = program {
                     return Ok(Value::Kernel(Box::new(KernelValue::Compiled {

@@ -279,8 +279,8 @@ pub struct Function {
     /// ([`super::program::compile_kernel`]), for a likelihood over its
     /// outcome and parameters ([`super::program::compile_likelihood`]).
     pub program: Option<std::sync::Arc<super::program::KernelProgram>>,
-    /// A kernel's programs for the lengths of its vector parameters,
-    /// compiled at their first evaluation
+    /// A kernel's programs for the lengths of its vector parameters and
+    /// the input widths of its uses, compiled at their first evaluation
     /// ([`super::program::ShapedPrograms`]).
     pub shaped: super::program::ShapedPrograms,
     /// A `system`'s compiled right-hand side, when its body is within what

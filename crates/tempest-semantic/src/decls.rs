@@ -31,10 +31,17 @@ impl Checker<'_> {
         true
     }
 
-    /// A size in a type: an integer literal or an `int` data declaration.
-    fn size(&mut self, e: &Expr) -> Size {
+    /// A size in a type: an integer literal or an `int` data declaration;
+    /// in a function's signature also a name of its own (`kernel
+    /// ard(ells : vector[d])`), a length fixed afresh at each use.
+    fn size(&mut self, e: &Expr, ctx: Context) -> Size {
         match &e.kind {
             ExprKind::Int(i) if *i >= 0 => Size::Lit(*i as usize),
+            ExprKind::Var(name)
+                if ctx == Context::Function && !self.scope.globals.contains_key(name) =>
+            {
+                Size::Any
+            }
             ExprKind::Var(name) => match self.scope.globals.get(name) {
                 Some(Symbol::Value {
                     r: Ref::Data(_),
@@ -135,7 +142,7 @@ impl Checker<'_> {
             }
             *slot = Some(e);
         }
-        let dims: Vec<Size> = t.dims.iter().map(|d| self.size(d)).collect();
+        let dims: Vec<Size> = t.dims.iter().map(|d| self.size(d, ctx)).collect();
         let wrong_dims = |c: &mut Self, want: &str| {
             c.error(
                 Error::at(

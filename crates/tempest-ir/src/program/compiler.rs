@@ -12,8 +12,11 @@
 //! by a first pass that stops at the meeting, and the program then
 //! requires inputs of that length ([`KernelProgram::input_len`]). A
 //! meeting inside an `if` branch fixes nothing (the interpreter would not
-//! reach a branch not taken), and inputs used element-wise that meet no
-//! vector of known length leave the body to the general evaluator.
+//! reach a branch not taken); there, and where the inputs used
+//! element-wise meet no vector of known length, the width binding saw
+//! where the kernel is used fixes it when there is one
+//! ([`super::ShapedPrograms::note_width`]), and otherwise the body is left
+//! to the general evaluator.
 
 use super::{Inst, KernelProgram, Side};
 use crate::expr::{Builtin, Ref, TExpr, TKind};
@@ -157,6 +160,45 @@ impl Compiler<'_> {
         Ok(acc)
     }
 
+    /// log Σᵢ exp(xᵢ) as the interpreter computes it
+    /// ([`tempest_math::scalar::logsumexp`]): m = max xᵢ, then
+    /// ln Σᵢ exp(xᵢ − m) + m from 0 left to right, and m as a constant
+    /// when it is ±∞ (the differences are then replaced by 0, so that the
+    /// branch not taken carries no NaN into the reverse pass); −∞ for an
+    /// empty vector. The interpreter holds m constant; here its derivative
+    /// flows through the selected element, 1 − Σ softmax = 0 up to
+    /// rounding.
+    fn logsumexp(&mut self, v: &[usize]) -> C<usize> {
+        let Some((&first, rest)) = v.split_first() else {
+            return self.push(Inst::Const(f64::NEG_INFINITY));
+        };
+        let mut m = first;
+        for &x in rest {
+            let g = self.push(Inst::Bin(BinOp::Gt, x, m))?;
+            m = self.push(Inst::Select(g, x, m))?;
+        }
+        let zero = self.push(Inst::Const(0.0))?;
+        let mm = self.push(Inst::Bin(BinOp::Sub, m, m))?;
+        let finite = self.push(Inst::Bin(BinOp::Eq, mm, zero))?;
+        let s = self.fold(v.len(), |c, i| {
+            let d = c.push(Inst::Bin(BinOp::Sub, v[i], m))?;
+            let d = c.push(Inst::Select(finite, d, zero))?;
+            c.push(Inst::Call(Builtin::Exp, d))
+        })?;
+        let ln = self.push(Inst::Call(Builtin::Log, s))?;
+        let r = self.push(Inst::Bin(BinOp::Add, ln, m))?;
+        // Not finite: ±∞ as a constant (NaN stays m), as the interpreter.
+        let up = self.push(Inst::Bin(BinOp::Gt, m, zero))?;
+        let (pinf, ninf) = (
+            self.push(Inst::Const(f64::INFINITY))?,
+            self.push(Inst::Const(f64::NEG_INFINITY))?,
+        );
+        let big = self.push(Inst::Select(up, pinf, ninf))?;
+        let number = self.push(Inst::Bin(BinOp::Eq, m, m))?;
+        let other = self.push(Inst::Select(number, big, m))?;
+        self.push(Inst::Select(finite, r, other))
+    }
+
     fn scalar(&mut self, e: &TExpr) -> C<usize> {
         match self.expr(e)? {
             Val::S(s) => Ok(s),
@@ -220,6 +262,13 @@ impl Compiler<'_> {
                     let n = self.push(Inst::Const(v.len() as f64))?;
                     Val::S(self.push(Inst::Bin(BinOp::Div, total, n))?)
                 }
+            }
+            TKind::Builtin(Builtin::Logsumexp, args) if args.len() == 1 => {
+                let a = self.expr(&args[0])?;
+                let Val::V(v) = self.elementwise(a)? else {
+                    return outside();
+                };
+                Val::S(self.logsumexp(&v)?)
             }
             TKind::Builtin(b, args) if b.is_elementwise() && args.len() == 1 => {
                 let a = self.expr(&args[0])?;
@@ -308,15 +357,25 @@ impl Compiler<'_> {
 
 /// Compile `f` with its first `lens.len()` parameters of these lengths
 /// (`None` for a number, `Some(L)` for a vector of L) and, with
-/// `inputs`, the two after them as the kernel's inputs. `None` when the
-/// body is outside what programs cover.
-pub(super) fn compile(f: &Function, lens: &[Option<usize>], inputs: bool) -> Option<KernelProgram> {
+/// `inputs`, the two after them as the kernel's inputs. The inputs' length
+/// is that of the vector they meet, else `width` when given (the kernel's
+/// input columns where it is used). `None` when the body is outside what
+/// programs cover.
+pub(super) fn compile(
+    f: &Function,
+    lens: &[Option<usize>],
+    inputs: bool,
+    width: Option<usize>,
+) -> Option<KernelProgram> {
+    let fixed = |len: usize| {
+        pass(f, lens, inputs, Some(len))
+            .ok()
+            .map(|p| p.with_input_len(len))
+    };
     match pass(f, lens, inputs, None) {
         Ok(p) => Some(p),
-        Err(Stop::InputLen(len)) => pass(f, lens, inputs, Some(len))
-            .ok()
-            .map(|p| p.with_input_len(len)),
-        Err(Stop::Outside) => None,
+        Err(Stop::InputLen(len)) => fixed(len),
+        Err(Stop::Outside) => width.and_then(fixed),
     }
 }
 
