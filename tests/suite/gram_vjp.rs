@@ -21,11 +21,14 @@ kernel odd(ell : positive, alpha : positive)(x, x2) {
   let r = sqrt(sqdist(x, x2) + 0.01) / ell
   (if r < 0.5 then 1 - r^2 / 6 else sin(r) / r) * alpha + exp(-abs(x[0] - x2[1])) * dot(x, x2) / (1 + alpha^2)
 }
+kernel ardk(ls : vector[k])(x, x2) {
+  exp(-0.5 * sum(((x - x2) ./ ls) ^ 2)) * (1 + 0.1 * x[1] * x2[0])
+}
 data { n : int
  X : matrix[n, 3] }
 "#;
 
-const KERNELS: [&str; 14] = [
+const KERNELS: [&str; 15] = [
     "rbf(ell)",
     "rbf(ells)",
     "matern12(ell)",
@@ -40,6 +43,7 @@ const KERNELS: [&str; 14] = [
     "rbf(ell, dims = 0..1) * periodic(ell, p, dims = [2]) + linear() * cosine()",
     "rq(ell, alpha) * matern32(ell, dims = [1, 2])",
     "odd(ell, alpha, dims = [2, 0]) + s * odd(ell, alpha)",
+    "s * ardk(ells)",
 ];
 
 fn matrix(r: usize, c: usize, seed: u64) -> DMatrix<f64> {
@@ -273,6 +277,21 @@ fn non_finite_adjoints_are_errors() {
     );
 }
 
+/// X̄ and Z̄ of `cross_vjp` equal the entry-by-entry reverse passes.
+fn cross_agrees_with_the_entries(
+    k: &KernelValue<f64>,
+    xi: &Inputs,
+    zi: &Inputs,
+    k_bar: &DMatrix<f64>,
+    kexpr: &str,
+) {
+    let adj = cross_vjp(k, xi, zi, k_bar).unwrap().expect("a rule");
+    let (rx, rz) = entry_cross_inputs(k, xi, zi, k_bar);
+    let scale = rx.amax().max(rz.amax());
+    assert!((&adj.x - &rx).amax() <= 1e-12 * scale, "{kexpr}: X̄");
+    assert!((&adj.z - &rz).amax() <= 1e-12 * scale, "{kexpr}: Z̄");
+}
+
 #[test]
 fn radial_kernels_take_the_matrix_path_with_the_entries_results() {
     // Radial kernels' X̄ and Z̄ come from two matrix products; they must
@@ -295,11 +314,7 @@ fn radial_kernels_take_the_matrix_path_with_the_entries_results() {
         let k = kernel(kexpr, &x);
         assert!(k.radial(0.7).is_some(), "{kexpr} is radial");
         let (xi, zi) = (Inputs::from_matrix(&x), Inputs::from_matrix(&z));
-        let adj = cross_vjp(&k, &xi, &zi, &k_bar).unwrap().expect("a rule");
-        let (rx, rz) = entry_cross_inputs(&k, &xi, &zi, &k_bar);
-        let scale = rx.amax().max(rz.amax());
-        assert!((&adj.x - &rx).amax() <= 1e-12 * scale, "{kexpr}: X̄");
-        assert!((&adj.z - &rz).amax() <= 1e-12 * scale, "{kexpr}: Z̄");
+        cross_agrees_with_the_entries(&k, &xi, &zi, &k_bar, kexpr);
         let g = gram_vjp(&k, &zi, &DMatrix::from_fn(m, m, |i, j| k_bar[(i, j)]))
             .unwrap()
             .expect("a rule");
@@ -336,6 +351,56 @@ fn radial_kernels_take_the_matrix_path_with_the_entries_results() {
         assert!(
             kernel(kexpr, &x).radial(0.7).is_none(),
             "{kexpr} is not radial"
+        );
+    }
+}
+
+#[test]
+fn compiled_kernels_take_the_block_path_with_the_entries_results() {
+    // A compiled kernel under scalings takes X̄ and Z̄ by blocks of entries
+    // (several chunks of rows here); they equal the entry-by-entry reverse
+    // passes, for bodies reading their inputs whole, coordinate by
+    // coordinate and element-wise, not symmetric, and with `dims`.
+    let (n, m, d) = (150, 7, 3);
+    let mut x = matrix(n, d, 24);
+    let z = matrix(m, d, 25);
+    for k in 0..d {
+        x[(3, k)] = z[(2, k)];
+    }
+    let k_bar = matrix(n, m, 26);
+    for kexpr in [
+        "rq(ell, alpha)",
+        "s * odd(ell, alpha)",
+        "0.5 * odd(ell, alpha, dims = [2, 0])",
+        "s * ardk(ells)",
+        "ardk(ells, dims = [2, 1, 0])",
+    ] {
+        let k = kernel(kexpr, &x);
+        let compiled = match &k {
+            KernelValue::Scale(_, c) => matches!(**c, KernelValue::Compiled { .. }),
+            c => matches!(c, KernelValue::Compiled { .. }),
+        };
+        assert!(compiled, "{kexpr} is compiled");
+        let (xi, zi) = (Inputs::from_matrix(&x), Inputs::from_matrix(&z));
+        cross_agrees_with_the_entries(&k, &xi, &zi, &k_bar, kexpr);
+        // The Gram node holds k(xᵢ, xⱼ) for i ≥ j, mirrored: K̄ folded
+        // onto that triangle.
+        let kb = matrix(n, n, 27);
+        let g = gram_vjp(&k, &xi, &kb).unwrap().expect("a rule");
+        let folded = DMatrix::from_fn(n, n, |i, j| {
+            if i == j {
+                kb[(i, i)]
+            } else if i > j {
+                kb[(i, j)] + kb[(j, i)]
+            } else {
+                0.0
+            }
+        });
+        let (gx, gz) = entry_cross_inputs(&k, &xi, &xi, &folded);
+        let want = gx + gz;
+        assert!(
+            (&g.x - &want).amax() <= 1e-12 * want.amax().max(1.0),
+            "{kexpr}: Gram X̄"
         );
     }
 }

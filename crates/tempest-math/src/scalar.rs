@@ -139,15 +139,18 @@ pub trait RealExt: Real {
     /// it is the type's own `powi`.
     fn powi_exact(self, k: i32) -> Self {
         let v = self.to_constant();
+        if Self::ad_num_mode() == ADNumMode::Float {
+            return Self::constant(powi(v, k));
+        }
         let d = if k == 0 {
             0.0
         } else {
-            k as f64 * v.powi(k - 1)
+            k as f64 * powi(v, k - 1)
         };
         if !d.is_finite() {
             return self.powi(k);
         }
-        lift(self, v.powi(k), d)
+        lift(self, powi(v, k), d)
     }
     /// √x with derivative 1/(2√x) (infinite at 0).
     fn sqrt_(self) -> Self {
@@ -185,6 +188,24 @@ pub trait RealExt: Real {
 }
 impl<T: Real> RealExt for T {}
 
+/// xᵏ by repeated squaring, inline: the algorithm of the runtime routine
+/// `f64::powi` calls (`__powidf2`), so the same bits, without the call.
+#[inline]
+pub fn powi(x: f64, k: i32) -> f64 {
+    let (mut a, mut n, mut r) = (x, k.unsigned_abs(), 1.0);
+    loop {
+        if n & 1 != 0 {
+            r *= a;
+        }
+        n >>= 1;
+        if n == 0 {
+            break;
+        }
+        a *= a;
+    }
+    if k < 0 { 1.0 / r } else { r }
+}
+
 /// log Σ exp(xᵢ), stable; −∞ for an empty slice.
 pub fn logsumexp<T: Real>(xs: &[T]) -> T {
     let Some(m) = xs.iter().map(|x| x.to_constant()).reduce(f64::max) else {
@@ -207,6 +228,30 @@ mod tests {
 
     fn d1(x: f64) -> Dual1 {
         Dual1::new(x, [1.0])
+    }
+
+    /// The inline power is f64's powi bit for bit.
+    #[test]
+    fn the_inline_power_is_f64_powi() {
+        let ks = (-12..=12).chain([31, 64, 100, -31, -64, i32::MAX, i32::MIN]);
+        for k in ks {
+            for i in 0..4000 {
+                let x = -5.0 + i as f64 * 0.002_503;
+                assert_eq!(powi(x, k).to_bits(), x.powi(k).to_bits(), "{x}^{k}");
+            }
+            for x in [
+                0.0,
+                -0.0,
+                1e300,
+                -1e-300,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                f64::NAN,
+                1.0 + 1e-15,
+            ] {
+                assert_eq!(powi(x, k).to_bits(), x.powi(k).to_bits(), "{x}^{k}");
+            }
+        }
     }
 
     /// powi_exact's value is f64's powi bit for bit in duals and in the

@@ -1420,6 +1420,47 @@ pub fn cross_leaf_adjoints(
 }
 
 impl KernelValue<f64> {
+    /// Whether the kernel has a compiled model-file part, whose entries
+    /// each run a program: by blocks they cost a fraction of that.
+    pub fn has_program(&self) -> bool {
+        match self {
+            KernelValue::Compiled { .. } => true,
+            KernelValue::Sum(a, b) | KernelValue::Product(a, b) => {
+                a.has_program() || b.has_program()
+            }
+            KernelValue::Scale(_, k) => k.has_program(),
+            _ => false,
+        }
+    }
+
+    /// K(X, X) [N, N]: by blocks when the kernel has a compiled part
+    /// ([`KernelValue::has_program`]) and a plan, else entry by entry
+    /// ([`KernelValue::gram`], the built-ins' own entries).
+    pub fn gram_programs_by_blocks(
+        &self,
+        x: &Inputs,
+    ) -> Result<DMatrix<f64>, tempest_core::error::Error> {
+        if self.has_program() {
+            self.gram_fast(x)
+        } else {
+            self.gram(x)
+        }
+    }
+
+    /// K(X, Y) [N, M], by blocks when the kernel has a compiled part, as
+    /// [`KernelValue::gram_programs_by_blocks`].
+    pub fn cross_programs_by_blocks(
+        &self,
+        x: &Inputs,
+        y: &Inputs,
+    ) -> Result<DMatrix<f64>, tempest_core::error::Error> {
+        if self.has_program() {
+            self.cross_fast(x, y)
+        } else {
+            self.cross(x, y)
+        }
+    }
+
     /// K(X, X) [N, N]: by blocks when the kernel has a plan, else entry by
     /// entry ([`KernelValue::gram`]).
     pub fn gram_fast(&self, x: &Inputs) -> Result<DMatrix<f64>, tempest_core::error::Error> {

@@ -73,7 +73,7 @@ impl ExactModel {
                 data.stop.check("predicting")?;
                 let end = (start + batch).min(m);
                 let xb = x.slice(start..end);
-                let ks = p.kernel.cross(&self.inputs, &xb)?;
+                let ks = p.kernel.cross_programs_by_blocks(&self.inputs, &xb)?;
                 let km = ks.tr_mul(&state.alpha);
                 let v = chol.solve_lower(&ks);
                 for j in 0..end - start {

@@ -179,7 +179,7 @@ fn latent_at_test(
             let pieces = model.pieces_in(&env, model.inputs.len())?;
             let state = model.lml_of(&pieces)?;
             let mu = env.scalar(&g.gps[model.gp].mean)?;
-            let ks = pieces.kernel.cross(&model.inputs, x)?;
+            let ks = pieces.kernel.cross_programs_by_blocks(&model.inputs, x)?;
             let mut var = pieces.kernel.diag(x)?;
             let mut mean = ks.tr_mul(&state.alpha).add_scalar(mu);
             if let Some(chol) = &state.chol {
@@ -199,7 +199,7 @@ fn latent_at_test(
         (Some(lt), None) => {
             let l = density.factor(lt, params)?;
             let k = env.kernel(&lt.kernel)?;
-            let ks = k.cross(&lt.inputs, x)?;
+            let ks = k.cross_programs_by_blocks(&lt.inputs, x)?;
             let mut var = k.diag(x)?;
             let w = l
                 .solve_lower_triangular(&ks)

@@ -53,7 +53,7 @@ pub struct Inducing {
 impl Inducing {
     /// Factor K_ZZ + jitter·I (with escalation).
     pub fn new(kernel: &KernelValue<f64>, z: Inputs, jitter: f64) -> Result<Inducing, Error> {
-        let mut k = kernel.gram(&z)?;
+        let mut k = kernel.gram_programs_by_blocks(&z)?;
         for i in 0..k.nrows() {
             k[(i, i)] += jitter;
         }
@@ -119,7 +119,7 @@ impl Inducing {
                 stencils: Some(stencils),
             });
         }
-        let kxz = kernel.cross(x, &self.z)?;
+        let kxz = kernel.cross_programs_by_blocks(x, &self.z)?;
         // A = K_XZ L⁻ᵀ: Aᵀ = L⁻¹ K_ZX.
         let a = self.chol.solve_lower(&kxz.transpose()).transpose();
         let kdiag = kernel.diag(x)?;

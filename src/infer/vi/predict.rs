@@ -164,7 +164,7 @@ pub fn latent_at(
     .times("training points", core.model.inputs.len())
     .times("predicted points", m)
     .times("copies", 3)])?;
-    let ks = kernel.cross(&core.model.inputs, x)?;
+    let ks = kernel.cross_programs_by_blocks(&core.model.inputs, x)?;
     let kss = kernel.diag(x)?;
     let u = core.prior.whiten(&ks);
     let mut mean = DMatrix::zeros(m, c);

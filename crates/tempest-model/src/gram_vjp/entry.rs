@@ -8,6 +8,24 @@ use crate::kernels::{dot_product, stationary};
 use std::f64::consts::PI;
 use tempest_core::error::{Error, ErrorKind};
 
+/// A thread's scratch for compiled kernels' entries: the selected columns,
+/// their adjoints, the parameters' adjoints and the program's slots, kept
+/// between entries so that none allocates.
+#[derive(Default)]
+struct Scratch {
+    xs: Vec<f64>,
+    ys: Vec<f64>,
+    lx: Vec<f64>,
+    ly: Vec<f64>,
+    gp: Vec<f64>,
+    vals: Vec<f64>,
+    adj: Vec<f64>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
 /// The coordinate of a row that the k-th selected input dimension is.
 #[inline]
 fn col(dims: Option<&[usize]>, k: usize) -> usize {
@@ -96,21 +114,50 @@ impl KernelValue<f64> {
                     params,
                     dims,
                     ..
-                } => {
+                } => SCRATCH.with_borrow_mut(|s| {
                     let d = dims.as_deref();
-                    let pick = |r: &[f64]| -> Vec<f64> {
-                        (0..seen(d, r.len())).map(|k| r[col(d, k)]).collect()
+                    let Scratch {
+                        xs,
+                        ys,
+                        lx,
+                        ly,
+                        gp,
+                        vals,
+                        adj,
+                    } = s;
+                    let (nx, ny) = (seen(d, x.len()), seen(d, y.len()));
+                    let pick = |r: &[f64], out: &mut Vec<f64>| {
+                        out.clear();
+                        out.extend((0..seen(d, r.len())).map(|k| r[col(d, k)]));
                     };
-                    let (xs, ys) = (pick(x), pick(y));
-                    let (mut lx, mut ly) = (vec![0.0; xs.len()], vec![0.0; ys.len()]);
-                    let mut gp = vec![0.0; params.len()];
-                    let k = program.eval_grad_inputs(params, &xs, &ys, &mut gp, &mut lx, &mut ly);
-                    for (j, (u, v)) in lx.iter().zip(&ly).enumerate() {
+                    let (xr, yr): (&[f64], &[f64]) = match d {
+                        None => (x, y),
+                        Some(_) => {
+                            pick(x, xs);
+                            pick(y, ys);
+                            (xs, ys)
+                        }
+                    };
+                    let zeroed = |v: &mut Vec<f64>, n: usize| {
+                        v.clear();
+                        v.resize(n, 0.0);
+                    };
+                    zeroed(lx, nx);
+                    zeroed(ly, ny);
+                    zeroed(gp, params.len());
+                    let n = program.len();
+                    if vals.len() < n {
+                        vals.resize(n, 0.0);
+                        adj.resize(n, 0.0);
+                    }
+                    let k =
+                        program.eval_grad_inputs_in((params, xr, yr), gp, (lx, ly), (vals, adj));
+                    for (j, (u, v)) in lx.iter().zip(ly.iter()).enumerate() {
                         add(gx, col(d, j), g * u);
                         add(gy, col(d, j), g * v);
                     }
                     k
-                }
+                }),
                 KernelValue::Rust { .. } | KernelValue::Lang { .. } => return Err(no_rule(self)),
             })
         })

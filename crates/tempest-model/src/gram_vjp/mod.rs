@@ -10,13 +10,15 @@
 //! the number of parameters. This is the entry-by-entry path; the column
 //! blocks of [`crate::block`] give θ̄ alone, faster. For radial
 //! kernels (entries a function of ‖x − z‖²) the input adjoints are two
-//! matrix products instead (`radial.rs`). [`record_gram`] puts the Gram
+//! matrix products instead (`radial.rs`), and for a compiled model-file
+//! kernel (c · k, k a program) blocks of entries at a time (`compiled.rs`). [`record_gram`] puts the Gram
 //! node on the matrix tape ([`tempest_math::tape`]), with this pass as its
 //! backward rule.
 //!
 //! [`KernelValue::entry_grad`]: crate::kernel::KernelValue::entry_grad
 //! [`KernelValue::entry_vjp_inputs`]: crate::kernel::KernelValue::entry_vjp_inputs
 
+mod compiled;
 mod entry;
 mod node;
 mod radial;

@@ -132,6 +132,7 @@ pub fn gram_vjp_with(
     // A radial kernel's X̄ by matrix products; then the entries serve θ̄ alone.
     let fast_x = if want_x {
         super::radial::gram_inputs(kernel, x, k_bar)
+            .or_else(|| super::compiled::gram_inputs(kernel, x, k_bar))
     } else {
         None
     };
@@ -249,7 +250,8 @@ pub fn cross_vjp_with(
     // and Z̄ by matrix products. The entries then serve what is left.
     let planned = crate::block::cross_leaf_adjoints(kernel, x, z, k_bar);
     let entry_params = if planned.is_some() { 0 } else { leaves };
-    let fast = super::radial::cross_inputs(kernel, x, z, k_bar, want_x, want_z);
+    let fast = super::radial::cross_inputs(kernel, x, z, k_bar, want_x, want_z)
+        .or_else(|| super::compiled::cross_inputs(kernel, x, z, k_bar, want_x, want_z));
     let (want_x, want_z) = (want_x && fast.is_none(), want_z && fast.is_none());
     if entry_params == 0 && !want_x && !want_z {
         let params = planned.unwrap_or_default();

@@ -14,6 +14,7 @@ use super::{Inst, KernelProgram, Side, bin_partials, call_partial_of as call_par
 use crate::block::BLOCK;
 use crate::builtin::{Builtin, call1};
 use crate::kernel::Inputs;
+use tempest_math::scalar::powi;
 use tempest_syntax::ast::BinOp;
 
 /// The inputs of one block: rows `start..start + m` of X (each restricted
@@ -91,6 +92,16 @@ fn adjoint_operands(inst: &Inst) -> ([usize; 2], usize) {
 impl KernelProgram {
     /// Bind the parameters `p` \[n_params\] for block evaluation.
     pub fn prepare(&self, p: &[f64]) -> Prepared {
+        self.prepare_for(p, false)
+    }
+
+    /// [`KernelProgram::prepare`] with the adjoints routed to the inputs
+    /// as well, for [`KernelProgram::block_input_adjoints`].
+    pub fn prepare_inputs(&self, p: &[f64]) -> Prepared {
+        self.prepare_for(p, true)
+    }
+
+    fn prepare_for(&self, p: &[f64], inputs: bool) -> Prepared {
         let n = self.insts.len();
         let mut varying = vec![false; n];
         for (i, inst) in self.insts.iter().enumerate() {
@@ -109,7 +120,13 @@ impl KernelProgram {
         // The reverse pass visits the reached varying instructions from the
         // last; the first delivery to a slot writes it, later ones add.
         // Slots that do not depend on a parameter need no adjoint.
-        let param = self.live(&vec![true; self.n_params]);
+        let mut param = self.live(&vec![true; self.n_params]);
+        if inputs {
+            // Every slot that varies from entry to entry depends on an input.
+            for (p, v) in param.iter_mut().zip(&varying) {
+                *p |= v;
+            }
+        }
         let mut reached = vec![false; n];
         reached[self.out] = true;
         let mut to = vec![[To::Skip; 3]; n];
@@ -258,7 +275,10 @@ impl KernelProgram {
                     .iter_mut()
                     .zip(src(a))
                     .for_each(|(d, v)| *d = truth(*v == 0.0)),
-                Inst::PowI(a, k) => dst.iter_mut().zip(src(a)).for_each(|(d, v)| *d = v.powi(k)),
+                Inst::PowI(a, k) => dst
+                    .iter_mut()
+                    .zip(src(a))
+                    .for_each(|(d, v)| *d = powi(*v, k)),
                 Inst::Call(b, a) => call_block(b, src(a), dst),
                 Inst::Select(c, a, b) => {
                     let (c, a, b) = (src(c), src(a), src(b));
@@ -338,7 +358,7 @@ impl KernelProgram {
                     if k == 0 {
                         0.0
                     } else {
-                        k as f64 * x.powi(k - 1)
+                        k as f64 * powi(x, k - 1)
                     }
                 }),
                 Inst::Call(b, a) => match b {
@@ -438,7 +458,7 @@ impl KernelProgram {
                 Inst::Neg(a) => adj[u(a)] -= a_i,
                 Inst::PowI(a, k) => {
                     if k != 0 {
-                        adj[u(a)] += a_i * k as f64 * v[a].powi(k - 1);
+                        adj[u(a)] += a_i * k as f64 * powi(v[a], k - 1);
                     }
                 }
                 Inst::Call(b, a) => adj[u(a)] += a_i * call_partial(b, v[a], v[i]),
@@ -455,6 +475,85 @@ impl KernelProgram {
                     adj[u(b)] += a_i * db;
                 }
                 Inst::Const(_) | Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) | Inst::Not(_) => {}
+            }
+        }
+    }
+}
+
+impl KernelProgram {
+    /// After [`KernelProgram::block_backward`] on a block, with `prep` from
+    /// [`KernelProgram::prepare_inputs`]: adds Σ seedₑ ∂kₑ/∂xₑ to row e of
+    /// `gx` [m × D, row-major] (the block's rows, when given) and
+    /// Σₑ seedₑ ∂kₑ/∂y to `gy` \[D\] (the block's one point), by the rules
+    /// of the instructions that read the inputs (those of
+    /// [`KernelProgram::eval_grad_inputs`]); `rows.swap` says which of the
+    /// kernel's arguments the rows are. Coordinates past the end of a row
+    /// are skipped.
+    pub fn block_input_adjoints(
+        &self,
+        prep: &Prepared,
+        rows: &BlockRows,
+        seed: &[f64],
+        adj: &[f64],
+        mut gx: Option<&mut [f64]>,
+        gy: &mut [f64],
+    ) {
+        let (m, d) = (rows.m, rows.y.len());
+        let row = |e: usize| rows.x.row(rows.start + e);
+        // Whether an input side is the block's rows (else its point).
+        let is_rows = |s: Side| (s == Side::X) != rows.swap;
+        for (i, inst) in self.insts.iter().enumerate() {
+            if !prep.varying[i] || !prep.reached[i] {
+                continue;
+            }
+            let ai = match prep.arow[i] {
+                SEED => &seed[..m],
+                r => &adj[r * BLOCK..r * BLOCK + m],
+            };
+            match *inst {
+                Inst::Input(s, k) if k < d => {
+                    if is_rows(s) {
+                        if let Some(gx) = gx.as_deref_mut() {
+                            for (e, a) in ai.iter().enumerate() {
+                                gx[e * d + k] += a;
+                            }
+                        }
+                    } else {
+                        gy[k] += ai.iter().sum::<f64>();
+                    }
+                }
+                Inst::Sqdist => {
+                    for (e, a) in ai.iter().enumerate() {
+                        let xr = row(e);
+                        for k in 0..d {
+                            let t = 2.0 * a * (xr[k] - rows.y[k]);
+                            if let Some(gx) = gx.as_deref_mut() {
+                                gx[e * d + k] += t;
+                            }
+                            gy[k] -= t;
+                        }
+                    }
+                }
+                Inst::Dot(sa, sb) => {
+                    for (e, a) in ai.iter().enumerate() {
+                        let xr = row(e);
+                        let pick = |s: Side| if is_rows(s) { xr } else { rows.y };
+                        for (side, other) in [(sa, pick(sb)), (sb, pick(sa))] {
+                            if is_rows(side) {
+                                if let Some(gx) = gx.as_deref_mut() {
+                                    for k in 0..d {
+                                        gx[e * d + k] += a * other[k];
+                                    }
+                                }
+                            } else {
+                                for k in 0..d {
+                                    gy[k] += a * other[k];
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
             }
         }
     }

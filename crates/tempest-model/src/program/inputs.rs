@@ -63,4 +63,28 @@ impl KernelProgram {
     ) -> f64 {
         self.grad(p, x, y, g, Some((gx, gy)), None)
     }
+
+    /// [`KernelProgram::eval_grad_inputs`] with the input adjoints
+    /// `(gx, gy)` and the caller's scratch `(vals, adj)`, each of at least
+    /// [`KernelProgram::len`] numbers (a caller evaluating many entries
+    /// keeps them, so no entry allocates).
+    pub fn eval_grad_inputs_in(
+        &self,
+        (p, x, y): (&[f64], &[f64], &[f64]),
+        g: &mut [f64],
+        inputs: (&mut [f64], &mut [f64]),
+        (vals, adj): (&mut [f64], &mut [f64]),
+    ) -> f64 {
+        let n = self.len();
+        self.grad_with(
+            p,
+            x,
+            y,
+            g,
+            Some(inputs),
+            None,
+            &mut vals[..n],
+            &mut adj[..n],
+        )
+    }
 }

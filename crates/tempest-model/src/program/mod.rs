@@ -25,7 +25,7 @@ pub use block::{BlockRows, Prepared};
 use crate::builtin::{Builtin, call1, pow};
 use crate::custom::Scalar;
 use std::mem::MaybeUninit;
-use tempest_math::scalar::{Dual1, RealExt};
+use tempest_math::scalar::{Dual1, RealExt, powi};
 use tempest_syntax::ast::BinOp;
 
 /// Which inputs an input instruction reads.
@@ -405,7 +405,7 @@ impl KernelProgram {
                 Inst::Neg(a) => adj[a] -= a_i,
                 Inst::PowI(a, k) => {
                     if k != 0 {
-                        adj[a] += a_i * k as f64 * vals[a].powi(k - 1);
+                        adj[a] += a_i * k as f64 * powi(vals[a], k - 1);
                     }
                 }
                 Inst::Call(b, a) => adj[a] += a_i * call_partial_of(b, vals[a], vals[i]),

@@ -1,0 +1,171 @@
+//! The input adjoints of a compiled model-file kernel, c · k with k a
+//! program ([`crate::program::KernelProgram`]), by blocks of entries: for a
+//! chunk of rows of X and each point z of Z, one block forward and one
+//! block reverse pass over the chunk give every entry's ∂k/∂x and
+//! ∂k/∂z at once (the program run one instruction at a time over the
+//! chunk, as [`crate::block`] runs it for θ̄), in place of one scalar
+//! forward and reverse pass per entry.
+//!
+//! The chunks are fixed (of [`CHUNK`] rows) and run in parallel; each
+//! chunk's sums over the points of Z are formed in order and the chunks'
+//! Z̄ are added in chunk order, so the result does not depend on the
+//! number of threads.
+
+use crate::kernel::{Inputs, KernelValue};
+use crate::program::{BlockRows, KernelProgram};
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+
+/// Rows of X per chunk.
+const CHUNK: usize = 64;
+
+/// A compiled program under scalings, c · k: the factor, the program, its
+/// parameters and its `dims`.
+type Scaled<'k> = (f64, &'k KernelProgram, &'k [f64], Option<&'k [usize]>);
+
+/// c · k for a kernel that is a compiled program under scalings.
+fn compiled(k: &KernelValue<f64>) -> Option<Scaled<'_>> {
+    match k {
+        KernelValue::Scale(c, inner) => compiled(inner).map(|(s, p, q, d)| (c * s, p, q, d)),
+        KernelValue::Compiled {
+            program,
+            params,
+            dims,
+            ..
+        } => Some((1.0, program, params, dims.as_deref())),
+        _ => None,
+    }
+}
+
+/// The columns `dims` of every point (all of them without `dims`).
+fn select(x: &Inputs, dims: Option<&[usize]>) -> Option<Inputs> {
+    let dims = dims?;
+    let mut out = Vec::with_capacity(x.len() * dims.len());
+    for i in 0..x.len() {
+        let r = x.row(i);
+        out.extend(dims.iter().map(|&j| r[j]));
+    }
+    Some(Inputs::from_flat(out, dims.len()))
+}
+
+/// (X̄ [N, D], Z̄ [M, D]) of K(X, Z) for K̄ [N, M] when the kernel is a
+/// compiled program under scalings (`None` otherwise): x̄ᵢ = Σⱼ K̄ᵢⱼ
+/// ∂₁k(xᵢ, zⱼ) when `want_x`, z̄ⱼ = Σᵢ K̄ᵢⱼ ∂₂k(xᵢ, zⱼ) when `want_z`
+/// (zeros for the one not wanted). The columns a kernel's `dims` leave
+/// out have zero adjoints.
+pub fn cross_inputs(
+    kernel: &KernelValue<f64>,
+    x: &Inputs,
+    z: &Inputs,
+    k_bar: &DMatrix<f64>,
+    want_x: bool,
+    want_z: bool,
+) -> Option<(DMatrix<f64>, DMatrix<f64>)> {
+    let (c, program, params, dims) = compiled(kernel)?;
+    let (n, m, d) = (x.len(), z.len(), x.dim());
+    if z.dim() != d || k_bar.shape() != (n, m) || !(want_x || want_z) {
+        return None;
+    }
+    let (xs, zs) = (select(x, dims), select(z, dims));
+    let (xs, zs) = (xs.as_ref().unwrap_or(x), zs.as_ref().unwrap_or(z));
+    let ds = xs.dim();
+    let prep = program.prepare_inputs(params);
+    let slots = program.block_slots();
+    let kb = k_bar.as_slice();
+    let chunks: Vec<(Vec<f64>, Vec<f64>)> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|t| {
+            let (start, rows_m) = (t * CHUNK, CHUNK.min(n - t * CHUNK));
+            let (mut vals, mut adj) = (vec![0.0; slots], vec![0.0; slots]);
+            program.block_init(&prep, &mut vals);
+            let mut gx = vec![0.0; if want_x { rows_m * ds } else { 0 }];
+            let mut gz = vec![0.0; if want_z { m * ds } else { 0 }];
+            let (mut out, mut seed, mut d2) =
+                (vec![0.0; rows_m], vec![0.0; rows_m], vec![0.0; rows_m]);
+            let (mut gy, mut g) = (vec![0.0; ds], vec![0.0; program.n_params()]);
+            for j in 0..m {
+                let col = &kb[j * n + start..j * n + start + rows_m];
+                if col.iter().all(|v| *v == 0.0) {
+                    continue;
+                }
+                for (s, k) in seed.iter_mut().zip(col) {
+                    *s = c * k;
+                }
+                let y = zs.row(j);
+                for (e, v) in d2.iter_mut().enumerate() {
+                    *v = xs
+                        .row(start + e)
+                        .iter()
+                        .zip(y)
+                        .map(|(a, b)| (a - b) * (a - b))
+                        .sum();
+                }
+                let rows = BlockRows {
+                    x: xs,
+                    start,
+                    m: rows_m,
+                    y,
+                    d2: &d2,
+                    swap: false,
+                };
+                program.block_forward(&prep, &rows, &mut vals, &mut out);
+                program.block_backward(&prep, rows_m, &seed, &vals, &mut adj, &mut g);
+                gy.fill(0.0);
+                let sink = if want_x {
+                    Some(gx.as_mut_slice())
+                } else {
+                    None
+                };
+                program.block_input_adjoints(&prep, &rows, &seed, &adj, sink, &mut gy);
+                if want_z {
+                    for (t, v) in gz[j * ds..(j + 1) * ds].iter_mut().zip(&gy) {
+                        *t += v;
+                    }
+                }
+            }
+            (gx, gz)
+        })
+        .collect();
+    let col = |k: usize| dims.map_or(k, |ds| ds[k]);
+    let mut xb = DMatrix::zeros(n, d);
+    let mut zb = DMatrix::zeros(m, d);
+    for (t, (gx, gz)) in chunks.iter().enumerate() {
+        for (e, r) in gx.chunks(ds.max(1)).enumerate() {
+            for (k, v) in r.iter().enumerate() {
+                xb[(t * CHUNK + e, col(k))] += v;
+            }
+        }
+        for (j, r) in gz.chunks(ds.max(1)).enumerate() {
+            for (k, v) in r.iter().enumerate() {
+                zb[(j, col(k))] += v;
+            }
+        }
+    }
+    Some((xb, zb))
+}
+
+/// X̄ [N, D] of K(X, X) for K̄ [N, N] when the kernel is a compiled program
+/// under scalings: the cross-covariance's X̄ + Z̄ for K̄ folded onto the
+/// Gram's lower triangle ([`fold`]; chunks above the diagonal are all zero
+/// and skipped).
+pub fn gram_inputs(
+    kernel: &KernelValue<f64>,
+    x: &Inputs,
+    k_bar: &DMatrix<f64>,
+) -> Option<DMatrix<f64>> {
+    (k_bar.shape() == (x.len(), x.len()))
+        .then(|| cross_inputs(kernel, x, x, &fold(k_bar), true, true))
+        .flatten()
+        .map(|(xb, zb)| xb + zb)
+}
+
+/// A Gram matrix holds Kᵢⱼ = Kⱼᵢ = k(xᵢ, xⱼ) for i ≥ j (its lower triangle,
+/// mirrored: [`KernelValue::gram`]), so its adjoint K̄ [N, N] acts on that
+/// triangle as W: Wᵢⱼ = K̄ᵢⱼ + K̄ⱼᵢ below the diagonal, K̄ᵢᵢ on it, 0 above.
+fn fold(k_bar: &DMatrix<f64>) -> DMatrix<f64> {
+    DMatrix::from_fn(k_bar.nrows(), k_bar.ncols(), |i, j| match i.cmp(&j) {
+        std::cmp::Ordering::Equal => k_bar[(i, i)],
+        std::cmp::Ordering::Greater => k_bar[(i, j)] + k_bar[(j, i)],
+        std::cmp::Ordering::Less => 0.0,
+    })
+}
