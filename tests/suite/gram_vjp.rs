@@ -383,6 +383,13 @@ fn compiled_kernels_take_the_block_path_with_the_entries_results() {
         assert!(compiled, "{kexpr} is compiled");
         let (xi, zi) = (Inputs::from_matrix(&x), Inputs::from_matrix(&z));
         cross_agrees_with_the_entries(&k, &xi, &zi, &k_bar, kexpr);
+        // θ̄ from the same pass equals the block plan's own.
+        let theta = cross_vjp(&k, &xi, &zi, &k_bar).unwrap().unwrap().params;
+        let plan = tempest::model::block::cross_leaf_adjoints(&k, &xi, &zi, &k_bar).unwrap();
+        assert_eq!(theta.len(), plan.len(), "{kexpr}: θ̄ length");
+        for (a, b) in theta.iter().zip(&plan) {
+            close(*a, *b, 1e-11, &format!("{kexpr}: θ̄"));
+        }
         // The Gram node holds k(xᵢ, xⱼ) for i ≥ j, mirrored: K̄ folded
         // onto that triangle.
         let kb = matrix(n, n, 27);

@@ -1,10 +1,10 @@
-//! The input adjoints of a compiled model-file kernel, c · k with k a
+//! The reverse pass of a compiled model-file kernel, c · k with k a
 //! program ([`crate::program::KernelProgram`]), by blocks of entries: for a
 //! chunk of rows of X and each point z of Z, one block forward and one
-//! block reverse pass over the chunk give every entry's ∂k/∂x and
+//! block reverse pass over the chunk give every entry's ∂k/∂θ, ∂k/∂x and
 //! ∂k/∂z at once (the program run one instruction at a time over the
-//! chunk, as [`crate::block`] runs it for θ̄), in place of one scalar
-//! forward and reverse pass per entry.
+//! chunk), in place of one scalar forward and reverse pass per entry for
+//! the inputs and a second block pass for θ̄.
 //!
 //! The chunks are fixed (of [`CHUNK`] rows) and run in parallel; each
 //! chunk's sums over the points of Z are formed in order and the chunks'
@@ -19,20 +19,33 @@ use rayon::prelude::*;
 /// Rows of X per chunk.
 const CHUNK: usize = 64;
 
-/// A compiled program under scalings, c · k: the factor, the program, its
-/// parameters and its `dims`.
-type Scaled<'k> = (f64, &'k KernelProgram, &'k [f64], Option<&'k [usize]>);
+/// A compiled program under scalings, c₁ · c₂ · … · k: the factors,
+/// outermost first, the program, its parameters and its `dims`.
+struct Scaled<'k> {
+    factors: Vec<f64>,
+    program: &'k KernelProgram,
+    params: &'k [f64],
+    dims: Option<&'k [usize]>,
+}
 
-/// c · k for a kernel that is a compiled program under scalings.
+/// c₁ · … · k for a kernel that is a compiled program under scalings.
 fn compiled(k: &KernelValue<f64>) -> Option<Scaled<'_>> {
     match k {
-        KernelValue::Scale(c, inner) => compiled(inner).map(|(s, p, q, d)| (c * s, p, q, d)),
+        KernelValue::Scale(c, inner) => compiled(inner).map(|mut s| {
+            s.factors.insert(0, *c);
+            s
+        }),
         KernelValue::Compiled {
             program,
             params,
             dims,
             ..
-        } => Some((1.0, program, params, dims.as_deref())),
+        } => Some(Scaled {
+            factors: Vec::new(),
+            program,
+            params,
+            dims: dims.as_deref(),
+        }),
         _ => None,
     }
 }
@@ -48,22 +61,29 @@ fn select(x: &Inputs, dims: Option<&[usize]>) -> Option<Inputs> {
     Some(Inputs::from_flat(out, dims.len()))
 }
 
-/// (X̄ [N, D], Z̄ [M, D]) of K(X, Z) for K̄ [N, M] when the kernel is a
-/// compiled program under scalings (`None` otherwise): x̄ᵢ = Σⱼ K̄ᵢⱼ
-/// ∂₁k(xᵢ, zⱼ) when `want_x`, z̄ⱼ = Σᵢ K̄ᵢⱼ ∂₂k(xᵢ, zⱼ) when `want_z`
-/// (zeros for the one not wanted). The columns a kernel's `dims` leave
-/// out have zero adjoints.
-pub fn cross_inputs(
+/// The reverse pass of K(X, Z) for K̄ [N, M] when the kernel is a
+/// compiled program under scalings (`None` otherwise): θ̄ in the order of
+/// [`KernelValue::leaves`] (the factors' Σ K̄ ∂K/∂cₗ, then the program's
+/// parameters'), x̄ᵢ = Σⱼ K̄ᵢⱼ ∂₁k(xᵢ, zⱼ) when `want_x` and
+/// z̄ⱼ = Σᵢ K̄ᵢⱼ ∂₂k(xᵢ, zⱼ) when `want_z` (zeros for the one not wanted),
+/// from the same block passes. The columns a kernel's `dims` leave out
+/// have zero adjoints.
+pub fn cross_vjp(
     kernel: &KernelValue<f64>,
     x: &Inputs,
     z: &Inputs,
     k_bar: &DMatrix<f64>,
-    want_x: bool,
-    want_z: bool,
-) -> Option<(DMatrix<f64>, DMatrix<f64>)> {
-    let (c, program, params, dims) = compiled(kernel)?;
+    (want_x, want_z): (bool, bool),
+) -> Option<(Vec<f64>, DMatrix<f64>, DMatrix<f64>)> {
+    let Scaled {
+        factors,
+        program,
+        params,
+        dims,
+    } = compiled(kernel)?;
+    let c: f64 = factors.iter().product();
     let (n, m, d) = (x.len(), z.len(), x.dim());
-    if z.dim() != d || k_bar.shape() != (n, m) || !(want_x || want_z) {
+    if z.dim() != d || k_bar.shape() != (n, m) {
         return None;
     }
     let (xs, zs) = (select(x, dims), select(z, dims));
@@ -72,7 +92,10 @@ pub fn cross_inputs(
     let prep = program.prepare_inputs(params);
     let slots = program.block_slots();
     let kb = k_bar.as_slice();
-    let chunks: Vec<(Vec<f64>, Vec<f64>)> = (0..n.div_ceil(CHUNK))
+    // Per chunk: X̄ rows, Z̄ (all points), the program parameters' adjoint
+    // and Σ K̄ k (unscaled), for the factors.
+    type Chunk = (Vec<f64>, Vec<f64>, Vec<f64>, f64);
+    let chunks: Vec<Chunk> = (0..n.div_ceil(CHUNK))
         .into_par_iter()
         .map(|t| {
             let (start, rows_m) = (t * CHUNK, CHUNK.min(n - t * CHUNK));
@@ -83,6 +106,7 @@ pub fn cross_inputs(
             let (mut out, mut seed, mut d2) =
                 (vec![0.0; rows_m], vec![0.0; rows_m], vec![0.0; rows_m]);
             let (mut gy, mut g) = (vec![0.0; ds], vec![0.0; program.n_params()]);
+            let mut kk = 0.0;
             for j in 0..m {
                 let col = &kb[j * n + start..j * n + start + rows_m];
                 if col.iter().all(|v| *v == 0.0) {
@@ -110,26 +134,30 @@ pub fn cross_inputs(
                 };
                 program.block_forward(&prep, &rows, &mut vals, &mut out);
                 program.block_backward(&prep, rows_m, &seed, &vals, &mut adj, &mut g);
-                gy.fill(0.0);
-                let sink = if want_x {
-                    Some(gx.as_mut_slice())
-                } else {
-                    None
-                };
-                program.block_input_adjoints(&prep, &rows, &seed, &adj, sink, &mut gy);
-                if want_z {
-                    for (t, v) in gz[j * ds..(j + 1) * ds].iter_mut().zip(&gy) {
-                        *t += v;
+                kk += col.iter().zip(&out).map(|(a, b)| a * b).sum::<f64>();
+                if want_x || want_z {
+                    gy.fill(0.0);
+                    let sink = if want_x {
+                        Some(gx.as_mut_slice())
+                    } else {
+                        None
+                    };
+                    program.block_input_adjoints(&prep, &rows, &seed, &adj, sink, &mut gy);
+                    if want_z {
+                        for (t, v) in gz[j * ds..(j + 1) * ds].iter_mut().zip(&gy) {
+                            *t += v;
+                        }
                     }
                 }
             }
-            (gx, gz)
+            (gx, gz, g, kk)
         })
         .collect();
     let col = |k: usize| dims.map_or(k, |ds| ds[k]);
     let mut xb = DMatrix::zeros(n, d);
     let mut zb = DMatrix::zeros(m, d);
-    for (t, (gx, gz)) in chunks.iter().enumerate() {
+    let (mut gp, mut kk) = (vec![0.0; program.n_params()], 0.0);
+    for (t, (gx, gz, g, s)) in chunks.iter().enumerate() {
         for (e, r) in gx.chunks(ds.max(1)).enumerate() {
             for (k, v) in r.iter().enumerate() {
                 xb[(t * CHUNK + e, col(k))] += v;
@@ -140,23 +168,39 @@ pub fn cross_inputs(
                 zb[(j, col(k))] += v;
             }
         }
+        gp.iter_mut().zip(g).for_each(|(a, b)| *a += b);
+        kk += s;
     }
-    Some((xb, zb))
+    // ∂/∂cₗ of Σ K̄ (Π c) k is the other factors' product times Σ K̄ k.
+    let mut theta: Vec<f64> = (0..factors.len())
+        .map(|l| {
+            let others: f64 = factors
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != l)
+                .map(|(_, f)| f)
+                .product();
+            others * kk
+        })
+        .collect();
+    theta.extend(gp);
+    Some((theta, xb, zb))
 }
 
-/// X̄ [N, D] of K(X, X) for K̄ [N, N] when the kernel is a compiled program
-/// under scalings: the cross-covariance's X̄ + Z̄ for K̄ folded onto the
-/// Gram's lower triangle ([`fold`]; chunks above the diagonal are all zero
-/// and skipped).
-pub fn gram_inputs(
+/// The reverse pass of K(X, X) for K̄ [N, N] when the kernel is a
+/// compiled program under scalings: θ̄ and X̄, those of the
+/// cross-covariance for K̄ folded onto the Gram's lower triangle ([`fold`];
+/// chunks above the diagonal are all zero and skipped).
+pub fn gram_vjp(
     kernel: &KernelValue<f64>,
     x: &Inputs,
     k_bar: &DMatrix<f64>,
-) -> Option<DMatrix<f64>> {
+    want_x: bool,
+) -> Option<(Vec<f64>, DMatrix<f64>)> {
     (k_bar.shape() == (x.len(), x.len()))
-        .then(|| cross_inputs(kernel, x, x, &fold(k_bar), true, true))
+        .then(|| cross_vjp(kernel, x, x, &fold(k_bar), (want_x, want_x)))
         .flatten()
-        .map(|(xb, zb)| xb + zb)
+        .map(|(theta, xb, zb)| (theta, xb + zb))
 }
 
 /// A Gram matrix holds Kᵢⱼ = Kⱼᵢ = k(xᵢ, xⱼ) for i ≥ j (its lower triangle,

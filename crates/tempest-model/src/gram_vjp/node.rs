@@ -127,12 +127,16 @@ pub fn gram_vjp_with(
     if !kernel.input_rules() {
         return Ok(None);
     }
+    // A compiled kernel under scalings: θ̄ and X̄ from one block pass.
+    if want_x && let Some((params, xb)) = super::compiled::gram_vjp(kernel, x, k_bar, true) {
+        finite(&params, &[&xb])?;
+        return Ok(Some(GramAdjoints { params, x: xb }));
+    }
     let planned = leaf_adjoints(kernel, x, &(k_bar + k_bar.transpose()))?;
     let entry_params = if planned.is_some() { 0 } else { leaves };
     // A radial kernel's X̄ by matrix products; then the entries serve θ̄ alone.
     let fast_x = if want_x {
         super::radial::gram_inputs(kernel, x, k_bar)
-            .or_else(|| super::compiled::gram_inputs(kernel, x, k_bar))
     } else {
         None
     };
@@ -246,12 +250,23 @@ pub fn cross_vjp_with(
     if !kernel.input_rules() {
         return Ok(None);
     }
+    // A compiled kernel under scalings: θ̄, X̄ and Z̄ from one block pass.
+    if (want_x || want_z)
+        && let Some((params, xb, zb)) =
+            super::compiled::cross_vjp(kernel, x, z, k_bar, (want_x, want_z))
+    {
+        finite(&params, &[&xb, &zb])?;
+        return Ok(Some(CrossAdjoints {
+            params,
+            x: xb,
+            z: zb,
+        }));
+    }
     // θ̄ by the kernel's block plan when it has one; a radial kernel's X̄
     // and Z̄ by matrix products. The entries then serve what is left.
     let planned = crate::block::cross_leaf_adjoints(kernel, x, z, k_bar);
     let entry_params = if planned.is_some() { 0 } else { leaves };
-    let fast = super::radial::cross_inputs(kernel, x, z, k_bar, want_x, want_z)
-        .or_else(|| super::compiled::cross_inputs(kernel, x, z, k_bar, want_x, want_z));
+    let fast = super::radial::cross_inputs(kernel, x, z, k_bar, want_x, want_z);
     let (want_x, want_z) = (want_x && fast.is_none(), want_z && fast.is_none());
     if entry_params == 0 && !want_x && !want_z {
         let params = planned.unwrap_or_default();
