@@ -93,7 +93,7 @@ struct ShapeStore {
 impl ShapedPrograms {
     /// The program of kernel `f` used at `at` for parameters of lengths
     /// `lens` ([`compile_kernel_for`], with the width noted for `at`),
-    /// compiled once per shape (beyond [`SHAPES_KEPT`] shapes, compiled
+    /// compiled once per shape (beyond 16 shapes, compiled
     /// without being kept).
     pub fn get(
         &self,
@@ -122,7 +122,7 @@ impl ShapedPrograms {
     }
 
     /// Binding saw the kernel used at `at` on inputs of `width` columns
-    /// (after its `dims`). At most [`PLACES_KEPT`] places are noted (a
+    /// (after its `dims`). At most 256 places are noted (a
     /// place beyond them is left to the general evaluator when its body
     /// needs the width).
     pub fn note_width(&self, at: Span, width: usize) {
