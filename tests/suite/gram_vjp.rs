@@ -357,6 +357,16 @@ fn radial_kernels_take_the_matrix_path_with_the_entries_results() {
 
 #[test]
 fn compiled_kernels_take_the_block_path_with_the_entries_results() {
+    // More rows than 16 chunks: several chunks per parallel run.
+    let (xl, zl) = (matrix(1100, 3, 28), matrix(3, 3, 29));
+    let k = kernel("s * ardk(ells)", &xl);
+    cross_agrees_with_the_entries(
+        &k,
+        &Inputs::from_matrix(&xl),
+        &Inputs::from_matrix(&zl),
+        &matrix(1100, 3, 30),
+        "s * ardk(ells), 1100 rows",
+    );
     // A compiled kernel under scalings takes X̄ and Z̄ by blocks of entries
     // (several chunks of rows here); they equal the entry-by-entry reverse
     // passes, for bodies reading their inputs whole, coordinate by

@@ -6,10 +6,11 @@
 //! chunk), in place of one scalar forward and reverse pass per entry for
 //! the inputs and a second block pass for θ̄.
 //!
-//! The chunks are fixed (of [`CHUNK`] rows) and run in parallel; each
-//! chunk's sums over the points of Z are formed in order and the chunks'
-//! Z̄ are added in chunk order, so the result does not depend on the
-//! number of threads.
+//! The chunks are fixed (of [`CHUNK`] rows), taken in at most [`GROUPS`]
+//! runs of consecutive chunks that run in parallel; each run's sums are
+//! formed in order and the runs' Z̄ and θ̄ are added in run order, so the
+//! result does not depend on the number of threads, and the Z̄ partials
+//! take at most GROUPS × M × D numbers however many rows X has.
 
 use crate::kernel::{Inputs, KernelValue};
 use crate::program::{BlockRows, KernelProgram};
@@ -18,6 +19,10 @@ use rayon::prelude::*;
 
 /// Rows of X per chunk.
 const CHUNK: usize = 64;
+
+/// The most groups of chunks, the tasks that run in parallel (a fixed
+/// partition of the rows, so the sums do not depend on the thread count).
+const GROUPS: usize = 16;
 
 /// A compiled program under scalings, c₁ · c₂ · … · k: the factors,
 /// outermost first, the program, its parameters and its `dims`.
@@ -92,53 +97,63 @@ pub fn cross_vjp(
     let prep = program.prepare_inputs(params);
     let slots = program.block_slots();
     let kb = k_bar.as_slice();
-    // Per chunk: X̄ rows, Z̄ (all points), the program parameters' adjoint
-    // and Σ K̄ k (unscaled), for the factors.
-    type Chunk = (Vec<f64>, Vec<f64>, Vec<f64>, f64);
-    let chunks: Vec<Chunk> = (0..n.div_ceil(CHUNK))
+    // Per group of consecutive chunks (at most GROUPS of them, however
+    // many rows, so the Z̄ partials take GROUPS × M × D at most): X̄ of its
+    // rows, Z̄ (all points), the program parameters' adjoint and Σ K̄ k
+    // (unscaled), for the factors.
+    type Group = (Vec<f64>, Vec<f64>, Vec<f64>, f64);
+    let chunks = n.div_ceil(CHUNK);
+    let per = chunks.div_ceil(GROUPS).max(1);
+    let sqdist = program.reads_sqdist();
+    let groups: Vec<Group> = (0..chunks.div_ceil(per))
         .into_par_iter()
-        .map(|t| {
-            let (start, rows_m) = (t * CHUNK, CHUNK.min(n - t * CHUNK));
+        .map(|gi| {
+            let first = gi * per * CHUNK;
+            let last = ((gi + 1) * per * CHUNK).min(n);
             let (mut vals, mut adj) = (vec![0.0; slots], vec![0.0; slots]);
             program.block_init(&prep, &mut vals);
-            let mut gx = vec![0.0; if want_x { rows_m * ds } else { 0 }];
+            let mut gx = vec![0.0; if want_x { (last - first) * ds } else { 0 }];
             let mut gz = vec![0.0; if want_z { m * ds } else { 0 }];
             let (mut out, mut seed, mut d2) =
-                (vec![0.0; rows_m], vec![0.0; rows_m], vec![0.0; rows_m]);
+                (vec![0.0; CHUNK], vec![0.0; CHUNK], vec![0.0; CHUNK]);
             let (mut gy, mut g) = (vec![0.0; ds], vec![0.0; program.n_params()]);
             let mut kk = 0.0;
-            for j in 0..m {
-                let col = &kb[j * n + start..j * n + start + rows_m];
-                if col.iter().all(|v| *v == 0.0) {
-                    continue;
-                }
-                for (s, k) in seed.iter_mut().zip(col) {
-                    *s = c * k;
-                }
-                let y = zs.row(j);
-                for (e, v) in d2.iter_mut().enumerate() {
-                    *v = xs
-                        .row(start + e)
-                        .iter()
-                        .zip(y)
-                        .map(|(a, b)| (a - b) * (a - b))
-                        .sum();
-                }
-                let rows = BlockRows {
-                    x: xs,
-                    start,
-                    m: rows_m,
-                    y,
-                    d2: &d2,
-                    swap: false,
-                };
-                program.block_forward(&prep, &rows, &mut vals, &mut out);
-                program.block_backward(&prep, rows_m, &seed, &vals, &mut adj, &mut g);
-                kk += col.iter().zip(&out).map(|(a, b)| a * b).sum::<f64>();
-                if want_x || want_z {
+            for start in (first..last).step_by(CHUNK) {
+                let rows_m = CHUNK.min(last - start);
+                for j in 0..m {
+                    let col = &kb[j * n + start..j * n + start + rows_m];
+                    if col.iter().all(|v| *v == 0.0) {
+                        continue;
+                    }
+                    for (s, k) in seed.iter_mut().zip(col) {
+                        *s = c * k;
+                    }
+                    let y = zs.row(j);
+                    if sqdist {
+                        for (e, v) in d2[..rows_m].iter_mut().enumerate() {
+                            *v = xs
+                                .row(start + e)
+                                .iter()
+                                .zip(y)
+                                .map(|(a, b)| (a - b) * (a - b))
+                                .sum();
+                        }
+                    }
+                    let rows = BlockRows {
+                        x: xs,
+                        start,
+                        m: rows_m,
+                        y,
+                        d2: &d2,
+                        swap: false,
+                    };
+                    program.block_forward(&prep, &rows, &mut vals, &mut out);
+                    program.block_backward(&prep, rows_m, &seed, &vals, &mut adj, &mut g);
+                    kk += col.iter().zip(&out).map(|(a, b)| a * b).sum::<f64>();
                     gy.fill(0.0);
+                    let off = (start - first) * ds;
                     let sink = if want_x {
-                        Some(gx.as_mut_slice())
+                        Some(&mut gx[off..off + rows_m * ds])
                     } else {
                         None
                     };
@@ -157,10 +172,10 @@ pub fn cross_vjp(
     let mut xb = DMatrix::zeros(n, d);
     let mut zb = DMatrix::zeros(m, d);
     let (mut gp, mut kk) = (vec![0.0; program.n_params()], 0.0);
-    for (t, (gx, gz, g, s)) in chunks.iter().enumerate() {
+    for (gi, (gx, gz, g, s)) in groups.iter().enumerate() {
         for (e, r) in gx.chunks(ds.max(1)).enumerate() {
             for (k, v) in r.iter().enumerate() {
-                xb[(t * CHUNK + e, col(k))] += v;
+                xb[(gi * per * CHUNK + e, col(k))] += v;
             }
         }
         for (j, r) in gz.chunks(ds.max(1)).enumerate() {

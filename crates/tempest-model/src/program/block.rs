@@ -198,6 +198,12 @@ impl KernelProgram {
         (self.insts.len() + self.pows() + self.spare_rows()) * BLOCK
     }
 
+    /// Whether the program reads Σₖ (xₖ − yₖ)² (so a block needs
+    /// [`BlockRows::d2`]).
+    pub fn reads_sqdist(&self) -> bool {
+        self.insts.iter().any(|i| matches!(i, Inst::Sqdist))
+    }
+
     /// The number of power instructions.
     fn pows(&self) -> usize {
         self.insts
