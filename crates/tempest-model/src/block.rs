@@ -216,12 +216,14 @@ fn coords<'a>(r: &'a [f64], dims: Option<&'a [usize]>) -> impl Iterator<Item = f
     (0..n).map(move |k| r[dims.map_or(k, |d| d[k])])
 }
 
-/// X restricted to the columns `dims`.
-fn gather(x: &Inputs, dims: &[usize]) -> Inputs {
-    let rows: Vec<Vec<f64>> = (0..x.len())
-        .map(|i| dims.iter().map(|&k| x.row(i)[k]).collect())
-        .collect();
-    Inputs::from_rows(&rows)
+/// X restricted to the columns `dims` [N, dims.len()].
+pub(crate) fn gather(x: &Inputs, dims: &[usize]) -> Inputs {
+    let mut out = Vec::with_capacity(x.len() * dims.len());
+    for i in 0..x.len() {
+        let r = x.row(i);
+        out.extend(dims.iter().map(|&k| r[k]));
+    }
+    Inputs::from_flat(out, dims.len())
 }
 
 impl<'k> Plan<'k> {

@@ -12,6 +12,7 @@
 //! result does not depend on the number of threads, and the Z̄ partials
 //! take at most GROUPS × M × D numbers however many rows X has.
 
+use crate::block::gather;
 use crate::kernel::{Inputs, KernelValue};
 use crate::program::{BlockRows, KernelProgram};
 use nalgebra::DMatrix;
@@ -55,17 +56,6 @@ fn compiled(k: &KernelValue<f64>) -> Option<Scaled<'_>> {
     }
 }
 
-/// The columns `dims` of every point (all of them without `dims`).
-fn select(x: &Inputs, dims: Option<&[usize]>) -> Option<Inputs> {
-    let dims = dims?;
-    let mut out = Vec::with_capacity(x.len() * dims.len());
-    for i in 0..x.len() {
-        let r = x.row(i);
-        out.extend(dims.iter().map(|&j| r[j]));
-    }
-    Some(Inputs::from_flat(out, dims.len()))
-}
-
 /// The reverse pass of K(X, Z) for K̄ [N, M] when the kernel is a
 /// compiled program under scalings (`None` otherwise): θ̄ in the order of
 /// [`KernelValue::leaves`] (the factors' Σ K̄ ∂K/∂cₗ, then the program's
@@ -91,7 +81,7 @@ pub fn cross_vjp(
     if z.dim() != d || k_bar.shape() != (n, m) {
         return None;
     }
-    let (xs, zs) = (select(x, dims), select(z, dims));
+    let (xs, zs) = (dims.map(|ds| gather(x, ds)), dims.map(|ds| gather(z, ds)));
     let (xs, zs) = (xs.as_ref().unwrap_or(x), zs.as_ref().unwrap_or(z));
     let ds = xs.dim();
     let prep = program.prepare_inputs(params);
