@@ -7,6 +7,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::path::PathBuf;
+use tempest::AsEvidence;
 use tempest::{Data, Model, Overrides, Registry, RunOptions};
 
 fn bench(c: &mut Criterion) {

@@ -11,6 +11,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
+use tempest::AsMcmc;
 use tempest::infer::mcmc::density::Density;
 use tempest::{Data, Model, Overrides, Registry, RunOptions};
 

@@ -35,6 +35,7 @@
 //! estimates as a box plot beside the true value.
 
 use rayon::prelude::*;
+use tempest::{AsEvidence, AsMcmc};
 use tempest::{Data, Model, Overrides, Registry, RunOptions};
 
 struct Args {

@@ -5,6 +5,7 @@
 //! Run: cargo run --release --example embed
 
 use nalgebra::DMatrix;
+use tempest::AsExact;
 use tempest::{
     Data, DataValue, Model, Overrides, Real, RealExt, Registry, RunOptions, UserKernel,
     UserLikelihood,

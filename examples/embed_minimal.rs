@@ -13,6 +13,7 @@
 //! with learned hypers).
 
 use std::path::Path;
+use tempest::AsExact;
 use tempest::{Data, Model, Overrides, Registry, RunOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

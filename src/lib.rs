@@ -35,7 +35,7 @@ pub mod api;
 pub mod cli;
 pub mod command;
 pub mod infer;
-pub mod output;
+pub use tempest_output as output;
 
 // The lower layers are crates of their own (the workspace's `crates/`),
 // each importing only those below it; their modules keep their paths here.
@@ -54,7 +54,12 @@ pub use api::{
 };
 pub use data::{Data, DataValue};
 pub use error::{Error, ErrorKind, Errors, Result};
+pub use infer::evidence::fit::AsEvidence;
+pub use infer::exact::fit::AsExact;
 pub use infer::fit::Fit;
+pub use infer::mcmc::fit::AsMcmc;
+pub use infer::svi::fit::AsSvi;
+pub use infer::vi::fit::AsVariational;
 pub use ir::Graph;
 pub use ir::bind::{Bound, Overrides};
 pub use math::scalar::{Real, RealExt};

@@ -1,23 +1,20 @@
 //! Inference engines, their settings, the executor that drives them, and
 //! their results.
+//!
+//! The seam every engine implements is its own crate (`tempest-infer`),
+//! each engine is a crate above it (`tempest-exact`, `tempest-vi`,
+//! `tempest-svi`, `tempest-mcmc`, `tempest-evidence`, `tempest-meta`),
+//! and the one list of them, [`registry`], lives here in the facade: no
+//! engine can import it. Their modules keep their paths here
+//! (`tempest::infer::fit`, `tempest::infer::vi::def`, ...).
 
-pub mod band;
-pub mod engine;
-pub mod evidence;
-pub mod exact;
-pub mod finite;
-pub mod fit;
-pub mod gradients;
-pub mod hyper_prior;
-pub mod hypers;
-pub mod mcmc;
-pub mod planned;
+pub use tempest_infer::*;
+
+pub use tempest_evidence as evidence;
+pub use tempest_exact as exact;
+pub use tempest_mcmc as mcmc;
+pub use tempest_meta as planned;
+pub use tempest_svi as svi;
+pub use tempest_vi as vi;
+
 pub mod registry;
-pub mod saved;
-pub mod saved_json;
-pub mod seam;
-pub mod settings;
-pub mod sink;
-pub mod structure;
-pub mod svi;
-pub mod vi;

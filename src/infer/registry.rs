@@ -1,9 +1,11 @@
 //! The one list of engines: every engine the language knows is one
 //! [`EngineDef`] in [`ENGINES`] (the seam's traits are in
-//! [`super::seam`]). `api::run`, the checker, the command line and
-//! `tempest predict` know engines only through this table; no engine
-//! imports it. Adding an engine is one folder (its state machine, its
-//! fit, its `def.rs` with its schema, restore and words) and one line here.
+//! [`super::seam`], the `tempest-infer` crate). `api::run`, the checker,
+//! the command line and `tempest predict` know engines only through this
+//! table; no engine can import it (each engine is a crate below this
+//! one). Adding an engine is one crate (its state machine, its fit, its
+//! `def.rs` with its schema, restore and words), a dependency in the root
+//! manifest and one line here.
 
 pub use super::seam::{Accepts, BuildCx, BuildFn, Def, EngineDef, TestData};
 use super::settings::{EngineConfig, EngineSchema};
@@ -13,16 +15,16 @@ use serde_json::Value as Json;
 
 /// Every engine the language knows, in the order they are listed to users.
 pub static ENGINES: &[&dyn EngineDef] = &[
-    &super::exact::def::EXACT,
-    &super::vi::def::MIRROR_DESCENT,
-    &super::vi::def::GRADIENT_DESCENT,
-    &super::svi::def::SVI,
-    &super::mcmc::def::MALA,
-    &super::mcmc::def::HMC,
-    &super::mcmc::def::NUTS,
-    &super::mcmc::prior::SAMPLE_PRIOR,
-    &super::evidence::def::EVIDENCE,
-    &super::planned::META,
+    &tempest_exact::def::EXACT,
+    &tempest_vi::def::MIRROR_DESCENT,
+    &tempest_vi::def::GRADIENT_DESCENT,
+    &tempest_svi::def::SVI,
+    &tempest_mcmc::def::MALA,
+    &tempest_mcmc::def::HMC,
+    &tempest_mcmc::def::NUTS,
+    &tempest_mcmc::prior::SAMPLE_PRIOR,
+    &tempest_evidence::def::EVIDENCE,
+    &tempest_meta::META,
 ];
 
 /// The engine called `name`.

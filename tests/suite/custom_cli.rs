@@ -3,6 +3,7 @@
 //! Rust (`Fit::hyper`, `McmcFit::draws_of`, `McmcFit::summary_of`).
 
 use crate::common;
+use tempest::AsExact;
 
 use common::{bind, csv, model, out_dir};
 use tempest::infer::mcmc::fit::McmcFit;

@@ -1,23 +1,21 @@
-//! The layers of the engine seam, checked on the source (a workspace of
-//! crates would let the compiler check them; until then this test does).
+//! The layers, checked on the manifests and the source. The crates of the
+//! workspace (`crates/*`) follow the pipeline, so an import against the
+//! direction does not compile; this test checks the rest:
 //!
-//! Every file under `src/` is read with its comments, string literals and
-//! `#[cfg(test)]` items left out, and its imports are the module paths it
-//! names (`use crate::...`, `use super::...`, `crate::a::b::f(..)` in code).
-//! The engines are the folders (or files) of `src/infer/` that the
-//! registry's list `ENGINES` names; the seam is the rest of `src/infer/`
-//! (the definitions' traits, fits, sinks, settings, saved-fit helpers).
-//! The rules:
-//!
-//! - no engine imports the registry (`src/infer/registry.rs`), and neither
-//!   does the seam or `src/output/`: the registry is the one list, used by
-//!   the facade (`api.rs`, `cli.rs`);
-//! - the seam imports no engine;
-//! - `src/output/` imports no engine;
-//! - no circle of imports runs through both `src/infer/` and
-//!   `src/output/`, and none through the registry;
+//! - each crate's manifest names only the crates its row of
+//!   [`CRATE_LAYERS`] allows (the table is docs/architecture.md's): the
+//!   seam (`tempest-infer`) and `tempest-output` no engine, an engine the
+//!   seam, output, the lower crates and only the engines it is built on;
+//! - the registry (`src/infer/registry.rs`, in the facade, which no crate
+//!   can import) names every engine crate, and every crate that implements
+//!   the seam's engine definition is in it;
 //! - an engine's name appears as a string literal only inside its own
-//!   folder (its definition), the registry and tests.
+//!   crate (its definition), the registry and tests;
+//! - no crate's files import each other in a circle of more than twelve.
+//!
+//! Files are read with their comments, string literals and `#[cfg(test)]`
+//! items left out; their imports are the module paths they name
+//! (`use crate::...`, `use super::...`, `crate::a::b::f(..)` in code).
 
 use crate::common;
 
@@ -420,153 +418,36 @@ fn imports(srcs: &[Source]) -> BTreeMap<String, BTreeSet<String>> {
     graph
 }
 
-/// The engines: the folders (`infer/vi/`) or files (`infer/planned.rs`)
-/// of `src/infer/` that the registry's `ENGINES` list names.
-fn engine_units(srcs: &[Source]) -> Vec<String> {
+const REGISTRY: &str = "infer/registry.rs";
+
+/// The engine crates: those whose definitions the registry's `ENGINES`
+/// list names (`&tempest_vi::def::MIRROR_DESCENT` is `tempest-vi`).
+fn engine_crates(srcs: &[Source]) -> BTreeSet<String> {
     let reg = srcs
         .iter()
-        .find(|s| s.rel == "infer/registry.rs")
+        .find(|s| s.rel == REGISTRY)
         .expect("the registry");
     let at = reg.code.find("static ENGINES").expect("the ENGINES list");
     let rest = &reg.code[at..];
     let body = &rest[rest.find("= &[").expect("= &[") + 4..];
     let body = &body[..body.find("];").expect("];")];
-    let mut units = BTreeSet::new();
+    let mut crates = BTreeSet::new();
     for entry in body.split(',').filter(|e| !e.trim().is_empty()) {
         let toks = tokens(entry);
-        let segs: Vec<&String> = toks
+        let first = toks
             .iter()
-            .filter(|t| *t != "::" && *t != "&" && *t != "super" && *t != "crate")
-            .collect();
-        let first = match segs.first().map(|s| s.as_str()) {
-            Some("infer") => segs.get(1),
-            _ => segs.first(),
-        }
-        .unwrap_or_else(|| panic!("an entry of ENGINES: {entry}"));
-        let dir = format!("infer/{first}/");
-        let unit = if srcs.iter().any(|s| s.rel.starts_with(&dir)) {
-            dir
-        } else {
-            format!("infer/{first}.rs")
-        };
-        units.insert(unit);
+            .find(|t| t.starts_with("tempest_"))
+            .unwrap_or_else(|| panic!("an entry of ENGINES names no engine crate: {entry}"));
+        crates.insert(first.replace('_', "-"));
     }
-    assert!(units.len() >= 5, "engines found: {units:?}");
-    units.into_iter().collect()
+    assert!(crates.len() >= 5, "engines found: {crates:?}");
+    crates
 }
 
-/// The engine a file belongs to, if any.
-fn unit_of<'a>(rel: &str, units: &'a [String]) -> Option<&'a String> {
-    units
-        .iter()
-        .find(|u| rel == u.as_str() || (u.ends_with('/') && rel.starts_with(u.as_str())))
-}
-
-const REGISTRY: &str = "infer/registry.rs";
-
-/// What layer a file is in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Layer {
-    Output,
-    Seam,
-    Engine,
-    Registry,
-    Other,
-}
-
-fn layer(rel: &str, units: &[String]) -> Layer {
-    if rel == REGISTRY {
-        Layer::Registry
-    } else if unit_of(rel, units).is_some() {
-        Layer::Engine
-    } else if rel.starts_with("infer/") {
-        Layer::Seam
-    } else if rel.starts_with("output/") {
-        Layer::Output
-    } else {
-        Layer::Other
-    }
-}
-
-/// The strongly connected components of `graph` with more than one file
-/// (Tarjan's algorithm, iteratively).
-fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
-    let names: Vec<&String> = graph.keys().collect();
-    let index_of: BTreeMap<&String, usize> =
-        names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-    let adj: Vec<Vec<usize>> = names
-        .iter()
-        .map(|n| {
-            graph[*n]
-                .iter()
-                .filter_map(|t| index_of.get(t).copied())
-                .collect()
-        })
-        .collect();
-    let n = names.len();
-    let (mut index, mut low, mut on) = (vec![usize::MAX; n], vec![0; n], vec![false; n]);
-    let (mut stack, mut next, mut out) = (Vec::new(), 0, Vec::new());
-    for root in 0..n {
-        if index[root] != usize::MAX {
-            continue;
-        }
-        let mut work = vec![(root, 0usize)];
-        while let Some(&mut (v, ref mut k)) = work.last_mut() {
-            if *k == 0 && index[v] == usize::MAX {
-                index[v] = next;
-                low[v] = next;
-                next += 1;
-                stack.push(v);
-                on[v] = true;
-            }
-            if *k < adj[v].len() {
-                let w = adj[v][*k];
-                *k += 1;
-                if index[w] == usize::MAX {
-                    work.push((w, 0));
-                } else if on[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-                continue;
-            }
-            work.pop();
-            if let Some(&(u, _)) = work.last() {
-                low[u] = low[u].min(low[v]);
-            }
-            if low[v] == index[v] {
-                let mut comp = Vec::new();
-                while let Some(w) = stack.pop() {
-                    on[w] = false;
-                    comp.push(names[w].clone());
-                    if w == v {
-                        break;
-                    }
-                }
-                if comp.len() > 1 {
-                    comp.sort();
-                    out.push(comp);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The imports that break a rule: `(file, imported file)`.
-fn breaking(
-    graph: &BTreeMap<String, BTreeSet<String>>,
-    units: &[String],
-    rule: impl Fn(Layer, Layer, &str, &str) -> bool,
-) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for (from, tos) in graph {
-        for to in tos {
-            if rule(layer(from, units), layer(to, units), from, to) {
-                out.push((from.clone(), to.clone()));
-            }
-        }
-    }
-    out
+/// The engine crate a file (`crates/tempest-vi/src/fit.rs`) belongs to.
+fn crate_of<'a>(rel: &str, engines: &'a BTreeSet<String>) -> Option<&'a String> {
+    let name = rel.strip_prefix("crates/")?.split('/').next()?;
+    engines.get(name)
 }
 
 #[test]
@@ -605,73 +486,32 @@ fn the_import_reader_sees_use_trees_and_paths_in_code() {
 }
 
 #[test]
-fn the_registry_is_imported_only_above_the_engines() {
+fn the_registry_names_every_engine_crate() {
     let srcs = sources();
-    let units = engine_units(&srcs);
-    let graph = imports(&srcs);
-    let bad = breaking(&graph, &units, |from, _, f, to| {
-        to == REGISTRY
-            && f != REGISTRY
-            && matches!(from, Layer::Engine | Layer::Seam | Layer::Output)
-    });
-    assert!(
-        bad.is_empty(),
-        "files under src/infer/ and src/output/ that import the registry: {bad:?}"
-    );
-    // The registry itself names every engine.
-    for u in &units {
+    let engines = engine_crates(&srcs);
+    for (name, dir) in crate_dirs() {
+        let text = std::fs::read_to_string(dir.join("Cargo.toml")).expect("read manifest");
         assert!(
-            graph[REGISTRY]
-                .iter()
-                .any(|t| unit_of(t, &units) == Some(u)),
-            "the registry does not import {u}"
+            !text.lines().any(|l| l.trim_start().starts_with("tempest ")
+                || l.trim_start().starts_with("tempest=")
+                || l.trim_start().starts_with("tempest.")),
+            "{name} depends on the facade"
         );
-    }
-}
-
-#[test]
-fn the_seam_and_output_import_no_engine() {
-    let srcs = sources();
-    let units = engine_units(&srcs);
-    let graph = imports(&srcs);
-    let bad = breaking(&graph, &units, |from, to, _, _| {
-        matches!(from, Layer::Seam | Layer::Output) && to == Layer::Engine
-    });
-    assert!(
-        bad.is_empty(),
-        "seam or output files that import an engine: {bad:?}"
-    );
-}
-
-#[test]
-fn no_circle_runs_through_infer_and_output_or_the_registry() {
-    let srcs = sources();
-    let units = engine_units(&srcs);
-    let graph = imports(&srcs);
-    let found = circles(&graph);
-    for c in &found {
-        eprintln!("circle of {} files: {}", c.len(), c.join(" "));
-    }
-    for c in &found {
-        let infer = c.iter().any(|f| f.starts_with("infer/"));
-        let output = c.iter().any(|f| f.starts_with("output/"));
-        assert!(
-            !(infer && output),
-            "a circle through src/infer/ and src/output/: {c:?}"
+        // Every crate above the seam but output is an engine.
+        let above_seam = tempest_deps(&text).contains("tempest-infer") && name != "tempest-output";
+        assert_eq!(
+            above_seam,
+            engines.contains(&name),
+            "{name}: above the seam {above_seam}, named in ENGINES {}",
+            engines.contains(&name)
         );
-        assert!(
-            !c.iter().any(|f| f == REGISTRY),
-            "a circle through the registry: {c:?}"
-        );
-        let engines: BTreeSet<&String> = c.iter().filter_map(|f| unit_of(f, &units)).collect();
-        assert!(engines.len() <= 1, "a circle between engines: {c:?}");
     }
 }
 
 #[test]
 fn engine_names_are_written_only_in_their_own_definitions() {
     let mut srcs = sources();
-    let units = engine_units(&srcs);
+    let engines = engine_crates(&srcs);
     for (name, dir) in crate_dirs() {
         for mut s in sources_under(&dir.join("src")) {
             s.rel = format!("crates/{name}/src/{}", s.rel);
@@ -690,7 +530,7 @@ fn engine_names_are_written_only_in_their_own_definitions() {
             .keys()
             .filter(|f| f.as_str() != REGISTRY)
             .map(|f| {
-                unit_of(f, &units)
+                crate_of(f, &engines)
                     .unwrap_or_else(|| panic!("`\"{name}\"` is written in {f}: {places:?}"))
             })
             .collect();
@@ -732,43 +572,67 @@ infer mirror_descent { steps = 5 }
     }
 }
 
-/// The crates each lower crate may depend on: those below it in the
+/// The crates each crate may depend on: those below it in the
 /// pipeline (docs/architecture.md, "The crate graph"). A new dependency
 /// between them is a change of this table and of that page.
-const CRATE_LAYERS: [(&str, &[&str]); 8] = [
+const CRATE_LAYERS: [(&str, &[&str]); 16] = [
     ("tempest-core", &[]),
     ("tempest-math", &["tempest-core"]),
     ("tempest-syntax", &["tempest-core"]),
     ("tempest-data", &["tempest-core"]),
+    ("tempest-mc", &[CORE, MATH, SYNTAX]),
+    ("tempest-model", &[CORE, MATH, SYNTAX]),
+    ("tempest-ir", &[CORE, DATA, MATH, MODEL, SYNTAX]),
+    ("tempest-semantic", &[CORE, IR, MATH, MODEL, SYNTAX]),
+    // The engine seam and output: no engine.
+    ("tempest-infer", &[CORE, DATA, IR, MATH, MC, MODEL, SYNTAX]),
+    ("tempest-output", &[CORE, IR, MODEL, INFER]),
+    // The engines: the seam, output and the lower crates, and the engines
+    // each is built on (svi on vi's model and expectations, the samplers
+    // on the exact marginal likelihood of a GP integrated out, evidence on
+    // the samplers, meta on the schemas of its inner engines).
+    ("tempest-exact", &[CORE, IR, MATH, MODEL, INFER, OUTPUT]),
     (
-        "tempest-mc",
-        &["tempest-core", "tempest-math", "tempest-syntax"],
+        "tempest-vi",
+        &[CORE, IR, MATH, MODEL, SYNTAX, INFER, OUTPUT],
     ),
     (
-        "tempest-model",
-        &["tempest-core", "tempest-math", "tempest-syntax"],
+        "tempest-svi",
+        &[CORE, IR, MATH, MODEL, SYNTAX, INFER, OUTPUT, "tempest-vi"],
     ),
     (
-        "tempest-ir",
+        "tempest-mcmc",
         &[
-            "tempest-core",
-            "tempest-data",
-            "tempest-math",
-            "tempest-model",
-            "tempest-syntax",
+            CORE,
+            IR,
+            MATH,
+            MC,
+            MODEL,
+            SYNTAX,
+            INFER,
+            OUTPUT,
+            "tempest-exact",
         ],
     ),
     (
-        "tempest-semantic",
-        &[
-            "tempest-core",
-            "tempest-ir",
-            "tempest-math",
-            "tempest-model",
-            "tempest-syntax",
-        ],
+        "tempest-evidence",
+        &[CORE, MC, INFER, OUTPUT, "tempest-mcmc"],
+    ),
+    (
+        "tempest-meta",
+        &[CORE, IR, INFER, "tempest-vi", "tempest-svi"],
     ),
 ];
+
+const CORE: &str = "tempest-core";
+const MATH: &str = "tempest-math";
+const SYNTAX: &str = "tempest-syntax";
+const DATA: &str = "tempest-data";
+const MC: &str = "tempest-mc";
+const MODEL: &str = "tempest-model";
+const IR: &str = "tempest-ir";
+const INFER: &str = "tempest-infer";
+const OUTPUT: &str = "tempest-output";
 
 /// The workspace crates a manifest names in its `[dependencies]` and
 /// `[dev-dependencies]` sections.
@@ -830,8 +694,8 @@ fn the_manifest_reader_sees_the_sections() {
 }
 
 /// No crate's files import each other in a circle of more than a dozen
-/// files (the facade's largest is within one engine's folder, the lower
-/// crates' within tempest-ir's binding and evaluation).
+/// files (the largest is within tempest-vi, the lower crates' within
+/// tempest-ir's binding and evaluation).
 #[test]
 fn no_crate_has_a_circle_of_more_than_twelve_files() {
     let mut roots = vec![(

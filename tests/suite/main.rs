@@ -60,6 +60,7 @@ mod programs;
 mod reference_exact;
 #[cfg(feature = "cli")]
 mod saved_fits;
+mod seam;
 #[cfg(feature = "cli")]
 mod signals;
 mod softmax;

@@ -6,6 +6,7 @@
 //! for any thread count, and the command line.
 
 use crate::common;
+use tempest::{AsExact, AsVariational};
 
 use common::{assert_clean_failure, assert_ok, bind, csv, mcycle_split, model, out_dir, tempest};
 use nalgebra::{DMatrix, DVector};

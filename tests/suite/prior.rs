@@ -5,6 +5,7 @@
 
 use crate::common;
 use common::*;
+use tempest::AsMcmc;
 
 /// Run a model text without data and read its JSON.
 fn run_model(dir: &str, model: &str, extra: &[&str]) -> serde_json::Value {

@@ -3,6 +3,7 @@
 //! and against plain Monte Carlo with many draws at the same q.
 
 use crate::common;
+use tempest::AsVariational;
 
 use common::{bind, fit_with, model};
 use nalgebra::DMatrix;

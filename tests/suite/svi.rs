@@ -8,6 +8,7 @@
 
 use crate::common;
 use common::*;
+use tempest::AsSvi;
 use tempest::infer::svi::def::SVI_SCHEMA;
 use tempest::infer::svi::engine::Svi;
 use tempest::infer::svi::fit::SviFit;

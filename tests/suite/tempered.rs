@@ -6,6 +6,7 @@
 use crate::common;
 use common::*;
 use nalgebra::{DMatrix, DVector};
+use tempest::AsExact;
 use tempest::{Data, DataValue, RunOptions};
 
 const MODEL: &str = r#"

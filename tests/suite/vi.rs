@@ -7,6 +7,7 @@ use crate::common;
 use common::*;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
+use tempest::AsExact;
 use tempest::infer::vi::fit::VariationalFit;
 use tempest::infer::vi::{core::Core, expect, model::ViModel};
 use tempest::model::family::Gaussian;

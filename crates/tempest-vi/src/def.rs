@@ -1,0 +1,410 @@
+//! The variational engines' definitions (`mirror_descent`,
+//! `gradient_descent`): their settings, the guide families they accept, and
+//! how they are built.
+
+use super::cost::{Cost, Steps};
+use super::gd::{GradientDescent, Param};
+use super::mirror::MirrorDescent;
+use super::model::ViModel;
+use crate::error::{Error, ErrorKind};
+use crate::ir::Graph;
+use crate::ir::bind::Bound;
+use crate::ir::graph::{Family, GuideTarget};
+use crate::math::optim::Rule;
+use serde_json::Value as Json;
+use std::sync::Arc;
+use tempest_infer::engine::Engine;
+use tempest_infer::seam::{Accepts, BuildCx, Def, EngineDef, Restored, TestData};
+use tempest_infer::settings::{EngineConfig, EngineSchema, SettingKind, SettingSpec, Settings, s};
+
+/// The variational engines' jitter.
+const VI_JITTER: SettingSpec = s(
+    "jitter",
+    SettingKind::Real(0.0, f64::INFINITY),
+    Some("1e-6"),
+    "added to the diagonal of the prior covariance K (as GPflow does)",
+);
+/// The bound on a dense variational run's estimated time.
+const MAX_MINUTES: SettingSpec = s(
+    "max_minutes",
+    SettingKind::Real(0.0, f64::INFINITY),
+    Some("30"),
+    "refuse to start when the run's estimated time (from N, the latent GPs, the hypers and `steps`) exceeds this many minutes; 0: no limit",
+);
+/// The calibration bins of classification test metrics.
+pub const BINS: SettingSpec = s(
+    "bins",
+    SettingKind::Int(1, 1000),
+    Some("10"),
+    "confidence bins for the calibration errors ECE and MCE",
+);
+
+/// Gauss–Hermite points for the expected log likelihood.
+pub const QUADRATURE: SettingSpec = s(
+    "quadrature",
+    SettingKind::Int(1, 1000),
+    Some("20"),
+    "Gauss–Hermite points (per class for categorical_logit)",
+);
+/// The hypers' Adam learning rate.
+const HYPER_LR: SettingSpec = s(
+    "hyper_lr",
+    SettingKind::Above(0.0, f64::INFINITY),
+    Some("0.01"),
+    "Adam learning rate for the hypers",
+);
+/// Monte Carlo draws per minibatch step for multi-class expectations.
+pub const MC_SAMPLES: SettingSpec = s(
+    "mc_samples",
+    SettingKind::Int(2, 1_000_000),
+    Some("64"),
+    "Monte Carlo draws per minibatch step for multi-class expectations",
+);
+
+/// The `mirror_descent` engine's settings.
+pub const MIRROR_SCHEMA: EngineSchema = EngineSchema {
+    name: "mirror_descent",
+    implemented: true,
+    doc: "mirror-descent (conjugate-computation) variational inference",
+    settings: &[
+        s(
+            "steps",
+            SettingKind::Int(1, 1_000_000),
+            Some("50"),
+            "mirror-descent steps",
+        ),
+        s(
+            "rho",
+            SettingKind::Above(0.0, 1.0),
+            Some("1.0"),
+            "step size in natural parameters",
+        ),
+        s(
+            "learn_hypers",
+            SettingKind::Bool,
+            Some("false"),
+            "learn the hypers by maximising the ELBO",
+        ),
+        HYPER_LR,
+        QUADRATURE,
+        s(
+            "tol",
+            SettingKind::Real(0.0, f64::INFINITY),
+            Some("1e-10"),
+            "stop when the relative ELBO change falls below this",
+        ),
+        s(
+            "backtrack",
+            SettingKind::Bool,
+            Some("true"),
+            "halve rho for a step whose ELBO would fall (then grow it back)",
+        ),
+        VI_JITTER,
+        BINS,
+        MAX_MINUTES,
+    ],
+};
+
+/// The `gradient_descent` engine's settings.
+pub const GD_SCHEMA: EngineSchema = EngineSchema {
+    name: "gradient_descent",
+    implemented: true,
+    doc: "gradient-descent variational inference in the (mean, Cholesky) parameterisation",
+    settings: &[
+        s(
+            "steps",
+            SettingKind::Int(1, 1_000_000),
+            Some("500"),
+            "optimiser steps",
+        ),
+        s(
+            "lr",
+            SettingKind::Above(0.0, f64::INFINITY),
+            Some("0.01"),
+            "learning rate",
+        ),
+        s(
+            "optimizer",
+            SettingKind::Choice(&["adam", "sgd"]),
+            Some("adam"),
+            "the optimiser",
+        ),
+        s(
+            "learn_hypers",
+            SettingKind::Bool,
+            Some("false"),
+            "learn the hypers too",
+        ),
+        QUADRATURE,
+        HYPER_LR,
+        s(
+            "tol",
+            SettingKind::Real(0.0, f64::INFINITY),
+            Some("0"),
+            "stop when the relative ELBO change falls below this (0: run every step)",
+        ),
+        VI_JITTER,
+        BINS,
+        MAX_MINUTES,
+    ],
+};
+
+/// A variational engine's settings, read once when it is built.
+#[derive(Clone, Debug)]
+pub struct ViSettings {
+    /// Learn the hypers by maximising the ELBO.
+    pub learn_hypers: bool,
+    /// Adam learning rate of the hypers.
+    pub hyper_lr: f64,
+    /// Gauss–Hermite points for the expected log likelihood (per class for
+    /// the softmax).
+    pub quadrature: usize,
+    /// Most steps.
+    pub steps: usize,
+    /// Stop when the relative ELBO change falls below this.
+    pub tol: f64,
+    /// Jitter added to the diagonal of the prior covariance.
+    pub jitter: f64,
+    /// Confidence bins of the calibration errors at test data.
+    pub bins: usize,
+    /// How q moves at each step.
+    pub step: ViStep,
+    /// Refuse to start when the estimated time exceeds this many minutes
+    /// (0: no limit; see [`super::cost`]).
+    pub max_minutes: f64,
+}
+
+/// How a variational engine moves q.
+#[derive(Clone, Copy, Debug)]
+pub enum ViStep {
+    /// Mirror descent in natural parameters with step ρ, halved for a step
+    /// whose ELBO would fall when `backtrack`.
+    Mirror {
+        /// The step size ρ in (0, 1].
+        rho: f64,
+        /// Halve ρ for a falling step (then grow it back).
+        backtrack: bool,
+    },
+    /// Gradient steps on (mean, Cholesky) or (mean, log sd).
+    Gradient {
+        /// The optimiser.
+        rule: Rule,
+        /// Its learning rate.
+        lr: f64,
+    },
+}
+
+impl Settings for ViSettings {
+    fn from_config(cfg: &EngineConfig) -> Result<Self, Error> {
+        let step = if cfg.name == MIRROR_SCHEMA.name {
+            ViStep::Mirror {
+                rho: cfg.number("rho")?,
+                backtrack: cfg.flag("backtrack")?,
+            }
+        } else {
+            ViStep::Gradient {
+                rule: match cfg.choice("optimizer")? {
+                    "sgd" => Rule::Sgd,
+                    _ => Rule::Adam,
+                },
+                lr: cfg.number("lr")?,
+            }
+        };
+        Ok(ViSettings {
+            learn_hypers: cfg.flag("learn_hypers")?,
+            hyper_lr: cfg.number("hyper_lr")?,
+            quadrature: cfg.count("quadrature")?,
+            steps: cfg.count("steps")?,
+            tol: cfg.number("tol")?,
+            jitter: cfg.number("jitter")?,
+            bins: cfg.count("bins")?,
+            step,
+            max_minutes: cfg.number("max_minutes")?,
+        })
+    }
+}
+
+/// What both variational engines accept: test data, and a guide of one of
+/// `families`.
+const fn accepts(families: &'static [Family]) -> Accepts {
+    Accepts {
+        test: TestData::Predicts,
+        draw_sinks: false,
+        families,
+        saves_fits: true,
+        plot_params: false,
+    }
+}
+
+/// A dense variational engine: its definition, and how its steps move q
+/// (for the estimate of its cost, [`super::cost`]).
+pub struct ViDef {
+    /// The schema, what it accepts and its build.
+    pub def: Def,
+    /// `mirror_descent`, or `gradient_descent` (full-rank or mean-field
+    /// by the guide).
+    mirror: bool,
+    /// The engine's name in words, for figure titles and summaries.
+    pub words: &'static str,
+}
+
+impl ViDef {
+    /// The model and its estimated cost, refused when it exceeds the
+    /// `max_minutes` setting.
+    fn model_and_cost(
+        &self,
+        bound: Arc<Bound>,
+        cfg: &EngineConfig,
+        cx: &BuildCx,
+    ) -> Result<(ViModel, ViSettings, Cost, Steps), Error> {
+        let engine = self.def.schema.name;
+        let steps = match guide_family_among(&bound, &self.def, cx.engines)? {
+            _ if self.mirror => Steps::Mirror,
+            Some(Family::MeanField) => Steps::MeanField,
+            _ => Steps::FullRank,
+        };
+        let s = ViSettings::from_config(cfg)?;
+        let model = ViModel::new(bound, &s, engine)?;
+        let cost = super::cost::check(&model, &s, cfg, engine, steps)?;
+        Ok((model, s, cost, steps))
+    }
+}
+
+impl EngineDef for ViDef {
+    fn schema(&self) -> &EngineSchema {
+        self.def.schema
+    }
+    fn accepts(&self) -> Accepts {
+        self.def.accepts
+    }
+    fn words(&self) -> &'static str {
+        self.words
+    }
+    fn build(
+        &self,
+        bound: Arc<Bound>,
+        cfg: &EngineConfig,
+        cx: &BuildCx,
+    ) -> Result<Box<dyn Engine>, Error> {
+        let (model, s, cost, steps) = self.model_and_cost(bound, cfg, cx)?;
+        let param = match steps {
+            Steps::Mirror => {
+                return Ok(Box::new(MirrorDescent::new(model, &s)?.with_cost(cost)));
+            }
+            Steps::MeanField => Param::MeanField,
+            Steps::FullRank => Param::FullRank,
+        };
+        Ok(Box::new(
+            GradientDescent::new(model, &s, param)?.with_cost(cost),
+        ))
+    }
+    /// The estimated cost: a warning when the run is long, the build's
+    /// error when it is longer than `max_minutes`.
+    fn preflight(
+        &self,
+        bound: Arc<Bound>,
+        cfg: &EngineConfig,
+        cx: &BuildCx,
+    ) -> Result<Vec<String>, Error> {
+        let (_, _, cost, _) = self.model_and_cost(bound, cfg, cx)?;
+        Ok(cost.warning().into_iter().collect())
+    }
+    fn restore(&self, graph: Graph, j: &Json, file: &str) -> Restored {
+        super::saved::restore(graph, j, file, self.def.schema)
+    }
+}
+
+/// The variational engine called `engine` in words (`mirror-descent VI`);
+/// other names as they are.
+pub fn words(engine: &'static str) -> &'static str {
+    [&MIRROR_DESCENT, &GRADIENT_DESCENT]
+        .iter()
+        .find(|d| d.def.schema.name == engine)
+        .map_or(engine, |d| d.words)
+}
+
+/// Mirror-descent (conjugate-computation) variational inference.
+pub const MIRROR_DESCENT: ViDef = ViDef {
+    def: Def {
+        schema: &MIRROR_SCHEMA,
+        accepts: accepts(&[Family::Sites]),
+        build: |_, _, _| Err(Error::internal("mirror_descent is built by its ViDef")),
+        restore: None,
+    },
+    mirror: true,
+    words: "mirror-descent VI",
+};
+
+/// Gradient-descent variational inference.
+pub const GRADIENT_DESCENT: ViDef = ViDef {
+    def: Def {
+        schema: &GD_SCHEMA,
+        accepts: accepts(&[Family::FullRank, Family::MeanField]),
+        build: |_, _, _| Err(Error::internal("gradient_descent is built by its ViDef")),
+        restore: None,
+    },
+    mirror: false,
+    words: "gradient-descent VI",
+};
+
+/// The family the model's guide names for the latent GP, checked against
+/// the engine's [`Accepts::families`] (`None`: no guide, or the engine
+/// replaces the model's own with `--engine`, which ignores a guide written
+/// for another engine and uses the default family). Families match by
+/// name (`inducing` of any size). A family the engine refuses is an error
+/// whose note says which family `def` takes (see [`guide_family_among`]).
+pub fn guide_family(bound: &Bound, def: &Def) -> Result<Option<Family>, Error> {
+    guide_family_among(bound, def, &[])
+}
+
+/// [`guide_family`], the error's note saying which family each engine of
+/// `engines` takes (`def`'s alone when `engines` is empty).
+pub fn guide_family_among(
+    bound: &Bound,
+    def: &Def,
+    engines: &[&dyn EngineDef],
+) -> Result<Option<Family>, Error> {
+    let g = &bound.graph;
+    let engine = def.schema.name;
+    if g.infer.as_ref().is_some_and(|e| e.name.name != engine) {
+        return Ok(None);
+    }
+    let latent = tempest_infer::structure::latent_observation(bound, engine)?;
+    let Some(guide) = g
+        .guides
+        .iter()
+        .find(|guide| guide.target == GuideTarget::Gp(latent.gp))
+    else {
+        return Ok(None);
+    };
+    let families = def.accepts.families;
+    if families.iter().any(|f| f.name() == guide.family.name()) {
+        return Ok(Some(guide.family.clone()));
+    }
+    let names = |fs: &[Family]| -> String {
+        let v: Vec<String> = fs.iter().map(|f| format!("`{}`", f.name())).collect();
+        v.join(" or ")
+    };
+    // Which engine takes which family, from the registry's list.
+    let own: [&dyn EngineDef; 1] = [def];
+    let engines = if engines.is_empty() {
+        &own[..]
+    } else {
+        engines
+    };
+    let takes: Vec<String> = engines
+        .iter()
+        .filter(|e| !e.accepts().families.is_empty())
+        .map(|e| format!("{} takes {}", e.schema().name, names(e.accepts().families)))
+        .collect();
+    Err(Error::at(
+        ErrorKind::Unsupported,
+        guide.span,
+        format!(
+            "the `{engine}` engine works with the family {}",
+            names(families)
+        ),
+    )
+    .with_label("this family")
+    .with_note(takes.join("; ")))
+}
