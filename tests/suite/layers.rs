@@ -450,6 +450,70 @@ fn crate_of<'a>(rel: &str, engines: &'a BTreeSet<String>) -> Option<&'a String> 
     engines.get(name)
 }
 
+/// The strongly connected components of `graph` with more than one file
+/// (Tarjan's algorithm, iteratively).
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let names: Vec<&String> = graph.keys().collect();
+    let index_of: BTreeMap<&String, usize> =
+        names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let adj: Vec<Vec<usize>> = names
+        .iter()
+        .map(|n| {
+            graph[*n]
+                .iter()
+                .filter_map(|t| index_of.get(t).copied())
+                .collect()
+        })
+        .collect();
+    let n = names.len();
+    let (mut index, mut low, mut on) = (vec![usize::MAX; n], vec![0; n], vec![false; n]);
+    let (mut stack, mut next, mut out) = (Vec::new(), 0, Vec::new());
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        let mut work = vec![(root, 0usize)];
+        while let Some(&mut (v, ref mut k)) = work.last_mut() {
+            if *k == 0 && index[v] == usize::MAX {
+                index[v] = next;
+                low[v] = next;
+                next += 1;
+                stack.push(v);
+                on[v] = true;
+            }
+            if *k < adj[v].len() {
+                let w = adj[v][*k];
+                *k += 1;
+                if index[w] == usize::MAX {
+                    work.push((w, 0));
+                } else if on[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(u, _)) = work.last() {
+                low[u] = low[u].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut comp = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on[w] = false;
+                    comp.push(names[w].clone());
+                    if w == v {
+                        break;
+                    }
+                }
+                if comp.len() > 1 {
+                    comp.sort();
+                    out.push(comp);
+                }
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn the_import_reader_sees_use_trees_and_paths_in_code() {
     let code = "use crate::infer::{fit::Fit, sink::{self, DrawSink}};\n\
