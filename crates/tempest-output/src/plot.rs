@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Once;
 use tempest_infer::band::Band;
 
-static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 
 pub(crate) fn register_font() {
     static ONCE: Once = Once::new();
