@@ -49,6 +49,8 @@ mod mcmc_density;
 mod no_panic;
 #[cfg(feature = "cli")]
 mod ode;
+#[cfg(feature = "cli")]
+mod ode_adjoint;
 #[cfg(all(feature = "cli", feature = "plot"))]
 mod outputs;
 mod pointwise;

@@ -2,7 +2,10 @@
 //! body as the right-hand side of the Dormand–Prince solver
 //! ([`tempest_math::ode::solve`]), generically over the scalar type (dual
 //! numbers carry forward sensitivities through every step), and the
-//! sensitivities' vector–Jacobian product the samplers' reverse pass needs.
+//! vector–Jacobian product the samplers' reverse pass needs: the forward
+//! sensitivities' contraction, or the discrete adjoint sweep
+//! ([`tempest_math::ode::adjoint`]) over a recorded `f64` solve with the
+//! compiled system's reverse pass.
 
 use super::expr::TExpr;
 use super::graph::Graph;
@@ -11,7 +14,9 @@ use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::{DMatrix, DVector};
 use tempest_core::error::{Error, ErrorKind, num};
 use tempest_core::interrupt::StopFlag;
-use tempest_math::ode::{OdeFailure, OdeSettings, solve};
+use tempest_math::ode::{
+    ADJOINT_FROM, OdeFailure, OdeSettings, Sensitivity, Trajectory, adjoint, solve, solve_recorded,
+};
 use tempest_model::custom::Scalar;
 use tempest_syntax::ast::Span;
 
@@ -30,6 +35,25 @@ pub fn solve_call<T: Scalar>(
     settings: &OdeSettings,
     span: Span,
     stop: &StopFlag,
+) -> Result<Value<T>, Error> {
+    solve_call_with(bound, graph, system, args, vals, settings, span, stop, None)
+}
+
+/// [`solve_call`], and with `record` its accepted steps kept for the
+/// adjoint sweep; the caller passes one only for a compiled system whose
+/// program binds these values (the general evaluator keeps none: an
+/// internal error).
+#[allow(clippy::too_many_arguments)]
+fn solve_call_with<T: Scalar>(
+    bound: Option<&super::bind::Bound>,
+    graph: &Graph,
+    system: usize,
+    args: &[TExpr],
+    vals: &[Value<T>],
+    settings: &OdeSettings,
+    span: Span,
+    stop: &StopFlag,
+    record: Option<&mut Trajectory>,
 ) -> Result<Value<T>, Error> {
     let f = &graph.functions[system];
     let at = |k: usize| args.get(k).map(|a| a.span).unwrap_or(span);
@@ -109,8 +133,16 @@ pub fn solve_call<T: Scalar>(
             p.run(t, x, &mut flat, &mut scratch, dx);
             Ok(())
         };
-        let out = solve(&mut rhs, x0.as_slice(), t0, &ts, settings, stop);
+        let out = match record {
+            Some(r) => solve_recorded(&mut rhs, x0.as_slice(), t0, &ts, settings, stop, r),
+            None => solve(&mut rhs, x0.as_slice(), t0, &ts, settings, stop),
+        };
         return finish(out, ts.len(), n, settings, span);
+    }
+    if record.is_some() {
+        return Err(Error::internal(
+            "an ODE adjoint asked of a system that is not compiled",
+        ));
     }
     let mut failure: Option<Error> = None;
     let mut rhs = |t: f64, x: &[T], dx: &mut [T]| -> Result<(), String> {
@@ -205,63 +237,187 @@ pub fn first_times(g: &Graph) -> Option<TExpr> {
     found
 }
 
-/// An `ode` call's forward sensitivities: ∂x/∂a \[T·S\] (by columns, as the
-/// solution) for each varying element a of its arguments.
+/// What an `ode` call's forward pass keeps for its reverse pass: the
+/// forward sensitivities ∂x/∂a, or the record of the solve for the adjoint
+/// sweep ([`solve_with_sensitivities`] chooses).
 #[derive(Debug)]
-pub struct Sensitivities {
-    /// (argument, element) of each varying number.
-    coords: Vec<(usize, usize)>,
-    /// ∂x/∂a for each coordinate in turn, T·S entries each.
-    d: Vec<f64>,
-    /// T·S.
-    len: usize,
+pub struct Sensitivities(Kept);
+
+#[derive(Debug)]
+enum Kept {
+    /// ∂x/∂a \[T·S\] (by columns, as the solution) for each varying
+    /// element a of the arguments.
+    Forward {
+        /// (argument, element) of each varying number.
+        coords: Vec<(usize, usize)>,
+        /// ∂x/∂a for each coordinate in turn, T·S entries each.
+        d: Vec<f64>,
+        /// T·S.
+        len: usize,
+    },
+    /// The accepted steps of the `f64` solve of `system`, and which
+    /// arguments vary.
+    Adjoint {
+        system: usize,
+        traj: Trajectory,
+        varying: Vec<bool>,
+    },
 }
 
 impl Sensitivities {
     /// Σᵢⱼ adjᵢⱼ ∂xᵢⱼ/∂a for each argument's varying elements (`None` for
     /// the arguments that do not vary), shaped as the arguments `vals`;
-    /// `adj` is \[T, S\].
+    /// `adj` is \[T, S\]. The adjoint sweep reads the run's stop flag.
     pub fn vjp(
         &self,
+        bound: &super::bind::Bound,
         vals: &[Value<f64>],
         adj: &DMatrix<f64>,
     ) -> Result<Vec<Option<Value<f64>>>, Error> {
-        if adj.len() != self.len {
-            return Err(Error::internal(
-                "an ODE solution's adjoint of another shape than the solution",
-            ));
+        match &self.0 {
+            Kept::Forward { coords, d, len } => forward_vjp(coords, d, *len, vals, adj),
+            Kept::Adjoint {
+                system,
+                traj,
+                varying,
+            } => adjoint_vjp(bound, *system, traj, varying, vals, adj),
         }
-        let mut out: Vec<Option<Value<f64>>> = (0..vals.len())
-            .map(|k| {
-                self.coords
-                    .iter()
-                    .any(|c| c.0 == k)
-                    .then(|| zero_like(&vals[k]))
-            })
-            .collect();
-        for (c, &(k, e)) in self.coords.iter().enumerate() {
-            let d = &self.d[c * self.len..(c + 1) * self.len];
-            let gv: f64 = d
-                .iter()
-                .zip(adj.iter())
-                .filter(|(_, a)| **a != 0.0)
-                .map(|(d, a)| a * d)
-                .sum();
-            match out[k].as_mut() {
-                Some(Value::Real(r)) => *r += gv,
-                Some(Value::Vector(v)) => v[e] += gv,
-                _ => {}
-            }
-        }
-        Ok(out)
+    }
+
+    /// Whether the reverse pass takes the adjoint sweep.
+    pub fn is_adjoint(&self) -> bool {
+        matches!(self.0, Kept::Adjoint { .. })
     }
 }
 
-/// The solution \[T, S\] of an `ode` call and its forward sensitivities
-/// in every element of the arguments flagged in `varying` (x0 and the
-/// system's parameters; the times are data), by solves in dual numbers of
-/// up to eight tangents (a gradient costs about ⌈P/8⌉ solves for P
-/// varying numbers). The solver's step control reads values only, so
+/// The forward sensitivities' contraction with `adj`.
+fn forward_vjp(
+    coords: &[(usize, usize)],
+    d: &[f64],
+    len: usize,
+    vals: &[Value<f64>],
+    adj: &DMatrix<f64>,
+) -> Result<Vec<Option<Value<f64>>>, Error> {
+    if adj.len() != len {
+        return Err(Error::internal(
+            "an ODE solution's adjoint of another shape than the solution",
+        ));
+    }
+    let mut out: Vec<Option<Value<f64>>> = (0..vals.len())
+        .map(|k| coords.iter().any(|c| c.0 == k).then(|| zero_like(&vals[k])))
+        .collect();
+    for (c, &(k, e)) in coords.iter().enumerate() {
+        let d = &d[c * len..(c + 1) * len];
+        let gv: f64 = d
+            .iter()
+            .zip(adj.iter())
+            .filter(|(_, a)| **a != 0.0)
+            .map(|(d, a)| a * d)
+            .sum();
+        match out[k].as_mut() {
+            Some(Value::Real(r)) => *r += gv,
+            Some(Value::Vector(v)) => v[e] += gv,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The adjoint sweep over a recorded solve: x̄₀ and the parameters'
+/// adjoints from the compiled system's vector–Jacobian product.
+fn adjoint_vjp(
+    bound: &super::bind::Bound,
+    system: usize,
+    traj: &Trajectory,
+    varying: &[bool],
+    vals: &[Value<f64>],
+    adj: &DMatrix<f64>,
+) -> Result<Vec<Option<Value<f64>>>, Error> {
+    let f = &bound.graph.functions[system];
+    let (n, t) = (traj.state_len(), traj.outputs());
+    let p = f.system_program.as_ref();
+    let flat = p.and_then(|p| p.bind(n, &vals[3..]));
+    let (Some(p), Some(mut flat)) = (p, flat) else {
+        return Err(Error::internal(
+            "an ODE adjoint whose system no longer binds",
+        ));
+    };
+    if adj.nrows() != t || adj.ncols() != n {
+        return Err(Error::internal(
+            "an ODE solution's adjoint of another shape than the solution",
+        ));
+    }
+    // The seed row by row, as the solver reports the states.
+    let seed: Vec<f64> = (0..t)
+        .flat_map(|i| (0..n).map(move |j| (i, j)))
+        .map(|(i, j)| adj[(i, j)])
+        .collect();
+    let mut flat_b = flat.clone();
+    let (mut vals_f, mut vals_b, mut adj_b) = (
+        vec![0.0; p.slots()],
+        vec![0.0; p.slots()],
+        vec![0.0; p.slots()],
+    );
+    let mut g = vec![0.0; flat.len()];
+    let mut p_bar = vec![0.0; flat.len() - 1 - n];
+    let mut rhs = |t: f64, x: &[f64], dx: &mut [f64]| -> Result<(), String> {
+        p.run(t, x, &mut flat, &mut vals_f, dx);
+        Ok(())
+    };
+    let mut vjp = |t: f64, x: &[f64], w: &[f64], xb: &mut [f64], pb: &mut [f64]| {
+        g.iter_mut().for_each(|v| *v = 0.0);
+        p.vjp(t, x, &mut flat_b, w, &mut vals_b, &mut adj_b, &mut g);
+        xb.iter_mut().zip(&g[1..1 + n]).for_each(|(b, v)| *b += v);
+        pb.iter_mut().zip(&g[1 + n..]).for_each(|(b, v)| *b += v);
+        Ok(())
+    };
+    let mut x0_bar = vec![0.0; n];
+    adjoint(
+        &mut rhs,
+        &mut vjp,
+        traj,
+        &seed,
+        &mut x0_bar,
+        &mut p_bar,
+        &bound.stop,
+    )
+    .map_err(|e| match e {
+        OdeFailure::Interrupted { .. } => {
+            tempest_core::interrupt::interrupted("the ODE adjoint sweep")
+        }
+        e => Error::new(ErrorKind::Numerical, format!("the ODE adjoint sweep: {e}")),
+    })?;
+    let mut out: Vec<Option<Value<f64>>> = vec![None; vals.len()];
+    if varying.first().copied().unwrap_or(false) {
+        out[0] = Some(Value::Vector(DVector::from_vec(x0_bar)));
+    }
+    let mut off = 0;
+    for (j, &len) in p.param_lens().iter().enumerate() {
+        let k = 3 + j;
+        if varying.get(k).copied().unwrap_or(false) {
+            let mut z = zero_like(&vals[k]);
+            match &mut z {
+                Value::Real(r) => *r = p_bar[off],
+                Value::Vector(v) => v
+                    .iter_mut()
+                    .zip(&p_bar[off..off + len])
+                    .for_each(|(a, b)| *a = *b),
+                _ => {}
+            }
+            out[k] = Some(z);
+        }
+        off += len;
+    }
+    Ok(out)
+}
+
+/// The solution \[T, S\] of an `ode` call and what its reverse pass needs
+/// for every element of the arguments flagged in `varying` (x0 and the
+/// system's parameters; the times are data): the record of one `f64`
+/// solve for the adjoint sweep where the settings choose it
+/// ([`Sensitivity`]), or else the forward sensitivities, by solves in
+/// dual numbers of up to eight tangents (a gradient costs about ⌈P/8⌉
+/// solves for P varying numbers). The solver's step control reads values only, so
 /// the solution is the same, bit for bit, as [`solve_call`]'s in `f64`;
 /// with nothing varying it is that solve.
 #[allow(clippy::too_many_arguments)]
@@ -280,6 +436,18 @@ pub fn solve_with_sensitivities(
             continue;
         }
         coords.extend((0..v.flatten().len()).map(|e| (k, e)));
+    }
+    if let Some(kept) = adjoint_solve(
+        bound,
+        system,
+        args,
+        vals,
+        varying,
+        settings,
+        span,
+        coords.len(),
+    )? {
+        return Ok(kept);
     }
     // T·S entries per varying number, checked before anything is solved.
     let count = |v: Option<&Value<f64>>| match v {
@@ -328,7 +496,71 @@ pub fn solve_with_sensitivities(
         }
     };
     let len = sol.len();
-    Ok((sol, Sensitivities { coords, d, len }))
+    Ok((sol, Sensitivities(Kept::Forward { coords, d, len })))
+}
+
+/// The solve in `f64` with its steps recorded for the adjoint sweep, when
+/// the settings ask for it ([`Sensitivity::Auto`]: from [`ADJOINT_FROM`]
+/// varying numbers), the system is compiled for these values and the
+/// record at the step limit (S + 3 numbers a step) fits in memory; `None`
+/// for forward sensitivities. Asked for explicitly, a record that does
+/// not fit is the memory error.
+#[allow(clippy::too_many_arguments)]
+fn adjoint_solve(
+    bound: &super::bind::Bound,
+    system: usize,
+    args: &[TExpr],
+    vals: &[Value<f64>],
+    varying: &[bool],
+    settings: &OdeSettings,
+    span: Span,
+    count: usize,
+) -> Result<Option<(DMatrix<f64>, Sensitivities)>, Error> {
+    let wanted = match settings.sensitivity {
+        Sensitivity::Forward => false,
+        Sensitivity::Adjoint => count > 0,
+        Sensitivity::Auto => count >= ADJOINT_FROM,
+    };
+    let program = bound.graph.functions[system].system_program.as_ref();
+    let state = vals.first().and_then(|v| v.vector()).map(|x| x.len());
+    let (true, Some(p), Some(n)) = (wanted, program, state) else {
+        return Ok(None);
+    };
+    if p.bind(n, &vals[3..]).is_none() {
+        return Ok(None);
+    }
+    let record =
+        tempest_core::limits::Request::new("the ODE adjoint's record of the solver's steps")
+            .times("step limit max_steps", settings.max_steps)
+            .times("state elements + 3", n + 3);
+    match tempest_core::limits::check_memory(&[record]) {
+        Ok(()) => {}
+        Err(e) if settings.sensitivity == Sensitivity::Adjoint => {
+            return Err(e.with_span(span).with_label("this solve"));
+        }
+        Err(_) => return Ok(None),
+    }
+    let mut traj = Trajectory::default();
+    let sol = solve_call_with(
+        Some(bound),
+        &bound.graph,
+        system,
+        args,
+        vals,
+        settings,
+        span,
+        &bound.stop,
+        Some(&mut traj),
+    )?;
+    let Value::Matrix(m) = sol else {
+        return Err(Error::internal("an ODE solution that is not a matrix"));
+    };
+    let kept = Kept::Adjoint {
+        system,
+        traj,
+        varying: varying.to_vec(),
+    };
+    Ok(Some((m, Sensitivities(kept))))
 }
 
 /// One `ode` call's pieces, for [`solve_with_sensitivities`].

@@ -14,6 +14,10 @@
 //! accepted state is not finite. A rejected step (its error estimate above
 //! the tolerance, or not a number) shrinks the step and is retried.
 
+pub mod adjoint;
+
+pub use adjoint::{Trajectory, Vjp, adjoint, solve_recorded};
+
 use crate::scalar::Real;
 use tempest_core::error::num;
 use tempest_core::interrupt::StopFlag;
@@ -27,7 +31,31 @@ pub struct OdeSettings {
     pub atol: f64,
     /// The most steps (accepted and rejected) one solve may attempt.
     pub max_steps: usize,
+    /// How a gradient through the solve is taken.
+    pub sensitivity: Sensitivity,
 }
+
+/// How the derivatives of a solve in its initial state and parameters are
+/// taken where a reverse pass needs them (the samplers' gradient).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sensitivity {
+    /// The adjoint from [`ADJOINT_FROM`] varying numbers up, when the
+    /// system is compiled and its record fits in memory; forward below.
+    #[default]
+    Auto,
+    /// Forward sensitivities: one solve in dual numbers, one tangent per
+    /// varying number (up to eight per solve).
+    Forward,
+    /// The discrete adjoint ([`adjoint::adjoint`]): one solve in `f64`
+    /// and one backward sweep, whatever the number of varying numbers
+    /// (forward where the system is not compiled).
+    Adjoint,
+}
+
+/// The number of varying numbers (initial state and parameters) from
+/// which [`Sensitivity::Auto`] takes the adjoint (benches/README.md, "ODE
+/// gradients: forward or adjoint").
+pub const ADJOINT_FROM: usize = 4;
 
 impl Default for OdeSettings {
     fn default() -> Self {
@@ -35,6 +63,7 @@ impl Default for OdeSettings {
             rtol: 1e-6,
             atol: 1e-6,
             max_steps: 100_000,
+            sensitivity: Sensitivity::Auto,
         }
     }
 }
@@ -199,6 +228,23 @@ pub fn solve<T: Real>(
     s: &OdeSettings,
     stop: &StopFlag,
 ) -> Result<Vec<T>, OdeFailure> {
+    solve_into(f, x0, t0, ts, s, stop, None)
+}
+
+/// [`solve`], and with `record` the accepted steps written into it (its
+/// old contents cleared) for the adjoint pass ([`adjoint::adjoint`]).
+fn solve_into<T: Real>(
+    f: &mut Rhs<'_, T>,
+    x0: &[T],
+    t0: f64,
+    ts: &[f64],
+    s: &OdeSettings,
+    stop: &StopFlag,
+    mut record: Option<&mut Trajectory>,
+) -> Result<Vec<T>, OdeFailure> {
+    if let Some(r) = record.as_deref_mut() {
+        r.clear(x0.len(), t0);
+    }
     let times = distinct_times_after(t0, ts);
     if times > s.max_steps {
         return Err(OdeFailure::Times {
@@ -279,6 +325,9 @@ pub fn solve<T: Real>(
                 if !finite(&x_new) || !finite(&k[6]) {
                     return Err(OdeFailure::NonFinite { t: t + hs });
                 }
+                if let Some(r) = record.as_deref_mut() {
+                    r.push_step(t, hs, &x);
+                }
                 t = if clipped { t_end } else { t + hs };
                 std::mem::swap(&mut x, &mut x_new);
                 k.swap(0, 6);
@@ -304,6 +353,9 @@ pub fn solve<T: Real>(
             }
         }
         out.extend_from_slice(&x);
+        if let Some(r) = record.as_deref_mut() {
+            r.push_output();
+        }
     }
     Ok(out)
 }

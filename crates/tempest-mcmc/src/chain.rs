@@ -259,7 +259,14 @@ impl Chain {
                     }
                 }
                 Ok(_) => {}
-                Err(e) if e.is_interrupted() => return Err(e),
+                // A stop, a refused setting (a memory budget) or a bug is
+                // not a property of the point: another would meet it too.
+                Err(e)
+                    if e.is_interrupted()
+                        || matches!(e.kind, ErrorKind::Settings | ErrorKind::Internal) =>
+                {
+                    return Err(e);
+                }
                 Err(e) => last_err = Some(e),
             }
         }

@@ -200,11 +200,32 @@ impl Checker<'_> {
         )
     }
 
-    /// `rtol`, `atol` and `max_steps`: positive numeric literals.
+    /// `rtol`, `atol` and `max_steps`: positive numeric literals;
+    /// `sensitivity`: `auto`, `forward` or `adjoint`.
     fn ode_settings(&mut self, named: &[&Arg]) -> OdeSettings {
         let mut s = OdeSettings::default();
         for a in named {
             let Some(n) = &a.name else { continue };
+            if n.name == "sensitivity" {
+                use tempest_math::ode::Sensitivity;
+                s.sensitivity = match &a.value.kind {
+                    ExprKind::Var(v) if v == "auto" => Sensitivity::Auto,
+                    ExprKind::Var(v) if v == "forward" => Sensitivity::Forward,
+                    ExprKind::Var(v) if v == "adjoint" => Sensitivity::Adjoint,
+                    _ => {
+                        self.error(
+                            Error::at(
+                                ErrorKind::Settings,
+                                a.value.span,
+                                "`sensitivity` of `ode` must be `auto`, `forward` or `adjoint`",
+                            )
+                            .with_label("here"),
+                        );
+                        continue;
+                    }
+                };
+                continue;
+            }
             let v = super::calls::constant(&a.value);
             let ok = match (n.name.as_str(), v) {
                 ("rtol", Some(x)) if x > 0.0 && x < 1.0 => {
@@ -226,7 +247,7 @@ impl Checker<'_> {
                             ErrorKind::Name,
                             n.span,
                             format!(
-                                "`ode` has no option `{other}` (options: rtol, atol, max_steps)"
+                                "`ode` has no option `{other}` (options: rtol, atol, max_steps, sensitivity)"
                             ),
                         )
                         .with_label("unknown option"),

@@ -225,7 +225,7 @@ impl DensityProgram {
         };
         let vals: Vec<Value<f64>> = srcs.iter().map(|x| self.value(bound, v, *x)).collect();
         let adj = DMatrix::from_column_slice(t, s, gk);
-        let adjs = sens.vjp(&vals, &adj)?;
+        let adjs = sens.vjp(bound, &vals, &adj)?;
         for (x, a) in srcs.iter().zip(adjs) {
             if let (Src::Node(m), Some(a)) = (x, a) {
                 let n = &self.nodes[*m];

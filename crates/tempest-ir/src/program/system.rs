@@ -272,6 +272,35 @@ impl SystemProgram {
         }
     }
 
+    /// The right-hand side's vector–Jacobian product at (t, x): with
+    /// weights `w` \[S\], Σᵢ wᵢ ∂fᵢ/∂(t, x, parameters) added to `g`, in
+    /// the layout of `flat` ([`SystemProgram::bind`]: g\[1..1+S\] is x̄,
+    /// the parameters' elements follow, [`SystemProgram::param_lens`] of
+    /// each). `vals` and `adj` are scratch of [`SystemProgram::slots`]
+    /// slots. Allocates nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub fn vjp(
+        &self,
+        t: f64,
+        x: &[f64],
+        flat: &mut [f64],
+        w: &[f64],
+        vals: &mut [f64],
+        adj: &mut [f64],
+        g: &mut [f64],
+    ) {
+        flat[0] = t;
+        flat[1..1 + x.len()].copy_from_slice(x);
+        self.program.run_vjp(flat, &self.outs, w, vals, adj, g);
+    }
+
+    /// Per parameter of the system, the number of its elements the body
+    /// reads (its first ones): their places in [`SystemProgram::bind`]'s
+    /// list follow the state's, in order.
+    pub fn param_lens(&self) -> &[usize] {
+        &self.param_len
+    }
+
     /// The number of scratch slots [`SystemProgram::run`] needs.
     pub fn slots(&self) -> usize {
         self.program.len()

@@ -382,7 +382,7 @@ impl KernelProgram {
         x: &[f64],
         y: &[f64],
         g: &mut [f64],
-        mut inputs: Option<(&mut [f64], &mut [f64])>,
+        inputs: Option<(&mut [f64], &mut [f64])>,
         live: Option<&[bool]>,
         vals: &mut [f64],
         adj: &mut [f64],
@@ -395,6 +395,50 @@ impl KernelProgram {
         }
         adj.iter_mut().for_each(|v| *v = 0.0);
         adj[self.out] = 1.0;
+        self.reverse(x, y, g, inputs, live, vals, adj);
+        vals[self.out]
+    }
+
+    /// Every slot's value into `vals` and, with the weights `w[i]` of the
+    /// slots `outs[i]`, Σᵢ wᵢ ∂slotᵢ/∂pⱼ added to `g` \[n_params\]: one
+    /// forward and one reverse pass from several outputs at once, for a
+    /// program without inputs (an ODE system's right-hand side, whose
+    /// vector–Jacobian product this is). `vals` and `adj` are scratch of
+    /// [`KernelProgram::len`] slots. Allocates nothing.
+    pub fn run_vjp(
+        &self,
+        p: &[f64],
+        outs: &[usize],
+        w: &[f64],
+        vals: &mut [f64],
+        adj: &mut [f64],
+        g: &mut [f64],
+    ) {
+        let n = self.insts.len();
+        self.forward(p, &[], &[], &mut vals[..n]);
+        let adj = &mut adj[..n];
+        adj.iter_mut().for_each(|v| *v = 0.0);
+        for (&o, &wi) in outs.iter().zip(w) {
+            adj[o] += wi;
+        }
+        self.reverse(&[], &[], g, None, None, &vals[..n], adj);
+    }
+
+    /// The reverse pass over slot adjoints `adj` already seeded, adding
+    /// ∂/∂p into `g` (and with `inputs`, ∂/∂x, ∂/∂y into them), visiting
+    /// only the `live` slots when given.
+    #[allow(clippy::too_many_arguments)]
+    fn reverse(
+        &self,
+        x: &[f64],
+        y: &[f64],
+        g: &mut [f64],
+        mut inputs: Option<(&mut [f64], &mut [f64])>,
+        live: Option<&[bool]>,
+        vals: &[f64],
+        adj: &mut [f64],
+    ) {
+        let visit = |i: usize| live.is_none_or(|l| l[i]);
         for i in (0..self.insts.len()).rev() {
             let a_i = adj[i];
             if a_i == 0.0 || !visit(i) {
@@ -429,7 +473,6 @@ impl KernelProgram {
                 Inst::Const(_) | Inst::Not(_) => {}
             }
         }
-        vals[self.out]
     }
 }
 
