@@ -1,6 +1,7 @@
 //! Gradients through `ode(...)`: one log density with its gradient by
 //! forward sensitivities and by the adjoint sweep, on Lotka–Volterra
-//! (hare and lynx, six varying numbers in the solve) and on a
+//! (hare and lynx: six varying numbers in the solve; four with the initial
+//! state fixed; one with three rates fixed too) and on a
 //! three-species competitive Lotka–Volterra system (fifteen: three growth
 //! rates, nine interactions, the initial state). See benches/README.md,
 //! "ODE gradients: forward or adjoint".
@@ -92,6 +93,25 @@ fn bench(c: &mut Criterion) {
         let d = density(LV, mode, &hl);
         let mut g = vec![0.0; d.dim];
         group.bench_function(format!("lotka_volterra_6_{mode}"), |b| {
+            b.iter(|| black_box(d.log_density_grad(black_box(&x_lv), &mut g).unwrap()))
+        });
+        // The initial state fixed: four varying numbers.
+        let fixed = LV.replace("ode(lv, z_init,", "ode(lv, [34.0, 5.9],");
+        let d = density(&fixed, mode, &hl);
+        let mut g = vec![0.0; d.dim];
+        group.bench_function(format!("lotka_volterra_4_{mode}"), |b| {
+            b.iter(|| black_box(d.log_density_grad(black_box(&x_lv), &mut g).unwrap()))
+        });
+        // One: the rates fixed but alpha.
+        let two = LV
+            .replace("ode(lv, z_init,", "ode(lv, [34.0, 5.9],")
+            .replace(
+                "year - 1900, alpha, beta, gamma, delta,",
+                "year - 1900, alpha, 0.028, 0.8, 0.024,",
+            );
+        let d = density(&two, mode, &hl);
+        let mut g = vec![0.0; d.dim];
+        group.bench_function(format!("lotka_volterra_1_{mode}"), |b| {
             b.iter(|| black_box(d.log_density_grad(black_box(&x_lv), &mut g).unwrap()))
         });
         let d = density(COMPETITION, mode, &comp_data);

@@ -780,3 +780,44 @@ fn no_crate_has_a_circle_of_more_than_twelve_files() {
         }
     }
 }
+
+/// A crate that skips its doc tests (`doctest = false`, to spare CI a
+/// rustdoc run per crate) has no code block that would be one: every
+/// block it opens in a comment is `text`. One that skips its unit-test
+/// binary (`test = false`) has no `#[test]`.
+#[test]
+fn crates_that_skip_test_binaries_have_no_tests_in_them() {
+    for (name, dir) in crate_dirs() {
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("read manifest");
+        let no_doctest = manifest.lines().any(|l| l.trim() == "doctest = false");
+        let no_test = manifest.lines().any(|l| l.trim() == "test = false");
+        let mut files = Vec::new();
+        rust_files(&dir.join("src"), &mut files);
+        for f in files {
+            let text = std::fs::read_to_string(&f).expect("read source");
+            let mut open = false;
+            for (i, line) in text.lines().enumerate() {
+                let t = line.trim_start();
+                let doc = t.strip_prefix("///").or_else(|| t.strip_prefix("//!"));
+                if let Some(fence) = doc.map(str::trim).filter(|d| d.starts_with("```")) {
+                    if !open && no_doctest {
+                        assert_eq!(
+                            fence,
+                            "```text",
+                            "{name}: {}:{} opens a code block that would be a doc test, but the crate has doctest = false",
+                            f.display(),
+                            i + 1
+                        );
+                    }
+                    open = !open;
+                }
+                assert!(
+                    !(no_test && t.starts_with("#[test]")),
+                    "{name}: {}:{} has a test, but the crate has test = false",
+                    f.display(),
+                    i + 1
+                );
+            }
+        }
+    }
+}

@@ -148,7 +148,7 @@ fn a_misspelt_sensitivity_is_a_located_error() {
 
 #[test]
 fn the_adjoint_record_is_bounded_before_the_solve() {
-    // At the step limit the record could need 4 MB: under a 2 MB budget
+    // At the step limit the record could need 14 MB: under a 2 MB budget
     // the default falls back to forward sensitivities and runs; asked for
     // by name, the adjoint is a memory error at the call.
     let dir = out_dir("ode_adjoint_memory");

@@ -352,36 +352,18 @@ fn adjoint_vjp(
         .flat_map(|i| (0..n).map(move |j| (i, j)))
         .map(|(i, j)| adj[(i, j)])
         .collect();
-    let mut flat_b = flat.clone();
-    let (mut vals_f, mut vals_b, mut adj_b) = (
-        vec![0.0; p.slots()],
-        vec![0.0; p.slots()],
-        vec![0.0; p.slots()],
-    );
+    let (mut vals_b, mut adj_b) = (vec![0.0; p.slots()], vec![0.0; p.slots()]);
     let mut g = vec![0.0; flat.len()];
     let mut p_bar = vec![0.0; flat.len() - 1 - n];
-    let mut rhs = |t: f64, x: &[f64], dx: &mut [f64]| -> Result<(), String> {
-        p.run(t, x, &mut flat, &mut vals_f, dx);
-        Ok(())
-    };
     let mut vjp = |t: f64, x: &[f64], w: &[f64], xb: &mut [f64], pb: &mut [f64]| {
         g.iter_mut().for_each(|v| *v = 0.0);
-        p.vjp(t, x, &mut flat_b, w, &mut vals_b, &mut adj_b, &mut g);
+        p.vjp(t, x, &mut flat, w, &mut vals_b, &mut adj_b, &mut g);
         xb.iter_mut().zip(&g[1..1 + n]).for_each(|(b, v)| *b += v);
         pb.iter_mut().zip(&g[1 + n..]).for_each(|(b, v)| *b += v);
         Ok(())
     };
     let mut x0_bar = vec![0.0; n];
-    adjoint(
-        &mut rhs,
-        &mut vjp,
-        traj,
-        &seed,
-        &mut x0_bar,
-        &mut p_bar,
-        &bound.stop,
-    )
-    .map_err(|e| match e {
+    adjoint(&mut vjp, traj, &seed, &mut x0_bar, &mut p_bar, &bound.stop).map_err(|e| match e {
         OdeFailure::Interrupted { .. } => {
             tempest_core::interrupt::interrupted("the ODE adjoint sweep")
         }
@@ -502,7 +484,7 @@ pub fn solve_with_sensitivities(
 /// The solve in `f64` with its steps recorded for the adjoint sweep, when
 /// the settings ask for it ([`Sensitivity::Auto`]: from [`ADJOINT_FROM`]
 /// varying numbers), the system is compiled for these values and the
-/// record at the step limit (S + 3 numbers a step) fits in memory; `None`
+/// record at the step limit (7S + 3 numbers a step) fits in memory; `None`
 /// for forward sensitivities. Asked for explicitly, a record that does
 /// not fit is the memory error.
 #[allow(clippy::too_many_arguments)]
@@ -532,7 +514,7 @@ fn adjoint_solve(
     let record =
         tempest_core::limits::Request::new("the ODE adjoint's record of the solver's steps")
             .times("step limit max_steps", settings.max_steps)
-            .times("state elements + 3", n + 3);
+            .times("7 × state elements + 3", 7 * n + 3);
     match tempest_core::limits::check_memory(&[record]) {
         Ok(()) => {}
         Err(e) if settings.sensitivity == Sensitivity::Adjoint => {

@@ -326,7 +326,7 @@ fn solve_into<T: Real>(
                     return Err(OdeFailure::NonFinite { t: t + hs });
                 }
                 if let Some(r) = record.as_deref_mut() {
-                    r.push_step(t, hs, &x);
+                    r.push_step(t, hs, &x, &k[..6]);
                 }
                 t = if clipped { t_end } else { t + hs };
                 std::mem::swap(&mut x, &mut x_new);

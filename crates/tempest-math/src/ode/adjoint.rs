@@ -3,20 +3,19 @@
 //! and the system's parameters, by one backward sweep over the accepted
 //! steps, whatever the number of parameters.
 //!
-//! The forward solve ([`solve_recorded`], in `f64`) keeps each accepted
-//! step's start time, size and starting state (S + 3 numbers a step). The
-//! sweep then walks the steps backwards: it recomputes the step's six
-//! stages from its starting state and carries the adjoint λ of the state
-//! through them (reverse mode through the Runge–Kutta formula
+//! The forward solve ([`solve_recorded`]) keeps each accepted step's start
+//! time, size, starting state and six stage derivatives (7S + 3 numbers a
+//! step). The sweep then walks the steps backwards and carries the adjoint
+//! λ of the state through the step's stages (reverse mode through the Runge–Kutta formula
 //! x₊ = x + h Σⱼ bⱼ kⱼ, kᵢ = f(t + cᵢh, x + h Σⱼ₍ⱼ₍ᵢ₎ aᵢⱼ kⱼ)), each stage
 //! asking the right-hand side's vector–Jacobian product
 //! (wᵀ∂f/∂x, wᵀ∂f/∂p) once. The step sizes are constants, as in the
 //! dual-number solve, so the result is the derivative of the discrete
 //! solution that is reported — the forward sensitivities' contraction
 //! with x̄, to rounding (discretise, then differentiate) — not of the
-//! exact flow; it costs about three solves in `f64` (the forward one, the
-//! stages again, and one reverse pass of f per stage) where the forward
-//! sensitivities cost one solve in duals with one tangent per parameter.
+//! exact flow; it costs one solve in `f64` and one forward and reverse
+//! pass of f per stage, where the forward sensitivities cost one solve in
+//! duals with one tangent per varying number.
 
 use super::{A, C, OdeFailure, OdeSettings, Rhs, solve_into};
 use tempest_core::interrupt::StopFlag;
@@ -29,9 +28,9 @@ pub type Vjp<'a> =
 
 /// A forward solve's accepted steps, for [`adjoint`]: per step its start
 /// time, its size, the time its first stage was evaluated at (the
-/// previous step's end, carried over by the first-same-as-last stage), and
-/// its starting state; per output time, the number of steps taken before
-/// it was reported.
+/// previous step's end, carried over by the first-same-as-last stage), its
+/// starting state and its six stage derivatives; per output time, the
+/// number of steps taken before it was reported.
 #[derive(Clone, Debug, Default)]
 pub struct Trajectory {
     /// The state's length S.
@@ -40,6 +39,8 @@ pub struct Trajectory {
     steps: Vec<(f64, f64, f64)>,
     /// The starting state of each step, S numbers each.
     states: Vec<f64>,
+    /// The stage derivatives k₀ … k₅ of each step, 6S numbers each.
+    stages: Vec<f64>,
     /// Per output time, the accepted steps before it.
     outputs: Vec<usize>,
     /// Where the next step's first stage was evaluated.
@@ -52,14 +53,25 @@ impl Trajectory {
         self.n = n;
         self.steps.clear();
         self.states.clear();
+        self.stages.clear();
         self.outputs.clear();
         self.next_first = t0;
     }
 
-    /// An accepted step from (t, x) of size h.
-    pub(super) fn push_step<T: crate::scalar::Real>(&mut self, t: f64, h: f64, x: &[T]) {
+    /// An accepted step from (t, x) of size h, with its stages' derivatives
+    /// `k` (six of S).
+    pub(super) fn push_step<T: crate::scalar::Real>(
+        &mut self,
+        t: f64,
+        h: f64,
+        x: &[T],
+        k: &[Vec<T>],
+    ) {
         self.steps.push((t, h, self.next_first));
         self.states.extend(x.iter().map(|v| v.to_constant()));
+        for kj in k {
+            self.stages.extend(kj.iter().map(|v| v.to_constant()));
+        }
         // The first-same-as-last stage: f(t + c₆h, x₊), c₆ = 1.
         self.next_first = t + C[6] * h;
     }
@@ -86,8 +98,9 @@ impl Trajectory {
 }
 
 /// [`super::solve`], keeping its accepted steps (their values) in `record`
-/// for [`adjoint`]: the same solution, bit for bit. The record grows by S + 3
-/// numbers per accepted step; the caller bounds it by the step limit.
+/// for [`adjoint`]: the same solution, bit for bit. The record grows by
+/// 7S + 3 numbers per accepted step; the caller bounds it by the step
+/// limit.
 pub fn solve_recorded<T: crate::scalar::Real>(
     f: &mut Rhs<'_, T>,
     x0: &[T],
@@ -104,12 +117,9 @@ pub fn solve_recorded<T: crate::scalar::Real>(
 /// state reported at output time i, row-major as [`super::solve`]'s
 /// output) and the record of that solve, add ∂⟨seed, x⟩/∂x₀ to `x0_bar`
 /// \[S\] and pass each stage's weights to `vjp`, which adds ∂/∂p into
-/// `p_bar`. `f` is the right-hand side the solve used (its stages are
-/// recomputed). Allocates its scratch (nine vectors of S) once; `stop` is
-/// read before every step.
-#[allow(clippy::too_many_arguments)]
+/// `p_bar`. Allocates its scratch (ten vectors of S) once; `stop` is read
+/// before every step.
 pub fn adjoint(
-    f: &mut Rhs<'_, f64>,
     vjp: &mut Vjp<'_>,
     traj: &Trajectory,
     seed: &[f64],
@@ -124,7 +134,6 @@ pub fn adjoint(
         ));
     }
     let mut lambda = vec![0.0; n];
-    let mut k = vec![vec![0.0; n]; 6];
     let mut k_bar = vec![vec![0.0; n]; 6];
     let mut stage = vec![0.0; n];
     let mut y_bar = vec![0.0; n];
@@ -145,12 +154,7 @@ pub fn adjoint(
         }
         let (t, h, t_first) = traj.steps[j];
         let x = &traj.states[j * n..(j + 1) * n];
-        // The stages again, as the forward solve formed them.
-        f(t_first, x, &mut k[0]).map_err(OdeFailure::Rhs)?;
-        for st in 1..6 {
-            stage_state(x, &k, st, h, &mut stage);
-            f(t + C[st] * h, &stage, &mut k[st]).map_err(OdeFailure::Rhs)?;
-        }
+        let k = &traj.stages[6 * j * n..6 * (j + 1) * n];
         // x₊ = x + h Σⱼ a₆ⱼ kⱼ: k̄ⱼ = h a₆ⱼ λ, x̄ = λ.
         for (jj, kb) in k_bar.iter_mut().enumerate() {
             let w = h * A[6][jj];
@@ -164,7 +168,7 @@ pub fn adjoint(
             if st == 0 {
                 vjp(t_first, x, &k_bar[0], &mut y_bar, p_bar).map_err(OdeFailure::Rhs)?;
             } else {
-                stage_state(x, &k, st, h, &mut stage);
+                stage_state(x, k, st, h, &mut stage);
                 vjp(t + C[st] * h, &stage, &k_bar[st], &mut y_bar, p_bar)
                     .map_err(OdeFailure::Rhs)?;
             }
@@ -191,15 +195,17 @@ pub fn adjoint(
     Ok(())
 }
 
-/// Stage `st`'s state x + h Σⱼ₍ⱼ₍ₛₜ₎ a_{st,j} kⱼ into `stage`, summed in
-/// the forward solve's order so it is the same number.
-fn stage_state(x: &[f64], k: &[Vec<f64>], st: usize, h: f64, stage: &mut [f64]) {
-    for i in 0..x.len() {
+/// Stage `st`'s state x + h Σⱼ₍ⱼ₍ₛₜ₎ a_{st,j} kⱼ into `stage` (`k` the
+/// six stage derivatives, S each, one after another), summed in the
+/// forward solve's order so it is the same number.
+fn stage_state(x: &[f64], k: &[f64], st: usize, h: f64, stage: &mut [f64]) {
+    let n = x.len();
+    for i in 0..n {
         let mut acc = 0.0;
-        for (j, kj) in k.iter().enumerate().take(st) {
+        for j in 0..st {
             let a = A[st][j];
             if a != 0.0 {
-                acc += kj[i] * a;
+                acc += k[j * n + i] * a;
             }
         }
         stage[i] = x[i] + acc * h;
@@ -258,7 +264,6 @@ mod tests {
         let seed: Vec<f64> = (0..xv.len()).map(|i| ((i * 7 % 5) as f64) - 1.7).collect();
         let (mut x0b, mut pb) = ([0.0; 2], [0.0; 2]);
         adjoint(
-            &mut forced(th, a),
             &mut forced_vjp(th, a),
             &traj,
             &seed,
@@ -313,7 +318,6 @@ mod tests {
         let (mut x0b, mut pb) = ([0.0; 2], [0.0; 2]);
         let mut run = |seed: &[f64], stop: &StopFlag| {
             adjoint(
-                &mut forced(1.0, 0.0),
                 &mut forced_vjp(1.0, 0.0),
                 &traj,
                 seed,
