@@ -206,8 +206,8 @@ impl DensityProgram {
     }
 
     /// An ODE solution's adjoint \[T, S\] pushed to its arguments by the
-    /// vector–Jacobian product of the forward sensitivities the forward
-    /// pass kept (`sens`).
+    /// vector–Jacobian product of what the forward pass kept (`sens`): the
+    /// forward sensitivities or the record for the adjoint sweep.
     #[allow(clippy::too_many_arguments)]
     fn ode_back(
         &self,

@@ -22,7 +22,8 @@
 //! ([`crate::pointwise::Pointwise::sum_vjp`]). The reverse pass visits the
 //! nodes last first, each adding its operands' adjoints by a hand-derived
 //! rule (Xᵀ ḡ for a matrix–vector product, a sum for a broadcast number,
-//! the forward sensitivities' vector–Jacobian product for an ODE).
+//! the forward sensitivities' or the adjoint sweep's vector–Jacobian
+//! product for an ODE).
 //!
 //! A latent GP sampled in whitened form (one site, replicated or not) is a
 //! leaf f = μ + L v whose L v the caller computes; the run returns f's

@@ -17,8 +17,9 @@ pub struct Workspace {
     pub(super) v: Vec<f64>,
     pub(super) g: Vec<f64>,
     pub(super) s: Vec<f64>,
-    /// The ODE nodes' forward sensitivities (node index, ∂x/∂a), made by
-    /// the forward pass of a run with gradients for its reverse pass.
+    /// The ODE nodes' sensitivities (node index, ∂x/∂a or the adjoint's
+    /// record), made by the forward pass of a run with gradients for its
+    /// reverse pass.
     pub(super) ode: Vec<(usize, crate::ode::Sensitivities)>,
 }
 
@@ -257,8 +258,9 @@ impl DensityProgram {
     }
 
     /// The nodes' values into `v`. With `sens`, an ODE node is solved with
-    /// its forward sensitivities, kept there for the reverse pass (the same
-    /// solution, so the gradient needs no second solve).
+    /// its forward sensitivities or its record for the adjoint sweep, kept
+    /// there for the reverse pass (the same solution, so the gradient needs
+    /// no second forward solve).
     fn forward(
         &self,
         bound: &Bound,
