@@ -13,26 +13,6 @@ use std::sync::Arc;
 use tempest::infer::mcmc::density::Density;
 use tempest::{Data, Model, Overrides, Registry};
 
-const LV: &str = r#"
-system lv(t : real, z : vector[2], alpha : real, beta : real, gamma : real, delta : real) {
-  [(alpha - beta * z[1]) * z[0], (-gamma + delta * z[0]) * z[1]]
-}
-data { n : int  year : vector[n]  hare : vector[n]  lynx : vector[n] }
-param {
-  alpha : positive ~ normal(1, 0.5)
-  beta : positive ~ normal(0.05, 0.05)
-  gamma : positive ~ normal(1, 0.5)
-  delta : positive ~ normal(0.05, 0.05)
-  z_init : positive[2] ~ lognormal(log(10), 1)
-  sigma : positive[2] ~ lognormal(-1, 1)
-}
-model {
-  let z = ode(lv, z_init, 0, year - 1900, alpha, beta, gamma, delta, sensitivity = MODE)
-  hare ~ lognormal(log(col(z, 0)), sigma[0])
-  lynx ~ lognormal(log(col(z, 1)), sigma[1])
-}
-"#;
-
 const COMPETITION: &str = r#"
 system comp(t : real, x : vector[3], r : vector[3], a : vector[9]) {
   [x[0] * (r[0] - a[0] * x[0] - a[1] * x[1] - a[2] * x[2]),
@@ -65,6 +45,14 @@ fn density(text: &str, mode: &str, data: &Data) -> Density {
 
 fn bench(c: &mut Criterion) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // The example's model, its `ode` call given the mode.
+    let lv = std::fs::read_to_string(root.join("examples/lotka_volterra.tempest"))
+        .expect("example")
+        .replace(
+            "year - 1900, alpha, beta, gamma, delta)",
+            "year - 1900, alpha, beta, gamma, delta, sensitivity = MODE)",
+        );
+    assert!(lv.contains("MODE"), "the example's ode call moved");
     let hl = Data::read(&root.join("../shared/data/hare_lynx_1900_1920.csv")).expect("data");
     let x_lv: Vec<f64> = [0.55f64, 0.028, 0.8, 0.024, 34.0, 5.9, 0.25, 0.3]
         .iter()
@@ -90,21 +78,28 @@ fn bench(c: &mut Criterion) {
     let x_comp: Vec<f64> = (0..16).map(|i| -0.3 + 0.04 * i as f64).collect();
     let mut group = c.benchmark_group("ode_gradient");
     for mode in ["forward", "adjoint"] {
-        let d = density(LV, mode, &hl);
+        let d = density(&lv, mode, &hl);
         let mut g = vec![0.0; d.dim];
         group.bench_function(format!("lotka_volterra_6_{mode}"), |b| {
             b.iter(|| black_box(d.log_density_grad(black_box(&x_lv), &mut g).unwrap()))
         });
         // The initial state fixed: four varying numbers.
-        let fixed = LV.replace("ode(lv, z_init,", "ode(lv, [34.0, 5.9],");
+        let fixed = lv.replace(
+            "ode(lotka_volterra, z_init,",
+            "ode(lotka_volterra, [34.0, 5.9],",
+        );
+        assert_ne!(fixed, lv, "the example's ode call moved");
         let d = density(&fixed, mode, &hl);
         let mut g = vec![0.0; d.dim];
         group.bench_function(format!("lotka_volterra_4_{mode}"), |b| {
             b.iter(|| black_box(d.log_density_grad(black_box(&x_lv), &mut g).unwrap()))
         });
         // One: the rates fixed but alpha.
-        let two = LV
-            .replace("ode(lv, z_init,", "ode(lv, [34.0, 5.9],")
+        let two = lv
+            .replace(
+                "ode(lotka_volterra, z_init,",
+                "ode(lotka_volterra, [34.0, 5.9],",
+            )
             .replace(
                 "year - 1900, alpha, beta, gamma, delta,",
                 "year - 1900, alpha, 0.028, 0.8, 0.024,",

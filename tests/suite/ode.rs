@@ -9,7 +9,9 @@ use common::*;
 use std::sync::Arc;
 use tempest::infer::mcmc::density::Density;
 
-const LOTKA_VOLTERRA: &str = r#"
+/// Lotka–Volterra on the hare and lynx pelts (the example's model with
+/// tight tolerances); `ode_adjoint.rs` appends options to its `ode` call.
+pub(crate) const LOTKA_VOLTERRA: &str = r#"
 system lv(t : real, z : vector[2], alpha : real, beta : real, gamma : real, delta : real) {
   [(alpha - beta * z[1]) * z[0], (-gamma + delta * z[0]) * z[1]]
 }

@@ -4,7 +4,7 @@
 //! numbers carry forward sensitivities through every step), and the
 //! vector–Jacobian product the samplers' reverse pass needs: the forward
 //! sensitivities' contraction, or the discrete adjoint sweep
-//! ([`tempest_math::ode::adjoint`]) over a recorded `f64` solve with the
+//! ([`tempest_math::ode::adjoint()`]) over a recorded `f64` solve with the
 //! compiled system's reverse pass.
 
 use super::expr::TExpr;

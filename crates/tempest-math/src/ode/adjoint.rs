@@ -232,6 +232,7 @@ mod tests {
     }
 
     /// Its vector–Jacobian product in (x, θ, a), by hand.
+    #[allow(clippy::type_complexity)]
     fn forced_vjp(
         theta: f64,
         a: f64,
