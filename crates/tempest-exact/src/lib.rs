@@ -10,10 +10,12 @@ pub mod engine;
 pub mod figure;
 pub mod fit;
 pub mod model;
-pub mod objective;
 pub mod predict;
 pub mod saved;
 
-use tempest_core::{error, limits};
+/// The log marginal likelihood and its gradient (the shared GP model's).
+pub use tempest_gp::objective;
+
+use tempest_core::error;
 use tempest_ir as ir;
 use tempest_math as math;

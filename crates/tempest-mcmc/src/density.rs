@@ -33,7 +33,7 @@ use ad_trait::AD;
 use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::{DMatrix, DVector, DVectorView, DVectorViewMut};
 use std::sync::Arc;
-use tempest_exact::model::ExactModel;
+use tempest_gp::model::GpModel;
 use tempest_infer::gradients::{kernel_term, reverse_sweeps};
 use tempest_infer::hypers::HyperLayout;
 use tempest_infer::structure::{latent_observation_with_params, likelihood_power};
@@ -96,11 +96,11 @@ const LATENT_JITTER: f64 = 1e-6;
 
 /// A latent GP with a Gaussian likelihood, integrated out: the observation
 /// contributes log N(y | μ + offset, K + σ²/t·I) (tempered as in
-/// [`ExactModel`]), with K, μ, the offset and σ free to depend on params.
+/// [`GpModel`]), with K, μ, the offset and σ free to depend on params.
 #[derive(Clone)]
 pub(super) struct Marginal {
     /// The integrated-out GP regression.
-    pub(super) model: ExactModel,
+    pub(super) model: GpModel,
     /// The coordinates of x (param entries) the marginal depends on.
     coords: Vec<usize>,
 }
@@ -320,7 +320,7 @@ impl Density {
                     )
             });
             if let (true, Some(lo)) = (gaussian, lo) {
-                let model = ExactModel::from_structure(
+                let model = GpModel::from_structure(
                     bound.clone(),
                     &lo,
                     HyperLayout::new(&bound, false),
@@ -995,7 +995,7 @@ impl Density {
         &self,
         m: &Marginal,
         params: &[Value<f64>],
-        state: &tempest_exact::objective::LmlState,
+        state: &tempest_gp::objective::LmlState,
         w: &crate::math::adjoint::LmlWeight,
         pbar: Option<&[f64]>,
         dtheta: &[f64],

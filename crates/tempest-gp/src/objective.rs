@@ -13,11 +13,11 @@
 //! rest by one reverse sweep through the model-file expressions (a kernel
 //! without reverse rules by forward-mode autodiff of its entries, eight
 //! directions per pass).
-//! [`ExactModel::lml_grad_autodiff`] instead pushes duals through the whole
+//! [`GpModel::lml_grad_autodiff`] instead pushes duals through the whole
 //! computation, including the Cholesky factorisation: slower, and used to
 //! check the first.
 
-use super::model::{ExactModel, Pieces};
+use super::model::{GpModel, Pieces};
 use crate::error::Error;
 use crate::math::adjoint::LmlWeight;
 use crate::math::linalg::{
@@ -53,7 +53,7 @@ const HALF_LOG_2PI: f64 = 0.918_938_533_204_672_8;
 /// The matrix factored, as errors name it.
 const WHAT: &str = "the covariance matrix K + noise";
 
-impl ExactModel {
+impl GpModel {
     /// The log marginal likelihood at θ, with the factorisation.
     pub fn lml(&self, theta: &[f64]) -> Result<LmlState, Error> {
         let n = self.inputs.len();
@@ -77,10 +77,10 @@ impl ExactModel {
         Ok(self.state(p, chol))
     }
 
-    /// [`ExactModel::lml_of`] with the weight of its gradient
-    /// ([`ExactModel::weight`]): L⁻¹ is formed in the factorisation's pass
+    /// [`GpModel::lml_of`] with the weight of its gradient
+    /// ([`GpModel::weight`]): L⁻¹ is formed in the factorisation's pass
     /// ([`cholesky_jitter_with_inverse`]), on threads it would leave idle;
-    /// the state is the same bits as [`ExactModel::lml_of`]'s.
+    /// the state is the same bits as [`GpModel::lml_of`]'s.
     pub fn lml_and_weight(&self, p: &Pieces<f64>) -> Result<(LmlState, Option<LmlWeight>), Error> {
         let n = self.inputs.len();
         if p.t == 0.0 {
@@ -133,7 +133,7 @@ impl ExactModel {
 
     /// The derivative of the log marginal likelihood in the (up to eight)
     /// directions seeded in dual pieces, given the state and weight
-    /// [`ExactModel::weight`] at the same point.
+    /// [`GpModel::weight`] at the same point.
     pub fn grad_chunk(
         &self,
         state: &LmlState,
@@ -143,7 +143,7 @@ impl ExactModel {
         self.grad_chunk_n(state, w, p, None)
     }
 
-    /// [`ExactModel::grad_chunk`] for duals with N tangents; `pbar`, the
+    /// [`GpModel::grad_chunk`] for duals with N tangents; `pbar`, the
     /// kernel's leaf adjoints at this point ([`leaf_adjoints`]), makes the
     /// kernel's part a chain rule instead of a pass over the entries.
     pub fn grad_chunk_n<const N: usize>(
