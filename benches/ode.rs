@@ -1,7 +1,7 @@
 //! Gradients through `ode(...)`: one log density with its gradient by
 //! forward sensitivities and by the adjoint sweep, on Lotka–Volterra
 //! (hare and lynx: six varying numbers in the solve; four with the initial
-//! state fixed; one with three rates fixed too) and on a
+//! state fixed; three, two and one with rates fixed too) and on a
 //! three-species competitive Lotka–Volterra system (fifteen: three growth
 //! rates, nine interactions, the initial state). See benches/README.md,
 //! "ODE gradients: forward or adjoint".
@@ -94,6 +94,26 @@ fn bench(c: &mut Criterion) {
         group.bench_function(format!("lotka_volterra_4_{mode}"), |b| {
             b.iter(|| black_box(d.log_density_grad(black_box(&x_lv), &mut g).unwrap()))
         });
+        // Three and two: the initial state fixed, and delta, then gamma too.
+        for (k, fixed_rates) in [
+            (3, "alpha, beta, gamma, 0.024,"),
+            (2, "alpha, beta, 0.8, 0.024,"),
+        ] {
+            let some = lv
+                .replace(
+                    "ode(lotka_volterra, z_init,",
+                    "ode(lotka_volterra, [34.0, 5.9],",
+                )
+                .replace(
+                    "year - 1900, alpha, beta, gamma, delta,",
+                    &format!("year - 1900, {fixed_rates}"),
+                );
+            let d = density(&some, mode, &hl);
+            let mut g = vec![0.0; d.dim];
+            group.bench_function(format!("lotka_volterra_{k}_{mode}"), |b| {
+                b.iter(|| black_box(d.log_density_grad(black_box(&x_lv), &mut g).unwrap()))
+            });
+        }
         // One: the rates fixed but alpha.
         let two = lv
             .replace(

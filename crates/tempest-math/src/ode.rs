@@ -55,7 +55,7 @@ pub enum Sensitivity {
 /// The number of varying numbers (initial state and parameters) from
 /// which [`Sensitivity::Auto`] takes the adjoint (benches/README.md, "ODE
 /// gradients: forward or adjoint").
-pub const ADJOINT_FROM: usize = 4;
+pub const ADJOINT_FROM: usize = 2;
 
 impl Default for OdeSettings {
     fn default() -> Self {
