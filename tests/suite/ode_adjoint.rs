@@ -2,8 +2,9 @@
 //! forward sensitivities: the same log density to the bit and the same
 //! gradient to rounding, for a system with a time-dependent right-hand
 //! side, a vector parameter read in part, a sampled and a fixed initial
-//! state; `sensitivity` chosen per call, refused with a located error when
-//! misspelt, and bounded in memory before the solve.
+//! state; `sensitivity` chosen per call, shown by `tempest emit ir`,
+//! refused with a located error when misspelt, and bounded in memory
+//! before the solve.
 
 use crate::common;
 use common::*;
@@ -158,4 +159,20 @@ fn the_adjoint_record_is_bounded_before_the_solve() {
         err.contains("the ODE adjoint's record") && err.contains("lv.tempest:15"),
         "{err}"
     );
+}
+
+#[test]
+fn the_ir_shows_a_sensitivity_that_is_not_the_default() {
+    let dir = out_dir("ode_adjoint_emit");
+    let emit = |opts: &str| {
+        let file = write_file(&dir, "lv.tempest", &lv_text(opts));
+        assert_ok(&tempest(&["emit", "ir", &file]))
+    };
+    let plain = emit("");
+    assert!(
+        plain.contains("max_steps 100000]") && !plain.contains("sensitivity"),
+        "{plain}"
+    );
+    assert!(emit(", sensitivity = adjoint").contains("max_steps 100000 sensitivity adjoint]"));
+    assert!(emit(", sensitivity = forward").contains("max_steps 100000 sensitivity forward]"));
 }
