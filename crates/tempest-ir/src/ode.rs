@@ -12,6 +12,7 @@ use super::graph::Graph;
 use super::value::{Value, zero_like};
 use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::{DMatrix, DVector};
+use std::sync::OnceLock;
 use tempest_core::error::{Error, ErrorKind, num};
 use tempest_core::interrupt::StopFlag;
 use tempest_math::ode::{
@@ -283,11 +284,6 @@ impl Sensitivities {
             } => adjoint_vjp(bound, *system, traj, varying, vals, adj),
         }
     }
-
-    /// Whether the reverse pass takes the adjoint sweep.
-    pub fn is_adjoint(&self) -> bool {
-        matches!(self.0, Kept::Adjoint { .. })
-    }
 }
 
 /// The forward sensitivities' contraction with `adj`.
@@ -347,11 +343,9 @@ fn adjoint_vjp(
             "an ODE solution's adjoint of another shape than the solution",
         ));
     }
-    // The seed row by row, as the solver reports the states.
-    let seed: Vec<f64> = (0..t)
-        .flat_map(|i| (0..n).map(move |j| (i, j)))
-        .map(|(i, j)| adj[(i, j)])
-        .collect();
+    // The seed row by row, as the solver reports the states: the
+    // transpose's storage (by columns).
+    let seed = adj.transpose();
     let (mut vals_b, mut adj_b) = (vec![0.0; p.slots()], vec![0.0; p.slots()]);
     let mut g = vec![0.0; flat.len()];
     let mut p_bar = vec![0.0; flat.len() - 1 - n];
@@ -363,7 +357,15 @@ fn adjoint_vjp(
         Ok(())
     };
     let mut x0_bar = vec![0.0; n];
-    adjoint(&mut vjp, traj, &seed, &mut x0_bar, &mut p_bar, &bound.stop).map_err(|e| match e {
+    adjoint(
+        &mut vjp,
+        traj,
+        seed.as_slice(),
+        &mut x0_bar,
+        &mut p_bar,
+        &bound.stop,
+    )
+    .map_err(|e| match e {
         OdeFailure::Interrupted { .. } => {
             tempest_core::interrupt::interrupted("the ODE adjoint sweep")
         }
@@ -411,6 +413,7 @@ pub fn solve_with_sensitivities(
     varying: &[bool],
     settings: &OdeSettings,
     span: Span,
+    record_fits: &OnceLock<bool>,
 ) -> Result<(DMatrix<f64>, Sensitivities), Error> {
     let mut coords = Vec::new();
     for (k, v) in vals.iter().enumerate() {
@@ -428,6 +431,7 @@ pub fn solve_with_sensitivities(
         settings,
         span,
         coords.len(),
+        record_fits,
     )? {
         return Ok(kept);
     }
@@ -486,7 +490,10 @@ pub fn solve_with_sensitivities(
 /// varying numbers), the system is compiled for these values and the
 /// record at the step limit (7S + 3 numbers a step) fits in memory; `None`
 /// for forward sensitivities. Asked for explicitly, a record that does
-/// not fit is the memory error.
+/// not fit is the memory error. Whether it fits is asked once per call
+/// site (`record_fits`): the bound depends only on S and the step limit,
+/// and a large request reads the machine's free memory, which a gradient
+/// should not do each time.
 #[allow(clippy::too_many_arguments)]
 fn adjoint_solve(
     bound: &super::bind::Bound,
@@ -497,6 +504,7 @@ fn adjoint_solve(
     settings: &OdeSettings,
     span: Span,
     count: usize,
+    record_fits: &OnceLock<bool>,
 ) -> Result<Option<(DMatrix<f64>, Sensitivities)>, Error> {
     let wanted = match settings.sensitivity {
         Sensitivity::Forward => false,
@@ -515,12 +523,17 @@ fn adjoint_solve(
         tempest_core::limits::Request::new("the ODE adjoint's record of the solver's steps")
             .times("step limit max_steps", settings.max_steps)
             .times("7 × state elements + 3", 7 * n + 3);
-    match tempest_core::limits::check_memory(&[record]) {
-        Ok(()) => {}
-        Err(e) if settings.sensitivity == Sensitivity::Adjoint => {
-            return Err(e.with_span(span).with_label("this solve"));
+    let check = || tempest_core::limits::check_memory(std::slice::from_ref(&record));
+    if !*record_fits.get_or_init(|| check().is_ok()) {
+        match check() {
+            // Asked for by name: the error (memory may have been freed
+            // since, then the solve goes ahead).
+            Err(e) if settings.sensitivity == Sensitivity::Adjoint => {
+                return Err(e.with_span(span).with_label("this solve"));
+            }
+            Ok(()) if settings.sensitivity == Sensitivity::Adjoint => {}
+            _ => return Ok(None),
         }
-        Err(_) => return Ok(None),
     }
     let mut traj = Trajectory::default();
     let sol = solve_call_with(

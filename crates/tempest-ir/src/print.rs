@@ -351,16 +351,14 @@ fn write_expr_inner(
             list(s, &format!("ode {}", functions[*system].name), &xs);
             let _ = write!(
                 s,
-                "[rtol {} atol {} max_steps {}{}]",
-                settings.rtol,
-                settings.atol,
-                settings.max_steps,
-                match settings.sensitivity {
-                    tempest_math::ode::Sensitivity::Auto => "",
-                    tempest_math::ode::Sensitivity::Forward => " sensitivity forward",
-                    tempest_math::ode::Sensitivity::Adjoint => " sensitivity adjoint",
-                }
+                "[rtol {} atol {} max_steps {}",
+                settings.rtol, settings.atol, settings.max_steps
             );
+            // The default is not shown, so older listings read the same.
+            if settings.sensitivity != tempest_math::ode::Sensitivity::Auto {
+                let _ = write!(s, " sensitivity {}", settings.sensitivity.name());
+            }
+            s.push(']');
         }
     }
 }

@@ -52,6 +52,31 @@ pub enum Sensitivity {
     Adjoint,
 }
 
+impl Sensitivity {
+    /// Every choice, with the name a model file writes for it.
+    pub const NAMES: [(&'static str, Sensitivity); 3] = [
+        ("auto", Sensitivity::Auto),
+        ("forward", Sensitivity::Forward),
+        ("adjoint", Sensitivity::Adjoint),
+    ];
+
+    /// The choice a model file names `name` (`auto`, `forward`, `adjoint`).
+    pub fn from_name(name: &str) -> Option<Sensitivity> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| *s)
+    }
+
+    /// The name a model file writes for this choice.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, s)| *s == self)
+            .map_or("auto", |(n, _)| n)
+    }
+}
+
 /// The number of varying numbers (initial state and parameters) from
 /// which [`Sensitivity::Auto`] takes the adjoint (benches/README.md, "ODE
 /// gradients: forward or adjoint").

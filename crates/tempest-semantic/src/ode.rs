@@ -207,12 +207,13 @@ impl Checker<'_> {
         for a in named {
             let Some(n) = &a.name else { continue };
             if n.name == "sensitivity" {
-                use tempest_math::ode::Sensitivity;
-                s.sensitivity = match &a.value.kind {
-                    ExprKind::Var(v) if v == "auto" => Sensitivity::Auto,
-                    ExprKind::Var(v) if v == "forward" => Sensitivity::Forward,
-                    ExprKind::Var(v) if v == "adjoint" => Sensitivity::Adjoint,
-                    _ => {
+                let named = match &a.value.kind {
+                    ExprKind::Var(v) => tempest_math::ode::Sensitivity::from_name(v),
+                    _ => None,
+                };
+                s.sensitivity = match named {
+                    Some(choice) => choice,
+                    None => {
                         self.error(
                             Error::at(
                                 ErrorKind::Settings,

@@ -473,6 +473,7 @@ impl Compiler<'_> {
                     args: srcs,
                     settings: *settings,
                     span: e.span,
+                    record_fits: Default::default(),
                 };
                 Ok(self.push(Op::Ode(Box::new(call)), Sh::Mat(rows, states)))
             }

@@ -167,6 +167,9 @@ struct OdeCall {
     settings: tempest_math::ode::OdeSettings,
     /// The call's place in the file.
     span: tempest_syntax::ast::Span,
+    /// Whether the adjoint's record at the step limit fits in memory,
+    /// asked at the first gradient (`ir::ode::solve_with_sensitivities`).
+    record_fits: std::sync::OnceLock<bool>,
 }
 
 /// One node: its operation and where its value lies in the workspace.

@@ -448,6 +448,7 @@ impl DensityProgram {
                             &call.varying,
                             &call.settings,
                             call.span,
+                            &call.record_fits,
                         )?;
                         if sol.len() != out.len() {
                             return Err(Error::internal("an ODE solution of another shape"));

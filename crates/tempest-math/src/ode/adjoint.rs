@@ -117,8 +117,9 @@ pub fn solve_recorded<T: crate::scalar::Real>(
 /// state reported at output time i, row-major as [`super::solve`]'s
 /// output) and the record of that solve, add ∂⟨seed, x⟩/∂x₀ to `x0_bar`
 /// \[S\] and pass each stage's weights to `vjp`, which adds ∂/∂p into
-/// `p_bar`. Allocates its scratch (ten vectors of S) once; `stop` is read
-/// before every step.
+/// `p_bar`. A non-finite adjoint (of the state at a step, or of the
+/// parameters at the end) is [`OdeFailure::NonFinite`]. Allocates its
+/// scratch (ten vectors of S) once; `stop` is read before every step.
 pub fn adjoint(
     vjp: &mut Vjp<'_>,
     traj: &Trajectory,
@@ -191,6 +192,12 @@ pub fn adjoint(
         }
     }
     add_outputs(&mut lambda, &mut out, 0);
+    // λ was checked step by step; the parameters' adjoints once, at the end.
+    if !p_bar.iter().all(|v| v.is_finite()) {
+        return Err(OdeFailure::NonFinite {
+            t: traj.steps.first().map_or(traj.next_first, |s| s.0),
+        });
+    }
     x0_bar.iter_mut().zip(&lambda).for_each(|(b, l)| *b += l);
     Ok(())
 }
@@ -298,8 +305,8 @@ mod tests {
         }
     }
 
-    /// A seed of the wrong shape and a set stop flag are errors, not
-    /// answers.
+    /// A seed of the wrong shape, a set stop flag and a non-finite
+    /// parameter adjoint are errors, not answers.
     #[test]
     fn a_wrong_seed_or_a_stop_ends_the_sweep() {
         let ts = [1.0, 2.0];
@@ -334,6 +341,17 @@ mod tests {
         assert!(matches!(
             run(&[1.0; 4], &set),
             Err(OdeFailure::Interrupted { .. })
+        ));
+        // A parameter's adjoint that is not finite (∂f/∂p infinite where f
+        // is finite, as √p at 0) is no gradient.
+        let mut infinite = |_t: f64, _x: &[f64], w: &[f64], _xb: &mut [f64], pb: &mut [f64]| {
+            pb[0] += w[1] * f64::INFINITY;
+            Ok(())
+        };
+        let mut pb = [0.0; 1];
+        assert!(matches!(
+            adjoint(&mut infinite, &traj, &[1.0; 4], &mut x0b, &mut pb, &stop),
+            Err(OdeFailure::NonFinite { .. })
         ));
     }
 }
