@@ -78,57 +78,38 @@ fn bench(c: &mut Criterion) {
     let x_comp: Vec<f64> = (0..16).map(|i| -0.3 + 0.04 * i as f64).collect();
     let mut group = c.benchmark_group("ode_gradient");
     for mode in ["forward", "adjoint"] {
-        let d = density(&lv, mode, &hl);
-        let mut g = vec![0.0; d.dim];
-        group.bench_function(format!("lotka_volterra_6_{mode}"), |b| {
-            b.iter(|| black_box(d.log_density_grad(black_box(&x_lv), &mut g).unwrap()))
-        });
-        // The initial state fixed: four varying numbers.
-        let fixed = lv.replace(
-            "ode(lotka_volterra, z_init,",
-            "ode(lotka_volterra, [34.0, 5.9],",
-        );
-        assert_ne!(fixed, lv, "the example's ode call moved");
-        let d = density(&fixed, mode, &hl);
-        let mut g = vec![0.0; d.dim];
-        group.bench_function(format!("lotka_volterra_4_{mode}"), |b| {
-            b.iter(|| black_box(d.log_density_grad(black_box(&x_lv), &mut g).unwrap()))
-        });
-        // Three and two: the initial state fixed, and delta, then gamma too.
-        for (k, fixed_rates) in [
-            (3, "alpha, beta, gamma, 0.024,"),
-            (2, "alpha, beta, 0.8, 0.024,"),
-        ] {
-            let some = lv
-                .replace(
-                    "ode(lotka_volterra, z_init,",
-                    "ode(lotka_volterra, [34.0, 5.9],",
-                )
-                .replace(
-                    "year - 1900, alpha, beta, gamma, delta,",
-                    &format!("year - 1900, {fixed_rates}"),
-                );
-            let d = density(&some, mode, &hl);
+        // The example's model (six varying numbers), then the initial state
+        // fixed (four) and the rates fixed one by one (three, two, one).
+        let variants = [
+            (6, None),
+            (4, Some("alpha, beta, gamma, delta,")),
+            (3, Some("alpha, beta, gamma, 0.024,")),
+            (2, Some("alpha, beta, 0.8, 0.024,")),
+            (1, Some("alpha, 0.028, 0.8, 0.024,")),
+        ];
+        for (k, rates) in variants {
+            let text = match rates {
+                None => lv.clone(),
+                Some(rates) => {
+                    let t = lv
+                        .replace(
+                            "ode(lotka_volterra, z_init,",
+                            "ode(lotka_volterra, [34.0, 5.9],",
+                        )
+                        .replace(
+                            "year - 1900, alpha, beta, gamma, delta,",
+                            &format!("year - 1900, {rates}"),
+                        );
+                    assert!(!t.contains("z_init, 0"), "the example's ode call moved");
+                    t
+                }
+            };
+            let d = density(&text, mode, &hl);
             let mut g = vec![0.0; d.dim];
             group.bench_function(format!("lotka_volterra_{k}_{mode}"), |b| {
                 b.iter(|| black_box(d.log_density_grad(black_box(&x_lv), &mut g).unwrap()))
             });
         }
-        // One: the rates fixed but alpha.
-        let two = lv
-            .replace(
-                "ode(lotka_volterra, z_init,",
-                "ode(lotka_volterra, [34.0, 5.9],",
-            )
-            .replace(
-                "year - 1900, alpha, beta, gamma, delta,",
-                "year - 1900, alpha, 0.028, 0.8, 0.024,",
-            );
-        let d = density(&two, mode, &hl);
-        let mut g = vec![0.0; d.dim];
-        group.bench_function(format!("lotka_volterra_1_{mode}"), |b| {
-            b.iter(|| black_box(d.log_density_grad(black_box(&x_lv), &mut g).unwrap()))
-        });
         let d = density(COMPETITION, mode, &comp_data);
         let mut g = vec![0.0; d.dim];
         group.bench_function(format!("competition_15_{mode}"), |b| {

@@ -256,11 +256,13 @@ enum Kept {
         /// T·S.
         len: usize,
     },
-    /// The accepted steps of the `f64` solve of `system`, and which
-    /// arguments vary.
+    /// The accepted steps of the `f64` solve of `system`, its compiled
+    /// body's parameter list at the call's values
+    /// ([`super::program::SystemProgram::bind`]), and which arguments vary.
     Adjoint {
         system: usize,
         traj: Trajectory,
+        flat: Vec<f64>,
         varying: Vec<bool>,
     },
 }
@@ -280,8 +282,9 @@ impl Sensitivities {
             Kept::Adjoint {
                 system,
                 traj,
+                flat,
                 varying,
-            } => adjoint_vjp(bound, *system, traj, varying, vals, adj),
+            } => adjoint_vjp(bound, *system, traj, flat, varying, vals, adj),
         }
     }
 }
@@ -325,19 +328,16 @@ fn adjoint_vjp(
     bound: &super::bind::Bound,
     system: usize,
     traj: &Trajectory,
+    flat: &[f64],
     varying: &[bool],
     vals: &[Value<f64>],
     adj: &DMatrix<f64>,
 ) -> Result<Vec<Option<Value<f64>>>, Error> {
-    let f = &bound.graph.functions[system];
-    let (n, t) = (traj.state_len(), traj.outputs());
-    let p = f.system_program.as_ref();
-    let flat = p.and_then(|p| p.bind(n, &vals[3..]));
-    let (Some(p), Some(mut flat)) = (p, flat) else {
-        return Err(Error::internal(
-            "an ODE adjoint whose system no longer binds",
-        ));
+    let Some(p) = bound.graph.functions[system].system_program.as_ref() else {
+        return Err(Error::internal("an ODE adjoint of a system not compiled"));
     };
+    let (n, t) = (traj.state_len(), traj.outputs());
+    let mut flat = flat.to_vec();
     if adj.nrows() != t || adj.ncols() != n {
         return Err(Error::internal(
             "an ODE solution's adjoint of another shape than the solution",
@@ -516,9 +516,9 @@ fn adjoint_solve(
     let (true, Some(p), Some(n)) = (wanted, program, state) else {
         return Ok(None);
     };
-    if p.bind(n, &vals[3..]).is_none() {
+    let Some(flat) = p.bind(n, &vals[3..]) else {
         return Ok(None);
-    }
+    };
     let record =
         tempest_core::limits::Request::new("the ODE adjoint's record of the solver's steps")
             .times("step limit max_steps", settings.max_steps)
@@ -553,6 +553,7 @@ fn adjoint_solve(
     let kept = Kept::Adjoint {
         system,
         traj,
+        flat,
         varying: varying.to_vec(),
     };
     Ok(Some((m, Sensitivities(kept))))
