@@ -79,15 +79,11 @@ model {{
 }}
 "#
     );
-    let m = model(&text);
-    let path = out_dir("ode_oscillator").join("sho.json");
-    std::fs::write(
-        &path,
+    let data = json_data(
+        "ode_oscillator",
         r#"{"n": 4, "ts": [0.5, 1.0, 2.5, 4.0], "y": [0.8, 0.3, -0.9, -0.4]}"#,
-    )
-    .unwrap();
-    let data = tempest::Data::read(&path).unwrap();
-    Density::new(Arc::new(bind(&m, &data))).unwrap()
+    );
+    Density::new(Arc::new(bind(&model(&text), &data))).unwrap()
 }
 
 #[test]

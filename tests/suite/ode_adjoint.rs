@@ -81,14 +81,11 @@ model {{
 }}
 "#
     );
-    let m = model(&text);
-    let path = out_dir("ode_adjoint_forced").join("forced.json");
-    std::fs::write(
-        &path,
+    let data = json_data(
+        "ode_adjoint_forced",
         r#"{"n": 6, "ts": [0.0, 0.5, 0.5, 2.0, 7.5, 10.0], "y": [0.5, 1.1, 1.1, -0.3, 1.2, -1.8]}"#,
-    )
-    .unwrap();
-    Density::new(Arc::new(bind(&m, &tempest::Data::read(&path).unwrap()))).unwrap()
+    );
+    Density::new(Arc::new(bind(&model(&text), &data))).unwrap()
 }
 
 const FORCED: &str = "[x[1], th * (1 - x[0]^2) * x[1] - x[0] + p[0] * sin(p[1] * t)]";

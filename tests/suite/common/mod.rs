@@ -146,6 +146,14 @@ pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// Data given as JSON text, through a file `data.json` in the test's own
+/// folder `dir` (the path the error messages would name).
+pub fn json_data(dir: &str, json: &str) -> Data {
+    let path = out_dir(dir).join("data.json");
+    std::fs::write(&path, json).expect("write");
+    Data::read(&path).expect("data")
+}
+
 /// A run that succeeded: its standard output.
 pub fn assert_ok(o: &std::process::Output) -> String {
     let out = String::from_utf8_lossy(&o.stdout).to_string();
