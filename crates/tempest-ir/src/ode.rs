@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use tempest_core::error::{Error, ErrorKind, num};
 use tempest_core::interrupt::StopFlag;
 use tempest_math::ode::{
-    ADJOINT_FROM, OdeFailure, OdeSettings, Sensitivity, Trajectory, adjoint, solve, solve_recorded,
+    ADJOINT_FROM, OdeFailure, OdeSettings, Sensitivity, Trajectory, adjoint, solve, solve_with,
 };
 use tempest_model::custom::Scalar;
 use tempest_syntax::ast::Span;
@@ -134,10 +134,7 @@ fn solve_call_with<T: Scalar>(
             p.run(t, x, &mut flat, &mut scratch, dx);
             Ok(())
         };
-        let out = match record {
-            Some(r) => solve_recorded(&mut rhs, x0.as_slice(), t0, &ts, settings, stop, r),
-            None => solve(&mut rhs, x0.as_slice(), t0, &ts, settings, stop),
-        };
+        let out = solve_with(&mut rhs, x0.as_slice(), t0, &ts, settings, stop, record);
         return finish(out, ts.len(), n, settings, span);
     }
     if record.is_some() {

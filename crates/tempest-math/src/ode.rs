@@ -16,7 +16,7 @@
 
 pub mod adjoint;
 
-pub use adjoint::{Trajectory, Vjp, adjoint, solve_recorded};
+pub use adjoint::{Trajectory, Vjp, adjoint};
 
 use crate::scalar::Real;
 use tempest_core::error::num;
@@ -253,12 +253,15 @@ pub fn solve<T: Real>(
     s: &OdeSettings,
     stop: &StopFlag,
 ) -> Result<Vec<T>, OdeFailure> {
-    solve_into(f, x0, t0, ts, s, stop, None)
+    solve_with(f, x0, t0, ts, s, stop, None)
 }
 
-/// [`solve`], and with `record` the accepted steps written into it (its
-/// old contents cleared) for the adjoint pass ([`adjoint::adjoint`]).
-fn solve_into<T: Real>(
+/// [`solve`], and with `record` its accepted steps (their values) written
+/// into it, old contents cleared, for the adjoint sweep
+/// ([`adjoint::adjoint`]): the same solution, bit for bit. The record
+/// grows by 7S + 3 numbers per accepted step; the caller bounds it by the
+/// step limit.
+pub fn solve_with<T: Real>(
     f: &mut Rhs<'_, T>,
     x0: &[T],
     t0: f64,

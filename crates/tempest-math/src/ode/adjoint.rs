@@ -3,7 +3,7 @@
 //! and the system's parameters, by one backward sweep over the accepted
 //! steps, whatever the number of parameters.
 //!
-//! The forward solve ([`solve_recorded`]) keeps each accepted step's start
+//! The forward solve ([`super::solve_with`] with a record) keeps each accepted step's start
 //! time, size, starting state and six stage derivatives (7S + 3 numbers a
 //! step). The sweep then walks the steps backwards and carries the adjoint
 //! λ of the state through the step's stages (reverse mode through the Runge–Kutta formula
@@ -17,7 +17,7 @@
 //! pass of f per stage, where the forward sensitivities cost one solve in
 //! duals with one tangent per varying number.
 
-use super::{A, C, OdeFailure, OdeSettings, Rhs, solve_into};
+use super::{A, C, OdeFailure};
 use tempest_core::interrupt::StopFlag;
 
 /// The vector–Jacobian product of the right-hand side at (t, x): with
@@ -95,22 +95,6 @@ impl Trajectory {
     pub fn outputs(&self) -> usize {
         self.outputs.len()
     }
-}
-
-/// [`super::solve`], keeping its accepted steps (their values) in `record`
-/// for [`adjoint`]: the same solution, bit for bit. The record grows by
-/// 7S + 3 numbers per accepted step; the caller bounds it by the step
-/// limit.
-pub fn solve_recorded<T: crate::scalar::Real>(
-    f: &mut Rhs<'_, T>,
-    x0: &[T],
-    t0: f64,
-    ts: &[f64],
-    s: &OdeSettings,
-    stop: &StopFlag,
-    record: &mut Trajectory,
-) -> Result<Vec<T>, OdeFailure> {
-    solve_into(f, x0, t0, ts, s, stop, Some(record))
 }
 
 /// The adjoint sweep: with `seed` \[T × S\] (row i the weights of the
@@ -222,7 +206,7 @@ fn stage_state(x: &[f64], k: &[f64], st: usize, h: f64, stage: &mut [f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ode::solve;
+    use crate::ode::{OdeSettings, solve, solve_with};
     use crate::scalar::Dual1;
 
     /// Van der Pol with a time-dependent forcing, x'' = θ(1 − x²)x' − x +
@@ -264,7 +248,16 @@ mod tests {
         let stop = StopFlag::default();
         let (th, a, x0) = (0.8, 0.3, [0.5, 1.5]);
         let mut traj = Trajectory::default();
-        let xv = solve_recorded(&mut forced(th, a), &x0, 0.0, &ts, &s, &stop, &mut traj).unwrap();
+        let xv = solve_with(
+            &mut forced(th, a),
+            &x0,
+            0.0,
+            &ts,
+            &s,
+            &stop,
+            Some(&mut traj),
+        )
+        .unwrap();
         let plain = solve(&mut forced(th, a), &x0, 0.0, &ts, &s, &stop).unwrap();
         assert_eq!(xv, plain);
         assert_eq!(traj.outputs(), ts.len());
@@ -313,14 +306,14 @@ mod tests {
         let s = OdeSettings::default();
         let stop = StopFlag::default();
         let mut traj = Trajectory::default();
-        solve_recorded(
+        solve_with(
             &mut forced(1.0, 0.0),
             &[0.0, 2.0],
             0.0,
             &ts,
             &s,
             &stop,
-            &mut traj,
+            Some(&mut traj),
         )
         .unwrap();
         let (mut x0b, mut pb) = ([0.0; 2], [0.0; 2]);
