@@ -7,10 +7,8 @@ use crate::mc::spec::{CvSpec, parse};
 use crate::mc::vector_valued::TaskMatrix;
 use tempest_infer::seam::{Accepts, BuildCx, Def, TestData};
 use tempest_infer::settings::{EngineConfig, EngineSchema, Nested, SEED, SettingKind, Written, s};
-use tempest_mcmc::def::{
-    HMC_SCHEMA, MALA_SCHEMA, NUTS_SCHEMA, Sampler, SamplerDef, SamplerSettings,
-};
-use tempest_mcmc::density::Density;
+use tempest_samplers::density::Density;
+use tempest_samplers::settings::{HMC_SCHEMA, MALA_SCHEMA, NUTS_SCHEMA, Sampler, SamplerSettings};
 
 /// The `evidence` engine's settings.
 pub const SCHEMA: EngineSchema = EngineSchema {
@@ -54,9 +52,8 @@ pub struct EvidenceSettings {
     pub power: f64,
     /// The run's seed; rung i's sampler is seeded from seed + i.
     pub seed: u64,
-    /// The sampler run at each rung, found among the run's engines.
-    pub sampler_def: &'static dyn SamplerDef,
-    /// Its settings (its own seed is replaced per rung).
+    /// The sampler run at each rung, with its settings (its own seed is
+    /// replaced per rung); found among the run's engines.
     pub sampler: SamplerSettings,
     /// Control variates for the rung means.
     pub control_variates: CvSpec,
@@ -101,7 +98,7 @@ impl EvidenceSettings {
         }
         // The setting's schema admits only samplers.
         let nested = cfg.engine("sampler")?;
-        let sampler_def: &'static dyn SamplerDef = cx
+        let sampler: &Sampler = cx
             .engine(&nested.name)
             .and_then(|d| d.as_sampler())
             .and_then(|s| s.downcast_ref::<Sampler>())
@@ -112,8 +109,7 @@ impl EvidenceSettings {
             rungs,
             power: cfg.number("power")?,
             seed: cfg.seed()?,
-            sampler: SamplerSettings::read(sampler_def, nested)?,
-            sampler_def,
+            sampler: SamplerSettings::read(sampler, nested)?,
             control_variates,
             written,
         })

@@ -1,7 +1,7 @@
 //! The evidence engine: thermodynamic integration over power posteriors.
 //!
 //! The ladder is tᵢ = ((i − 1)/(w − 1))^power, i = 1..w. For each rung, a
-//! sampler run (a [`McmcEngine`]) draws from the power posterior
+//! sampler run (a [`SamplerRun`]) draws from the power posterior
 //! πᵢ(x) ∝ p(y|x)^{tᵢ} p(x), warm-started at the previous rung's final
 //! positions; each draw keeps log p(y|x) and the score ∇log πᵢ(x) for
 //! control variates. [`super::fit::EvidenceFit`] then integrates.
@@ -14,9 +14,9 @@ use crate::mc::spec::CvSpec;
 use std::time::Instant;
 use tempest_infer::engine::{Engine, Progress, Status};
 use tempest_infer::fit::Fit;
-use tempest_mcmc::def::{SamplerDef, SamplerSettings};
-use tempest_mcmc::density::Density;
-use tempest_mcmc::engine::McmcEngine;
+use tempest_samplers::density::Density;
+use tempest_samplers::run::SamplerRun;
+use tempest_samplers::settings::SamplerSettings;
 
 /// The ladder tᵢ = ((i − 1)/(rungs − 1))^power, \[rungs\], from 0 to 1.
 pub fn ladder(rungs: usize, power: f64) -> Vec<f64> {
@@ -30,13 +30,11 @@ pub fn ladder(rungs: usize, power: f64) -> Vec<f64> {
 pub struct EvidenceEngine {
     density: Density,
     sampler: SamplerSettings,
-    /// The sampler's definition, found in the registry once.
-    def: &'static dyn SamplerDef,
     ladder: Vec<f64>,
     spec: CvSpec,
     seed: u64,
     rung: usize,
-    current: Option<McmcEngine>,
+    current: Option<SamplerRun>,
     positions: Option<Vec<Vec<f64>>>,
     done: Vec<RungDraws>,
     started: Instant,
@@ -86,7 +84,6 @@ impl EvidenceEngine {
             density,
             ladder: ladder(s.rungs, s.power),
             sampler: s.sampler,
-            def: s.sampler_def,
             spec: s.control_variates,
             seed: s.seed,
             rung: 0,
@@ -97,16 +94,21 @@ impl EvidenceEngine {
         })
     }
 
-    fn start_rung(&mut self) -> Result<McmcEngine, Error> {
+    fn start_rung(&mut self) -> Result<SamplerRun, Error> {
         let t = self.ladder[self.rung];
         let mut s = self.sampler.clone();
         // Rung i's chains are seeded from seed + i.
         s.seed = self.seed + self.rung as u64;
-        self.def.build_sampler(
+        // The rung's draws feed only the integral: no sinks, no output
+        // values.
+        Ok(SamplerRun::new(
             self.density.clone().with_power(t),
             &s,
+            &[],
+            "",
             self.positions.as_deref(),
-        )
+        )?
+        .without_values())
     }
 }
 

@@ -1,25 +1,22 @@
-//! Markov chain Monte Carlo over a model's params: the log density and its
-//! gradient, the samplers (MALA, HMC, NUTS) with adaptation, and their
-//! fits. The diagnostics of draws are `crate::mc::diagnostics`.
+//! The samplers' engines (MALA, HMC, NUTS) over a model's params and their
+//! fits: reports, predictions, saved fits, summaries merged across runs,
+//! prior draws and control-variate estimates. The log density and the
+//! chains are the samplers' library (`tempest-samplers`). The diagnostics of draws are `crate::mc::diagnostics`.
 
 #![warn(missing_docs)]
 
-pub mod adapt;
-pub mod chain;
+/// The samplers' library, at their old paths.
+pub use tempest_samplers::{adapt, chain, density, hamiltonian, low_rank, same_run};
 pub mod def;
-pub mod density;
 /// The diagnostics of draws (R-hat, ESS, MCSE), at their old path.
 pub use crate::mc::diagnostics;
 pub mod engine;
 #[cfg(feature = "plot")]
 pub mod figure;
 pub mod fit;
-pub mod hamiltonian;
-pub mod low_rank;
 pub mod merge;
 pub mod predict;
 pub mod prior;
-pub mod same_run;
 pub mod saved;
 
 use tempest_core::{error, limits};

@@ -69,23 +69,23 @@ impl Slot {
 
 /// A latent GP sampled in whitened form.
 #[derive(Clone)]
-pub(super) struct Latent {
+pub struct Latent {
     /// The site (index into the graph's sites).
-    pub(super) site: usize,
+    pub site: usize,
     /// Where its whitened values v [N·C] start in x (class by class).
-    pub(super) offset: usize,
+    pub offset: usize,
     /// Points N.
-    pub(super) n: usize,
+    pub n: usize,
     /// Latent GPs C (classes).
-    pub(super) classes: usize,
+    pub classes: usize,
     /// Cholesky factor of K + 10⁻⁶I when the kernel is fixed.
     l: DMatrix<f64>,
     /// The GP's mean (a scalar expression).
-    pub(super) mean: TExpr,
+    pub mean: TExpr,
     /// The GP's kernel.
-    pub(super) kernel: TExpr,
+    pub kernel: TExpr,
     /// The training inputs [N, D].
-    pub(super) inputs: crate::model::kernel::Inputs,
+    pub inputs: crate::model::kernel::Inputs,
     /// The x coordinates (param entries) the kernel depends on; empty when
     /// it is fixed. Otherwise L(θ) is factorised at every evaluation.
     kernel_coords: Vec<usize>,
@@ -98,9 +98,9 @@ const LATENT_JITTER: f64 = 1e-6;
 /// contributes log N(y | μ + offset, K + σ²/t·I) (tempered as in
 /// [`GpModel`]), with K, μ, the offset and σ free to depend on params.
 #[derive(Clone)]
-pub(super) struct Marginal {
+pub struct Marginal {
     /// The integrated-out GP regression.
-    pub(super) model: GpModel,
+    pub model: GpModel,
     /// The coordinates of x (param entries) the marginal depends on.
     coords: Vec<usize>,
 }
@@ -484,7 +484,7 @@ impl Density {
 
     /// The latent GP sampled in whitened form and the GP integrated out,
     /// where the model has them.
-    pub(super) fn gp_parts(&self) -> (Option<&Latent>, Option<&Marginal>) {
+    pub fn gp_parts(&self) -> (Option<&Latent>, Option<&Marginal>) {
         (self.latent.as_ref(), self.marginal.as_ref())
     }
 
@@ -508,7 +508,7 @@ impl Density {
     }
 
     /// Latent site values f = μ₀ + L v.
-    pub(crate) fn sites_at(
+    pub fn sites_at(
         &self,
         x: &[f64],
         params: &[Value<f64>],
@@ -519,7 +519,7 @@ impl Density {
     /// The Cholesky factor L of K + 10⁻⁶I of the whitened latent GP at these
     /// params (computed when the kernel depends on params). A failed
     /// factorisation is an error, which a sampler counts as a divergence.
-    pub(super) fn factor<'a>(
+    pub fn factor<'a>(
         &'a self,
         lt: &'a Latent,
         params: &[Value<f64>],
