@@ -11,7 +11,7 @@
 //!   the seam's engine definition is in it;
 //! - an engine's name appears as a string literal only inside its own
 //!   crate (its definition), the registry and tests;
-//! - no crate's files import each other in a circle of more than twelve.
+//! - no crate's files import each other in a circle of more than nine.
 //!
 //! Files are read with their comments, string literals and `#[cfg(test)]`
 //! items left out; their imports are the module paths they name
@@ -649,7 +649,7 @@ infer mirror_descent { steps = 5 }
 /// The crates each crate may depend on: those below it in the
 /// pipeline (docs/architecture.md, "The crate graph"). A new dependency
 /// between them is a change of this table and of that page.
-const CRATE_LAYERS: [(&str, &[&str]); 18] = [
+const CRATE_LAYERS: [(&str, &[&str]); 19] = [
     ("tempest-core", &[]),
     ("tempest-math", &["tempest-core"]),
     ("tempest-syntax", &["tempest-core"]),
@@ -667,17 +667,17 @@ const CRATE_LAYERS: [(&str, &[&str]); 18] = [
         SAMPLERS,
         &[CORE, IR, MATH, MODEL, SYNTAX, INFER, OUTPUT, GP],
     ),
+    (VARIATIONAL, &[CORE, IR, MATH, MODEL, SYNTAX, INFER, OUTPUT]),
     // The engines: the seam, output, the shared libraries and the lower
-    // crates, and the engines each is built on (svi on vi's model and
-    // expectations, meta on the schemas of its inner engines).
+    // crates; meta also on the schemas of its inner engines.
     ("tempest-exact", &[CORE, IR, MATH, MODEL, INFER, OUTPUT, GP]),
     (
         "tempest-vi",
-        &[CORE, IR, MATH, MODEL, SYNTAX, INFER, OUTPUT],
+        &[CORE, IR, MATH, MODEL, INFER, OUTPUT, VARIATIONAL],
     ),
     (
         "tempest-svi",
-        &[CORE, IR, MATH, MODEL, SYNTAX, INFER, OUTPUT, "tempest-vi"],
+        &[CORE, IR, MATH, MODEL, SYNTAX, INFER, OUTPUT, VARIATIONAL],
     ),
     (
         "tempest-mcmc",
@@ -701,10 +701,11 @@ const INFER: &str = "tempest-infer";
 const OUTPUT: &str = "tempest-output";
 const GP: &str = "tempest-gp";
 const SAMPLERS: &str = "tempest-samplers";
+const VARIATIONAL: &str = "tempest-variational";
 
 /// The crates above the seam that are not engines: output, and the
 /// libraries engines share (so that they need not import each other).
-const ABOVE_SEAM_NOT_ENGINES: [&str; 3] = ["tempest-output", GP, SAMPLERS];
+const ABOVE_SEAM_NOT_ENGINES: [&str; 4] = ["tempest-output", GP, SAMPLERS, VARIATIONAL];
 
 /// The shared libraries that define engines registered from another
 /// crate: the samplers' schemas (`mala`, `hmc`, `nuts`), which the
@@ -774,7 +775,7 @@ fn the_manifest_reader_sees_the_sections() {
 /// files (the largest is within tempest-vi, the lower crates' within
 /// tempest-ir's binding and evaluation).
 #[test]
-fn no_crate_has_a_circle_of_more_than_twelve_files() {
+fn no_crate_has_a_circle_of_more_than_nine_files() {
     let mut roots = vec![(
         "tempest".to_string(),
         Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
@@ -785,11 +786,7 @@ fn no_crate_has_a_circle_of_more_than_twelve_files() {
         assert!(!srcs.is_empty(), "{name}: no source files");
         for c in circles(&imports(&srcs)) {
             eprintln!("{name}: circle of {} files: {}", c.len(), c.join(" "));
-            assert!(
-                c.len() <= 12,
-                "{name}: a circle of {} files: {c:?}",
-                c.len()
-            );
+            assert!(c.len() <= 9, "{name}: a circle of {} files: {c:?}", c.len());
         }
     }
 }

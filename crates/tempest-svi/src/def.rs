@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::ir::graph::Family;
 use tempest_infer::seam::{Accepts, Def, TestData};
 use tempest_infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, Settings, s};
-use tempest_vi::def::{BINS, MC_SAMPLES, QUADRATURE};
+use tempest_variational::settings::{BINS, MC_SAMPLES, QUADRATURE};
 
 /// The `svi` engine's settings.
 pub const SVI_SCHEMA: EngineSchema = EngineSchema {
@@ -183,7 +183,7 @@ pub const SVI: Def = Def {
     build: |bound, cfg, cx| {
         let s = SviSettings::from_config(cfg)?;
         // The guide's family, refused with every engine's families named.
-        tempest_vi::def::guide_family_among(&bound, &SVI, cx.engines)?;
+        tempest_variational::guide::guide_family_among(&bound, &SVI, cx.engines)?;
         Ok(Box::new(Svi::new(bound, &s)?))
     },
     restore: Some(|graph, j, file| {

@@ -29,12 +29,12 @@ use tempest_infer::engine::{Engine, Progress, Status};
 use tempest_infer::fit::Fit;
 use tempest_infer::gradients::{reverse_sweeps, seed_chunk};
 use tempest_infer::hyper_prior::{log_prior, log_prior_value};
-use tempest_vi::expect::{
+use tempest_variational::expect::{
     Expectations, Rule, expectations_for_step, expected_total_at, mixed_total,
 };
-use tempest_vi::lik_adjoint::{LikAdjoints, hyper_sweep};
-use tempest_vi::model::{ViModel, ViPieces};
-use tempest_vi::posterior::Whitened;
+use tempest_variational::lik_adjoint::{LikAdjoints, hyper_sweep};
+use tempest_variational::model::{ViModel, ViPieces};
+use tempest_variational::posterior::Whitened;
 
 /// The most times one step is retried (halving Adam's learning rate or
 /// the natural step) after a rejection.
@@ -118,11 +118,12 @@ impl Svi {
     pub fn new(bound: Arc<Bound>, s: &SviSettings) -> Result<Svi, Error> {
         let mut notes = Vec::new();
         use crate::ir::graph::Family;
-        let (m_guide, grid) = match tempest_vi::def::guide_family(&bound, &super::def::SVI)? {
-            Some(Family::Inducing { m }) => (Some(m), false),
-            Some(Family::Grid { m }) => (Some(m), true),
-            _ => (None, false),
-        };
+        let (m_guide, grid) =
+            match tempest_variational::guide::guide_family(&bound, &super::def::SVI)? {
+                Some(Family::Inducing { m }) => (Some(m), false),
+                Some(Family::Grid { m }) => (Some(m), true),
+                _ => (None, false),
+            };
         let mut model = ViModel::sparse(bound, s.learn_hypers, s.jitter, "svi")?;
         // The latent GP's guide entry, for located errors.
         let guide_span = model

@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::model::kernel::Inputs;
 use std::path::{Path, PathBuf};
 use tempest_output::plot::traces_xy;
-use tempest_vi::figure::{classifier_map, reliability, variational_fit};
+use tempest_variational::figure::{classifier_map, reliability, variational_fit};
 
 /// An `svi` fit: the reliability diagram on the test data for
 /// classification, the fit for one input column and numeric outcomes,

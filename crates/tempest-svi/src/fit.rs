@@ -17,11 +17,11 @@ use std::sync::Arc;
 use tempest_infer::hyper_prior::{has_priors, log_prior_value};
 use tempest_infer::hypers::{hypers_json, hypers_table};
 use tempest_output::report::Report;
-use tempest_vi::expect::{Rule, RuleError, expectations_at};
-use tempest_vi::fit::{finite_predictions, test_report, unused_parts};
-use tempest_vi::model::{LikArgs, ViModel, ViPieces};
-use tempest_vi::posterior::Whitened;
-use tempest_vi::predict::{Predictions, TestMetrics, outcome_predictions, test_inputs};
+use tempest_variational::expect::{Rule, RuleError, expectations_at};
+use tempest_variational::model::{LikArgs, ViModel, ViPieces};
+use tempest_variational::posterior::Whitened;
+use tempest_variational::predict::{Predictions, TestMetrics, outcome_predictions, test_inputs};
+use tempest_variational::report::{finite_predictions, test_report, unused_parts};
 
 /// Points per batch when the whole training ELBO or predictions are
 /// computed (memory B × M per batch).
@@ -319,7 +319,7 @@ pub fn for_batches(
     at: &At,
     qs: &[Whitened],
     rule: &Rule,
-    mut visit: impl FnMut(&Projections, &tempest_vi::expect::Expectations),
+    mut visit: impl FnMut(&Projections, &tempest_variational::expect::Expectations),
 ) -> Result<(), Error> {
     for_batches_with(at, qs, |rows, p, mg| {
         let view = at.model.batch_view(rows)?;

@@ -33,9 +33,9 @@ use std::sync::Arc;
 use tempest_infer::saved::{check_header, data_json, header, read_theta, restore_bound, rows_json};
 use tempest_infer::saved_json::Field;
 use tempest_infer::settings::{EngineConfig, Settings};
-use tempest_vi::expect::{Rule, RuleError};
-use tempest_vi::model::ViModel;
-use tempest_vi::saved::read_qs;
+use tempest_variational::expect::{Rule, RuleError};
+use tempest_variational::model::ViModel;
+use tempest_variational::saved::read_qs;
 
 impl SviFit {
     /// The saved form of this fit; `model` names the model file.
@@ -162,7 +162,7 @@ impl SviFit {
             .collect();
         let width = groups.map(|_| dim);
         let on_grid = matches!(
-            tempest_vi::def::guide_family(&model.bound, &super::def::SVI)?,
+            tempest_variational::guide::guide_family(&model.bound, &super::def::SVI)?,
             Some(crate::ir::graph::Family::Grid { .. })
         );
         let inducing = if on_grid {

@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::model::kernel::{Inputs, KernelValue};
 use nalgebra::DMatrix;
 use std::ops::Range;
-use tempest_vi::posterior::Whitened;
+use tempest_variational::posterior::Whitened;
 
 /// One shared set of inducing points, or one per latent GP.
 pub struct InducingSets {

@@ -10,7 +10,7 @@
 //! (N/B) Σ_b E_q\[ℓ_b\] − Σ_c KL(N(m_c, S_c) ‖ N(0, I)).
 //!
 //! Its reverse pass, with s = N/B, g_m = ∂E/∂mean and g_v = ∂E/∂var
-//! ([`tempest_vi::expect`]):
+//! ([`tempest_variational::expect`]):
 //!
 //! - Ā = s Σ_c [g_m,c m_cᵀ + 2 diag(g_v,c) A (S_c − I)],
 //!   k̄_diag = s Σ_c g_v,c, μ̄₀ = s Σ_bc g_m,bc;
@@ -35,7 +35,7 @@ use crate::math::adjoint::cholesky_vjp;
 use crate::math::linalg::{JitteredCholesky, cholesky_jitter, matmul};
 use crate::model::kernel::{Inputs, KernelValue};
 use nalgebra::{DMatrix, DVector};
-use tempest_vi::posterior::Whitened;
+use tempest_variational::posterior::Whitened;
 
 /// The sparse prior at the current hypers and inducing inputs.
 pub struct Inducing {

@@ -6,16 +6,18 @@ use super::cost::{Cost, Steps};
 use super::gd::{GradientDescent, Param};
 use super::mirror::MirrorDescent;
 use super::model::ViModel;
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::ir::Graph;
 use crate::ir::bind::Bound;
-use crate::ir::graph::{Family, GuideTarget};
+use crate::ir::graph::Family;
 use crate::math::optim::Rule;
 use serde_json::Value as Json;
 use std::sync::Arc;
 use tempest_infer::engine::Engine;
 use tempest_infer::seam::{Accepts, BuildCx, Def, EngineDef, Restored, TestData};
 use tempest_infer::settings::{EngineConfig, EngineSchema, SettingKind, SettingSpec, Settings, s};
+use tempest_variational::guide::guide_family_among;
+use tempest_variational::settings::{BINS, QUADRATURE};
 
 /// The variational engines' jitter.
 const VI_JITTER: SettingSpec = s(
@@ -31,21 +33,6 @@ const MAX_MINUTES: SettingSpec = s(
     Some("30"),
     "refuse to start when the run's estimated time (from N, the latent GPs, the hypers and `steps`) exceeds this many minutes; 0: no limit",
 );
-/// The calibration bins of classification test metrics.
-pub const BINS: SettingSpec = s(
-    "bins",
-    SettingKind::Int(1, 1000),
-    Some("10"),
-    "confidence bins for the calibration errors ECE and MCE",
-);
-
-/// Gauss–Hermite points for the expected log likelihood.
-pub const QUADRATURE: SettingSpec = s(
-    "quadrature",
-    SettingKind::Int(1, 1000),
-    Some("20"),
-    "Gauss–Hermite points (per class for categorical_logit)",
-);
 /// The hypers' Adam learning rate.
 const HYPER_LR: SettingSpec = s(
     "hyper_lr",
@@ -53,14 +40,6 @@ const HYPER_LR: SettingSpec = s(
     Some("0.01"),
     "Adam learning rate for the hypers",
 );
-/// Monte Carlo draws per minibatch step for multi-class expectations.
-pub const MC_SAMPLES: SettingSpec = s(
-    "mc_samples",
-    SettingKind::Int(2, 1_000_000),
-    Some("64"),
-    "Monte Carlo draws per minibatch step for multi-class expectations",
-);
-
 /// The `mirror_descent` engine's settings.
 pub const MIRROR_SCHEMA: EngineSchema = EngineSchema {
     name: "mirror_descent",
@@ -264,7 +243,7 @@ impl ViDef {
             _ => Steps::FullRank,
         };
         let s = ViSettings::from_config(cfg)?;
-        let model = ViModel::new(bound, &s, engine)?;
+        let model = ViModel::new(bound, s.learn_hypers, s.jitter, engine)?;
         let cost = super::cost::check(&model, &s, cfg, engine, steps)?;
         Ok((model, s, cost, steps))
     }
@@ -346,65 +325,3 @@ pub const GRADIENT_DESCENT: ViDef = ViDef {
     mirror: false,
     words: "gradient-descent VI",
 };
-
-/// The family the model's guide names for the latent GP, checked against
-/// the engine's [`Accepts::families`] (`None`: no guide, or the engine
-/// replaces the model's own with `--engine`, which ignores a guide written
-/// for another engine and uses the default family). Families match by
-/// name (`inducing` of any size). A family the engine refuses is an error
-/// whose note says which family `def` takes (see [`guide_family_among`]).
-pub fn guide_family(bound: &Bound, def: &Def) -> Result<Option<Family>, Error> {
-    guide_family_among(bound, def, &[])
-}
-
-/// [`guide_family`], the error's note saying which family each engine of
-/// `engines` takes (`def`'s alone when `engines` is empty).
-pub fn guide_family_among(
-    bound: &Bound,
-    def: &Def,
-    engines: &[&dyn EngineDef],
-) -> Result<Option<Family>, Error> {
-    let g = &bound.graph;
-    let engine = def.schema.name;
-    if g.infer.as_ref().is_some_and(|e| e.name.name != engine) {
-        return Ok(None);
-    }
-    let latent = tempest_infer::structure::latent_observation(bound, engine)?;
-    let Some(guide) = g
-        .guides
-        .iter()
-        .find(|guide| guide.target == GuideTarget::Gp(latent.gp))
-    else {
-        return Ok(None);
-    };
-    let families = def.accepts.families;
-    if families.iter().any(|f| f.name() == guide.family.name()) {
-        return Ok(Some(guide.family.clone()));
-    }
-    let names = |fs: &[Family]| -> String {
-        let v: Vec<String> = fs.iter().map(|f| format!("`{}`", f.name())).collect();
-        v.join(" or ")
-    };
-    // Which engine takes which family, from the registry's list.
-    let own: [&dyn EngineDef; 1] = [def];
-    let engines = if engines.is_empty() {
-        &own[..]
-    } else {
-        engines
-    };
-    let takes: Vec<String> = engines
-        .iter()
-        .filter(|e| !e.accepts().families.is_empty())
-        .map(|e| format!("{} takes {}", e.schema().name, names(e.accepts().families)))
-        .collect();
-    Err(Error::at(
-        ErrorKind::Unsupported,
-        guide.span,
-        format!(
-            "the `{engine}` engine works with the family {}",
-            names(families)
-        ),
-    )
-    .with_label("this family")
-    .with_note(takes.join("; ")))
-}

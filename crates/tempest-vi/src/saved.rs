@@ -7,15 +7,14 @@ use super::core::Core;
 use super::def::ViSettings;
 use super::fit::VariationalFit;
 use super::model::ViModel;
-use super::posterior::Whitened;
 use crate::error::{Error, ErrorKind, num};
 use crate::ir::graph::Graph;
-use nalgebra::DVector;
 use serde_json::{Value as Json, json};
 use std::sync::Arc;
 use tempest_infer::saved::{data_json, header, read_theta, restore_full_data, rows_json};
 use tempest_infer::saved_json::Field;
 use tempest_infer::settings::{EngineConfig, Settings};
+use tempest_variational::saved::read_qs;
 
 impl VariationalFit {
     /// The saved form; `model` names the model file, `cfg` is the run's
@@ -53,7 +52,7 @@ pub fn restore(
 ) -> tempest_infer::seam::Restored {
     let (bound, cfg, name) = restore_full_data(graph, j, file, engine)?;
     let s = ViSettings::from_config(&cfg)?;
-    let model = ViModel::new(Arc::new(bound.clone()), &s, name)?;
+    let model = ViModel::new(Arc::new(bound.clone()), s.learn_hypers, s.jitter, name)?;
     let root = Field::root(file, j);
     let sec = root.get("vi");
     sec.object()?;
@@ -92,22 +91,4 @@ pub fn restore(
     }
     let fit = VariationalFit::new(name, core, qs, trace, steps, reason)?;
     Ok((Box::new(fit), bound))
-}
-
-/// The whitened q of each of `latents` latent GPs from `q` (an array of
-/// objects with `mean` \[n\] and a triangular `factor` \[n, n\]); `unit`
-/// names what n counts, for errors (`training point`).
-pub fn read_qs(q: &Field, latents: usize, n: usize, unit: &str) -> Result<Vec<Whitened>, Error> {
-    q.items(Some(latents), "objects (q of each latent GP)")?
-        .iter()
-        .map(|q| {
-            let mean = q
-                .get("mean")
-                .numbers(Some(n), &format!("q's whitened mean, one per {unit}"))?;
-            let r = q
-                .get("factor")
-                .factor(n, &format!("q's factor, a row and a column per {unit}"))?;
-            Ok(Whitened::from_factor(DVector::from_vec(mean), r))
-        })
-        .collect()
 }

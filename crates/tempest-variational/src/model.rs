@@ -3,7 +3,6 @@
 //! the N training inputs, and a factorised, possibly tempered likelihood
 //! ℓₙ(fₙ) = t · log p(yₙ | fₙ + offsetₙ, other argumentsₙ).
 
-use super::def::ViSettings;
 use crate::error::{Error, ErrorKind};
 use crate::ir::bind::Bound;
 use crate::ir::eval::Env;
@@ -123,9 +122,16 @@ impl LikArgs<f64> {
 }
 
 impl ViModel {
-    /// Recognise the structure; `engine` names the engine in messages.
-    pub fn new(bound: Arc<Bound>, s: &ViSettings, engine: &str) -> Result<ViModel, Error> {
-        let model = ViModel::sparse(bound, s.learn_hypers, s.jitter, engine)?;
+    /// Recognise the structure for an engine on the full GP (one latent
+    /// value per training point, no mixing); `engine` names the engine in
+    /// messages. See [`ViModel::sparse`] for `learn_hypers` and `jitter`.
+    pub fn new(
+        bound: Arc<Bound>,
+        learn_hypers: bool,
+        jitter: f64,
+        engine: &str,
+    ) -> Result<ViModel, Error> {
+        let model = ViModel::sparse(bound, learn_hypers, jitter, engine)?;
         if let Some(a) = &model.latent.mixing {
             return Err(Error::at(
                 ErrorKind::Unsupported,
