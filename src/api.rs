@@ -142,7 +142,7 @@ pub fn engine_config(graph: &Graph, options: &RunOptions) -> Result<EngineConfig
             })?;
             match existing {
                 Some(e) if e.name == *name => e.clone(),
-                _ => EngineConfig::defaults(schema, Default::default()),
+                _ => EngineConfig::defaults_among(schema, Default::default(), &registry::schemas()),
             }
         }
         (None, Some(e)) => e.clone(),

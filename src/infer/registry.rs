@@ -106,7 +106,7 @@ mod tests {
             let schema = def.schema();
             assert!(seen.insert(schema.name), "{} twice", schema.name);
             // The defaults are model text: they must parse and validate.
-            let cfg = EngineConfig::defaults(schema, Default::default());
+            let cfg = EngineConfig::defaults_among(schema, Default::default(), &schemas());
             assert_eq!(cfg.name, schema.name);
             for spec in schema.settings {
                 if let Some(d) = spec.default {
@@ -117,16 +117,15 @@ mod tests {
                         spec.name
                     );
                 }
-                // A nested engine setting names engines that can be nested.
-                if let SettingKind::Engine(names) = spec.kind {
-                    for n in names {
-                        assert!(
-                            find(n).is_some(),
-                            "{}.{} names `{n}`",
-                            schema.name,
-                            spec.name
-                        );
-                    }
+                // A nested engine setting's role is played by some engine.
+                if let SettingKind::Engine(nested) = spec.kind {
+                    assert!(
+                        !nested.names(&schemas()).is_empty(),
+                        "{}.{}: no engine is {}",
+                        schema.name,
+                        spec.name,
+                        nested.0.words()
+                    );
                 }
             }
             // Draw sinks go only to engines that make draws.

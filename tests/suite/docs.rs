@@ -27,7 +27,11 @@ fn the_settings_tables_match_the_engines_schemas() {
             .take_while(|l| l.starts_with('|'))
             .copied()
             .collect();
-        let want: Vec<String> = schema.settings.iter().map(|s| s.markdown_row()).collect();
+        let want: Vec<String> = schema
+            .settings
+            .iter()
+            .map(|s| s.markdown_row(&tempest::infer::registry::schemas()))
+            .collect();
         assert_eq!(
             table, want,
             "the settings table of `{}` in docs/language.md differs from its schema",

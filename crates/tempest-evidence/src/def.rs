@@ -6,15 +6,18 @@ use crate::error::{Error, ErrorKind};
 use crate::mc::spec::{CvSpec, parse};
 use crate::mc::vector_valued::TaskMatrix;
 use tempest_infer::seam::{Accepts, BuildCx, Def, TestData};
-use tempest_infer::settings::{EngineConfig, EngineSchema, Nested, SEED, SettingKind, Written, s};
+use tempest_infer::settings::{
+    EngineConfig, EngineSchema, Nested, Role, SEED, SettingKind, Written, s,
+};
 use tempest_samplers::density::Density;
-use tempest_samplers::settings::{HMC_SCHEMA, MALA_SCHEMA, NUTS_SCHEMA, Sampler, SamplerSettings};
+use tempest_samplers::settings::{Sampler, SamplerSettings};
 
 /// The `evidence` engine's settings.
 pub const SCHEMA: EngineSchema = EngineSchema {
     name: "evidence",
     implemented: true,
     doc: "model evidence by thermodynamic integration over power posteriors",
+    roles: &[],
     settings: &[
         s(
             "rungs",
@@ -30,7 +33,7 @@ pub const SCHEMA: EngineSchema = EngineSchema {
         ),
         s(
             "sampler",
-            SettingKind::Engine(Nested(&[&MALA_SCHEMA, &HMC_SCHEMA, &NUTS_SCHEMA])),
+            SettingKind::Engine(Nested(Role::Sampler)),
             Some("nuts {}"),
             "the sampler run at each rung",
         ),

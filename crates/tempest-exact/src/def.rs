@@ -10,6 +10,7 @@ pub const SCHEMA: EngineSchema = EngineSchema {
     name: "exact",
     implemented: true,
     doc: "exact GP regression with a Gaussian likelihood",
+    roles: &[],
     settings: &[
         s(
             "learn_hypers",

@@ -56,6 +56,7 @@ const SCHEMA: EngineSchema = EngineSchema {
     name: NAME,
     implemented: true,
     doc: "plain Monte Carlo: independent draws from the params' priors, with their scores",
+    roles: &[],
     settings: SETTINGS,
 };
 

@@ -7,16 +7,15 @@ use std::sync::Arc;
 use tempest_core::error::Error;
 use tempest_infer::engine::Engine;
 use tempest_infer::seam::{Accepts, BuildCx, Def};
-use tempest_infer::settings::{EngineConfig, EngineSchema, Nested, SEED, SettingKind, s};
+use tempest_infer::settings::{EngineConfig, EngineSchema, Nested, Role, SEED, SettingKind, s};
 use tempest_ir::bind::Bound;
-use tempest_svi::def::SVI_SCHEMA;
-use tempest_vi::def::{GD_SCHEMA, MIRROR_SCHEMA};
 
 /// The `meta` engine's settings.
 pub const META_SCHEMA: EngineSchema = EngineSchema {
     name: "meta",
     implemented: false,
     doc: "meta-learning over many small tasks",
+    roles: &[],
     settings: &[
         s(
             "episodes",
@@ -44,7 +43,7 @@ pub const META_SCHEMA: EngineSchema = EngineSchema {
         ),
         s(
             "inner",
-            SettingKind::Engine(Nested(&[&MIRROR_SCHEMA, &GD_SCHEMA, &SVI_SCHEMA])),
+            SettingKind::Engine(Nested(Role::PerTask)),
             Some("mirror_descent { steps = 3, rho = 1 }"),
             "the per-task inference",
         ),

@@ -6,7 +6,7 @@
 use super::chain::{Adaptation, ChainConfig, Method, STEP_SIZE_RANGE};
 use crate::error::Error;
 use tempest_infer::settings::{
-    EngineConfig, EngineSchema, SEED, SettingKind, SettingSpec, Written, s,
+    EngineConfig, EngineSchema, Role, SEED, SettingKind, SettingSpec, Written, s,
 };
 use tempest_infer::sink::CmdStanName;
 
@@ -153,6 +153,7 @@ pub const MALA_SCHEMA: EngineSchema = EngineSchema {
     name: "mala",
     implemented: true,
     doc: "Metropolis-adjusted Langevin algorithm",
+    roles: &[Role::Sampler],
     settings: MCMC,
 };
 
@@ -161,6 +162,7 @@ pub const HMC_SCHEMA: EngineSchema = EngineSchema {
     name: "hmc",
     implemented: true,
     doc: "Hamiltonian Monte Carlo",
+    roles: &[Role::Sampler],
     settings: MCMC,
 };
 
@@ -169,6 +171,7 @@ pub const NUTS_SCHEMA: EngineSchema = EngineSchema {
     name: "nuts",
     implemented: true,
     doc: "the No-U-Turn sampler",
+    roles: &[Role::Sampler],
     settings: MCMC,
 };
 

@@ -5,7 +5,7 @@ use super::engine::Svi;
 use crate::error::Error;
 use crate::ir::graph::Family;
 use tempest_infer::seam::{Accepts, Def, TestData};
-use tempest_infer::settings::{EngineConfig, EngineSchema, SEED, SettingKind, Settings, s};
+use tempest_infer::settings::{EngineConfig, EngineSchema, Role, SEED, SettingKind, Settings, s};
 use tempest_variational::settings::{BINS, MC_SAMPLES, QUADRATURE};
 
 /// The `svi` engine's settings.
@@ -13,6 +13,7 @@ pub const SVI_SCHEMA: EngineSchema = EngineSchema {
     name: "svi",
     implemented: true,
     doc: "stochastic variational inference: a sparse GP with inducing points, minibatches, natural-gradient steps on q(u)",
+    roles: &[Role::PerTask],
     settings: &[
         s(
             "steps",

@@ -15,7 +15,9 @@ use serde_json::Value as Json;
 use std::sync::Arc;
 use tempest_infer::engine::Engine;
 use tempest_infer::seam::{Accepts, BuildCx, Def, EngineDef, Restored, TestData};
-use tempest_infer::settings::{EngineConfig, EngineSchema, SettingKind, SettingSpec, Settings, s};
+use tempest_infer::settings::{
+    EngineConfig, EngineSchema, Role, SettingKind, SettingSpec, Settings, s,
+};
 use tempest_variational::guide::guide_family_among;
 use tempest_variational::settings::{BINS, QUADRATURE};
 
@@ -45,6 +47,7 @@ pub const MIRROR_SCHEMA: EngineSchema = EngineSchema {
     name: "mirror_descent",
     implemented: true,
     doc: "mirror-descent (conjugate-computation) variational inference",
+    roles: &[Role::PerTask],
     settings: &[
         s(
             "steps",
@@ -89,6 +92,7 @@ pub const GD_SCHEMA: EngineSchema = EngineSchema {
     name: "gradient_descent",
     implemented: true,
     doc: "gradient-descent variational inference in the (mean, Cholesky) parameterisation",
+    roles: &[Role::PerTask],
     settings: &[
         s(
             "steps",

@@ -28,41 +28,53 @@ pub enum SettingKind {
     Above(f64, f64),
     /// One of these names.
     Choice(&'static [&'static str]),
-    /// A nested engine, one of these: `nuts { draws = 500 }`.
+    /// A nested engine, one that plays the role: `nuts { draws = 500 }`.
     Engine(Nested),
     /// A method call or name, one of these (its arguments are validated by
     /// the engine that uses it): `stein(rbf, ell = 1.0)`, `poly2`.
     Method(&'static [&'static str]),
 }
 
-/// The engines a nested-engine setting accepts, by their schemas (so
-/// that its default resolves without the registry); iterating gives
-/// their names.
-#[derive(Clone, Copy, Debug)]
-pub struct Nested(pub &'static [&'static EngineSchema]);
+/// A part an engine can play inside another engine: what a nested-engine
+/// setting accepts. An engine's schema lists the roles it plays
+/// ([`EngineSchema::roles`]), so a setting names no engine and a new
+/// engine that plays the role is accepted with no change elsewhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Draws from a density (each rung of the evidence engine).
+    Sampler,
+    /// Fits the latent GP of one small task (meta-learning's inner loop).
+    PerTask,
+}
 
-impl Nested {
-    /// The engines' names, in order.
-    pub fn names(&self) -> Vec<&'static str> {
-        self.into_iter().collect()
+impl Role {
+    /// The role in words, for errors (`a sampler`).
+    pub fn words(self) -> &'static str {
+        match self {
+            Role::Sampler => "a sampler",
+            Role::PerTask => "a per-task inference engine",
+        }
     }
 }
 
-/// An engine's name.
-fn name_of(s: &&'static EngineSchema) -> &'static str {
-    s.name
-}
+/// The engines a nested-engine setting accepts: those of the run's engines
+/// (the registry's list, handed to the parser) that play its role.
+#[derive(Clone, Copy, Debug)]
+pub struct Nested(pub Role);
 
-impl IntoIterator for Nested {
-    type Item = &'static str;
-    type IntoIter = std::iter::Map<
-        std::slice::Iter<'static, &'static EngineSchema>,
-        fn(&&'static EngineSchema) -> &'static str,
-    >;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0
+impl Nested {
+    /// The schemas among `engines` that play this role, in order.
+    pub fn among(self, engines: &[&'static EngineSchema]) -> Vec<&'static EngineSchema> {
+        engines
             .iter()
-            .map(name_of as fn(&&'static EngineSchema) -> &'static str)
+            .copied()
+            .filter(|s| s.roles.contains(&self.0))
+            .collect()
+    }
+
+    /// Their names, in order.
+    pub fn names(self, engines: &[&'static EngineSchema]) -> Vec<&'static str> {
+        self.among(engines).iter().map(|s| s.name).collect()
     }
 }
 
@@ -121,6 +133,9 @@ pub struct EngineSchema {
     pub doc: &'static str,
     /// Its settings.
     pub settings: &'static [SettingSpec],
+    /// The roles it plays inside other engines (empty: it runs only on
+    /// its own).
+    pub roles: &'static [Role],
 }
 
 /// A setting, for the engines' schema tables.
@@ -211,7 +226,7 @@ impl EngineConfig {
             }
             return Err(vec![e]);
         };
-        let mut cfg = EngineConfig::defaults(schema, spec.span);
+        let mut cfg = EngineConfig::defaults_among(schema, spec.span, engines);
         for st in &spec.settings {
             let key = &st.key.name;
             if cfg.spans.contains_key(key) {
@@ -240,12 +255,24 @@ impl EngineConfig {
         }
     }
 
-    /// An engine with every default.
+    /// An engine with every default. A nested engine's default is found
+    /// among the registry's engines: use [`EngineConfig::defaults_among`]
+    /// for an engine that has one.
     pub fn defaults(schema: &'static EngineSchema, span: Span) -> EngineConfig {
+        Self::defaults_among(schema, span, &[])
+    }
+
+    /// An engine with every default, a nested engine's found among
+    /// `engines` (the registry's list: every engine a model may name).
+    pub fn defaults_among(
+        schema: &'static EngineSchema,
+        span: Span,
+        engines: &[&'static EngineSchema],
+    ) -> EngineConfig {
         let mut values = BTreeMap::new();
         for spec in schema.settings {
             if let Some(d) = spec.default
-                && let Some(v) = default_value(spec, d)
+                && let Some(v) = default_value(spec, d, engines)
             {
                 values.insert(spec.name.to_string(), v);
             }
@@ -260,14 +287,14 @@ impl EngineConfig {
     }
 
     /// Apply `--set key=value` (the value is model syntax). Errors name the
-    /// flag. A nested engine is looked up among the setting's own choices;
-    /// [`EngineConfig::set_with`] names every engine in its errors.
+    /// flag. A nested engine needs the registry's list: see
+    /// [`EngineConfig::set_with`].
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), Error> {
         self.set_with(key, value, &[])
     }
 
     /// [`EngineConfig::set`], a nested engine looked up among `engines`
-    /// (the registry's list; empty: the setting's own choices).
+    /// (the registry's list).
     pub fn set_with(
         &mut self,
         key: &str,
@@ -300,8 +327,9 @@ impl EngineConfig {
 
 impl SettingSpec {
     /// The setting as a row of the settings tables in `docs/language.md`:
-    /// `` | `name` | type | `default` | meaning | ``.
-    pub fn markdown_row(&self) -> String {
+    /// `` | `name` | type | `default` | meaning | ``; a nested engine's
+    /// type lists those of `engines` (the registry's) that play its role.
+    pub fn markdown_row(&self, engines: &[&'static EngineSchema]) -> String {
         let quoted = |names: &[&str]| -> String {
             let v: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
             v.join(", ")
@@ -315,7 +343,7 @@ impl SettingSpec {
             SettingKind::Above(lo, hi) if hi.is_infinite() => format!("real > {}", num(lo)),
             SettingKind::Above(lo, hi) => format!("real in ({}, {}]", num(lo), num(hi)),
             SettingKind::Choice(names) => format!("one of {}", quoted(names)),
-            SettingKind::Engine(nested) => format!("engine: {}", quoted(&nested.names())),
+            SettingKind::Engine(nested) => format!("engine: {}", quoted(&nested.names(engines))),
             SettingKind::Method(names) => format!("method: {}", quoted(names)),
         };
         let default = match self.default {

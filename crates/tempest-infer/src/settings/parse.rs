@@ -1,7 +1,7 @@
 //! The parser of setting values: literals checked against their
 //! [`SettingKind`], nested engines, methods, and `--set` text.
 
-use super::{EngineConfig, EngineSchema, Nested, SettingKind, SettingSpec, SettingVal};
+use super::{EngineConfig, EngineSchema, SettingKind, SettingSpec, SettingVal};
 use crate::error::{Error, ErrorKind, num};
 use crate::syntax::ast::{self, ExprKind, Span};
 
@@ -17,11 +17,17 @@ pub(super) fn parse_value_text(text: &str) -> Result<ast::SettingValue, ()> {
     Err(())
 }
 
-pub(super) fn default_value(spec: &SettingSpec, text: &str) -> Option<SettingVal> {
+/// The value of a setting's default text; a nested engine's is found
+/// among `engines` (none when `engines` has no engine of its role).
+pub(super) fn default_value(
+    spec: &SettingSpec,
+    text: &str,
+    engines: &[&'static EngineSchema],
+) -> Option<SettingVal> {
     let parsed = parse_value_text(text).ok()?;
     match (&spec.kind, parsed) {
         (SettingKind::Engine(nested), ast::SettingValue::Engine(e)) => {
-            EngineConfig::from_ast(&e, nested.0)
+            EngineConfig::from_ast(&e, &nested.among(engines))
                 .ok()
                 .map(|c| SettingVal::Engine(Box::new(c)))
         }
@@ -36,8 +42,8 @@ fn setting_error(span: Span, msg: String) -> Vec<Error> {
 }
 
 /// The value of setting `key` of `schema`, checked against its kind; a
-/// nested engine is looked up among `engines` (every engine a model may
-/// name; empty: the setting's own choices).
+/// nested engine is looked up among those of `engines` (every engine a
+/// model may name) that play the setting's role.
 pub(super) fn parse_setting(
     schema: &EngineSchema,
     key: &str,
@@ -78,17 +84,10 @@ pub(super) fn parse_setting(
                 ))
             }
         };
-    let known = |nested: &Nested| {
-        if engines.is_empty() {
-            nested.0
-        } else {
-            engines
-        }
-    };
     match (&spec.kind, value) {
         (SettingKind::Engine(nested), ast::SettingValue::Engine(e)) => {
-            EngineConfig::from_ast(e, known(nested))
-                .and_then(|c| engine_of(&nested.names(), c, e.name.span))
+            EngineConfig::from_ast(e, engines)
+                .and_then(|c| engine_of(&nested.names(engines), c, e.name.span))
         }
         (SettingKind::Engine(nested), ast::SettingValue::Expr(e)) => match &e.kind {
             ExprKind::Var(name) => {
@@ -100,18 +99,17 @@ pub(super) fn parse_setting(
                     settings: vec![],
                     span: e.span,
                 };
-                EngineConfig::from_ast(&spec, known(nested))
-                    .and_then(|c| engine_of(&nested.names(), c, e.span))
+                EngineConfig::from_ast(&spec, engines)
+                    .and_then(|c| engine_of(&nested.names(engines), c, e.span))
             }
             _ => {
-                let names = nested.names();
+                let names = nested.names(engines);
+                let like = names
+                    .last()
+                    .map_or(String::new(), |n| format!(", written like `{n} {{ ... }}`"));
                 Err(setting_error(
                     e.span,
-                    format!(
-                        "`{key}` expects an engine ({}), written like `{} {{ ... }}`",
-                        names.join(", "),
-                        names[names.len() - 1]
-                    ),
+                    format!("`{key}` expects an engine ({}){like}", names.join(", "),),
                 ))
             }
         },
@@ -149,7 +147,7 @@ fn expects(kind: &SettingKind) -> String {
         SettingKind::Choice(cs) => format!("one of {}", cs.join(", ")),
         SettingKind::Above(lo, hi) if hi.is_infinite() => format!("a number > {}", num(*lo)),
         SettingKind::Above(lo, hi) => format!("a number in ({}, {}]", num(*lo), num(*hi)),
-        SettingKind::Engine(nested) => format!("an engine: {}", nested.names().join(", ")),
+        SettingKind::Engine(nested) => format!("an engine ({})", nested.0.words()),
         SettingKind::Method(names) => format!("a method: {}", names.join(", ")),
     }
 }
