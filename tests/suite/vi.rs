@@ -331,10 +331,11 @@ fn hyper_gradients_match_finite_differences() {
     let b = bind(&m, &csv("roaches.csv", Some((0, 59))));
     let fit = run(&b, &[], None);
     let core = &fit.core;
-    let s: tempest::infer::vi::def::ViSettings = tempest::infer::settings::Settings::from_config(
-        &tempest::engine_config(&b.graph, &RunOptions::default()).unwrap(),
-    )
-    .unwrap();
+    let s: tempest::infer::vi::settings::ViSettings =
+        tempest::infer::settings::Settings::from_config(
+            &tempest::engine_config(&b.graph, &RunOptions::default()).unwrap(),
+        )
+        .unwrap();
     let vm = ViModel::new(Arc::new(b.clone()), s.learn_hypers, s.jitter, "test").unwrap();
     let q = fit.qs[0].to_gaussian(&core.prior);
     let g = core.hyper_gradient(&fit.qs).unwrap();

@@ -12,10 +12,10 @@
 //! trial points, and every line search is bounded, so a run always ends
 //! with a reason.
 
-use super::def::ExactSettings;
 use super::fit::ExactFit;
 use super::model::ExactModel;
 use super::objective::LmlState;
+use super::settings::ExactSettings;
 use crate::error::{Error, ErrorKind};
 use crate::math::lbfgs::{Lbfgs, Outcome};
 use rand::SeedableRng;

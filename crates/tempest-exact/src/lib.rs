@@ -12,6 +12,7 @@ pub mod fit;
 pub mod model;
 pub mod predict;
 pub mod saved;
+pub mod settings;
 
 /// The log marginal likelihood and its gradient (the shared GP model's).
 pub use tempest_gp::objective;

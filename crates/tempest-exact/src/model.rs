@@ -4,7 +4,7 @@
 //! ([`tempest_gp::objective`]) are reached through it as through the
 //! shared model.
 
-use super::def::ExactSettings;
+use super::settings::ExactSettings;
 use crate::error::Error;
 use crate::ir::bind::Bound;
 use std::sync::Arc;

@@ -2,9 +2,9 @@
 //! training data, the settings and θ; read back, the factorisation at θ is
 //! recomputed and its log marginal likelihood checked against the saved one.
 
-use super::def::ExactSettings;
 use super::fit::ExactFit;
 use super::model::ExactModel;
+use super::settings::ExactSettings;
 use crate::error::{Error, ErrorKind};
 use crate::ir::graph::Graph;
 use serde_json::{Value as Json, json};
@@ -39,7 +39,7 @@ impl ExactFit {
 
 /// Rebuild a saved exact fit for `graph`.
 pub fn restore(graph: Graph, j: &Json, file: &str) -> tempest_infer::seam::Restored {
-    let (bound, cfg, _) = restore_full_data(graph, j, file, &super::def::SCHEMA)?;
+    let (bound, cfg, _) = restore_full_data(graph, j, file, &super::settings::SCHEMA)?;
     let s = ExactSettings::from_config(&cfg)?;
     let root = Field::root(file, j);
     let sec = root.get("exact");

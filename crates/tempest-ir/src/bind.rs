@@ -3,6 +3,10 @@
 //! model once at its initial values so that shape errors surface now, with
 //! the span of the expression at fault.
 
+use super::bound::shape_request;
+pub use super::bound::{
+    Bound, check_shape_memory, concrete_shape, declared_shape, element_location, filled,
+};
 use super::eval::Env;
 use super::expr::TExpr;
 use super::graph::{DataSource, DistRef, Graph};
@@ -11,46 +15,11 @@ use super::value::Value;
 use nalgebra::{DMatrix, DVector};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tempest_core::error::{DataFormat, DataLocation, Error, ErrorKind, Errors, Result};
+use tempest_core::error::{DataLocation, Error, ErrorKind, Errors, Result};
 use tempest_data::{Data, DataValue};
 use tempest_model::constraint::Bounds;
 use tempest_model::dist::{Dist, Support};
 use tempest_model::kernel::KernelValue;
-
-/// A model with its data: every size known, every value checked.
-#[derive(Clone)]
-pub struct Bound {
-    /// The graph.
-    pub graph: Arc<Graph>,
-    /// The value of each data declaration (see `present`).
-    pub data: Vec<Value<f64>>,
-    /// Whether each data declaration has a value (test data may lack outcomes).
-    pub present: Vec<bool>,
-    /// The value of each size name.
-    pub sizes: BTreeMap<String, usize>,
-    /// Initial (or fixed) value of each hyper.
-    pub hyper_init: Vec<Value<f64>>,
-    /// Bounds of each hyper.
-    pub hyper_bounds: Vec<Bounds>,
-    /// Bounds of each param.
-    pub param_bounds: Vec<Bounds>,
-    /// The data file name.
-    pub data_file: String,
-    /// The kind of data source.
-    pub data_format: DataFormat,
-    /// For CSV data: the original row number of each bound row.
-    pub row_ids: Vec<usize>,
-    /// The value of `temperature` in tempered likelihoods (1 unless set).
-    pub temperature: f64,
-    /// Class labels read from text: for each such int array (by data
-    /// index), its labels in the order they are numbered 0, 1, … (the
-    /// declared `levels`, the training data's for test data, else sorted).
-    pub labels: BTreeMap<usize, Vec<String>>,
-    /// The run's stop flag (Ctrl-C, SIGTERM, `RunOptions::cancel`), read by
-    /// every long loop over this model (see [`tempest_core::interrupt`]); set by
-    /// `api::run`, never set by default.
-    pub stop: tempest_core::interrupt::StopFlag,
-}
 
 /// Values given on the command line (`--set name=value`) for data scalars,
 /// hyper initial values and `temperature`; other names are engine settings.
@@ -846,93 +815,6 @@ fn eval_bounds(env: &Env<f64>, b: &super::graph::BoundExprs) -> Result<Bounds, E
     Ok(bounds)
 }
 
-/// The shape of a declared type once sizes are known: (rows, cols); (0, 0)
-/// for scalars, (n, 0) for vectors.
-pub fn concrete_shape(ty: &Ty, sizes: &BTreeMap<String, usize>) -> Option<(usize, usize)> {
-    let s = |x: &Size| match x {
-        Size::Lit(k) => Some(*k),
-        Size::Sym(n) => sizes.get(n).copied(),
-        Size::Any => None,
-    };
-    match ty {
-        Ty::Int | Ty::Real => Some((0, 0)),
-        Ty::Vector(n) | Ty::IntArray(n) => Some((s(n)?, 0)),
-        Ty::Matrix(n, m) => Some((s(n)?, s(m)?)),
-        _ => None,
-    }
-}
-
-/// The shape of a hyper's or param's declared type, or an error at the
-/// declaration naming the size that has no value and how to give it one.
-pub fn declared_shape(
-    name: &str,
-    ty: &Ty,
-    sizes: &BTreeMap<String, usize>,
-    span: tempest_syntax::ast::Span,
-) -> Result<(usize, usize), Error> {
-    concrete_shape(ty, sizes).ok_or_else(|| {
-        let dims = match ty {
-            Ty::Vector(n) | Ty::IntArray(n) => vec![n],
-            Ty::Matrix(n, m) => vec![n, m],
-            _ => vec![],
-        };
-        let missing = dims.into_iter().find_map(|d| match d {
-            Size::Sym(s) if !sizes.contains_key(s) => Some(s.clone()),
-            _ => None,
-        });
-        let err = Error::at(
-            ErrorKind::Shape,
-            span,
-            format!("the size of `{name}` ({ty}) is unknown"),
-        )
-        .with_label("declared here");
-        match missing {
-            Some(s) => err.with_note(format!(
-                "give `{s}` a value in the model (`{s} : int = 10`), in a JSON data file or with `--set {s}=10`, or use it as the length of a data declaration"
-            )),
-            None => err,
-        }
-    })
-}
-
-/// The copies of each hyper and param that binding and the evaluation of
-/// the model at its initial values hold at once: the values kept, the dry
-/// run's copy and the temporaries of an element-wise expression over them.
-const DECLARED_COPIES: u64 = 4;
-
-/// The memory a declared shape's values need, held [`DECLARED_COPIES`]
-/// times; `None` for a scalar.
-fn shape_request(
-    kind: &str,
-    name: &str,
-    shape: (usize, usize),
-) -> Option<tempest_core::limits::Request> {
-    let r = tempest_core::limits::Request::new(format!("the {kind} `{name}`"));
-    let r = match shape {
-        (0, 0) => return None,
-        (n, 0) => r.times("entries", n),
-        (n, m) => r.times("rows", n).times("columns", m),
-    };
-    Some(r.times(
-        "copies (its values, the dry run's and an expression's temporaries)",
-        DECLARED_COPIES,
-    ))
-}
-
-/// Refuse a declared shape whose values would not fit in memory, naming
-/// the declaration; the error points at `span`, where its sizes are written.
-pub fn check_shape_memory(
-    kind: &str,
-    name: &str,
-    shape: (usize, usize),
-    span: tempest_syntax::ast::Span,
-) -> Result<(), Error> {
-    let Some(r) = shape_request(kind, name, shape) else {
-        return Ok(());
-    };
-    tempest_core::limits::check_memory(&[r]).map_err(|e| e.with_span(span).with_label("this size"))
-}
-
 /// Refuse, before any is allocated, hypers and params whose values would
 /// not fit in memory together: the error names the largest and points at
 /// its sizes.
@@ -959,15 +841,6 @@ fn check_declared_memory(g: &Graph, sizes: &BTreeMap<String, usize>) -> Result<(
             None => e,
         }
     })
-}
-
-/// A value of the given shape filled with `x`.
-pub fn filled(shape: (usize, usize), ty: &Ty, x: f64) -> Value<f64> {
-    match (ty, shape) {
-        (Ty::Matrix(..), (n, m)) => Value::Matrix(DMatrix::from_element(n, m, x)),
-        (Ty::Vector(_), (n, _)) => Value::Vector(DVector::from_element(n, x)),
-        _ => Value::Real(x),
-    }
 }
 
 /// Bind training data to a graph. `overrides` may give data scalars and
@@ -1193,30 +1066,6 @@ fn check_data_bounds(bound: &Bound) -> Result<Vec<Error>> {
     Ok(errors)
 }
 
-/// Where element `k` (column-major for a matrix) of a data declaration's
-/// value `v` came from, for an error naming it: its row in the data, when
-/// it has one, and the column (or the declaration's name and index) in
-/// words.
-pub fn element_location(
-    v: &Value<f64>,
-    k: usize,
-    name: &str,
-    source: &DataSource,
-) -> (Option<usize>, String) {
-    let col = match source {
-        DataSource::Columns(cs) if cs.len() == 1 => cs[0].clone(),
-        _ => name.to_string(),
-    };
-    match v {
-        Value::Matrix(m) => (
-            Some(k / m.ncols().max(1)),
-            format!("{name}[.., {}]", k % m.ncols().max(1)),
-        ),
-        Value::Vector(_) | Value::IntArray(_) => (Some(k), col),
-        _ => (None, col),
-    }
-}
-
 fn init_hypers(bound: &mut Bound, overrides: &Overrides, base: Option<&Bound>) -> Result<()> {
     if let Some(base) = base {
         bound.hyper_init = base.hyper_init.clone();
@@ -1384,86 +1233,6 @@ fn describe_shape(ty: &Ty, shape: (usize, usize)) -> String {
         Ty::Vector(_) => format!("vector[{}]", shape.0),
         Ty::Matrix(..) => format!("matrix[{}, {}]", shape.0, shape.1),
         t => t.to_string(),
-    }
-}
-
-impl Bound {
-    /// The data row numbers of `m` points of this data, numbered as data
-    /// errors number them: for a CSV file the row in the file as read (0
-    /// for the first row after the header, on line 2), whatever `--rows`,
-    /// `--test-rows`, `--split` or `--shuffle` kept; for JSON or Rust
-    /// values, and whenever the points are not one per row, 0..m.
-    pub fn row_numbers(&self, m: usize) -> Vec<usize> {
-        if self.row_ids.len() == m {
-            self.row_ids.clone()
-        } else {
-            (0..m).collect()
-        }
-    }
-
-    /// A location in the bound data: `row` is the index among the bound rows.
-    pub fn location(&self, row: Option<usize>, column: String) -> DataLocation {
-        DataLocation {
-            file: self.data_file.clone(),
-            row: row.map(|r| self.row_ids.get(r).copied().unwrap_or(r)),
-            column: Some(column),
-            format: self.data_format,
-        }
-    }
-
-    /// Initial param values: the constrained image of 0 on the unconstrained scale.
-    pub fn param_init(&self) -> Result<Vec<Value<f64>>, Error> {
-        self.graph
-            .params
-            .iter()
-            .zip(&self.param_bounds)
-            .map(|(p, b)| {
-                let shape = declared_shape(&p.name, &p.ty, &self.sizes, p.span)?;
-                check_shape_memory("param", &p.name, shape, p.size_span)?;
-                Ok(filled(shape, &p.ty, b.constrain(0.0)))
-            })
-            .collect()
-    }
-
-    /// The inputs of a latent site, evaluated with these hypers and params.
-    pub fn site_inputs(
-        &self,
-        site: usize,
-        hypers: &[Value<f64>],
-        params: &[Value<f64>],
-    ) -> Result<tempest_model::kernel::Inputs, Error> {
-        let s = &self.graph.sites[site];
-        let env = Env::new(self, hypers, params, &[]);
-        match env.eval(&s.input)? {
-            Value::Matrix(m) => Ok(tempest_model::kernel::Inputs::from_matrix(&m)),
-            Value::Vector(v) => Ok(tempest_model::kernel::Inputs::from_vector(&v)),
-            v => Err(Error::at(
-                ErrorKind::Type,
-                s.input.span,
-                format!(
-                    "the inputs of a latent function must be a matrix or vector, found {}",
-                    v.shape()
-                ),
-            )),
-        }
-    }
-
-    /// The number of copies of a latent GP (1 when not replicated).
-    pub fn replicas(&self, gp: usize) -> Result<usize, Error> {
-        match &self.graph.gps[gp].replicas {
-            None => Ok(1),
-            Some(e) => {
-                let env = Env::<f64>::new(self, &[], &[], &[]);
-                match env.eval(e)? {
-                    Value::Int(c) if c > 0 => Ok(c as usize),
-                    v => Err(Error::at(
-                        ErrorKind::Data,
-                        e.span,
-                        format!("the number of copies must be a positive integer, found {v}"),
-                    )),
-                }
-            }
-        }
     }
 }
 

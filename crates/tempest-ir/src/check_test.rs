@@ -5,7 +5,7 @@
 //! number of columns, an expression whose shapes do not fit) is an error
 //! now, not after the run.
 
-use super::bind::Bound;
+use super::bound::Bound;
 use super::eval::Env;
 use super::types::Ty;
 use super::value::Value;

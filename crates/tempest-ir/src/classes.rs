@@ -5,7 +5,7 @@
 //! before any engine runs, so that a test label the model has no class for
 //! is a located data error rather than a predictive density of zero.
 
-use super::bind::{Bound, element_location};
+use super::bound::{Bound, element_location};
 use super::eval::Env;
 use super::graph::DistRef;
 use super::value::Value;

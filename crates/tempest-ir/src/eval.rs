@@ -1,7 +1,7 @@
 //! Evaluate typed expressions generically over the scalar type, so the same
 //! model code gives values (`f64`) and derivatives (duals).
 
-use super::bind::Bound;
+use super::bound::Bound;
 use super::expr::{Ref, TExpr, TKind};
 use super::graph::{DistCall, Graph};
 use super::ops;
@@ -660,7 +660,7 @@ fn gather<T: Scalar>(
             let b = env.bound;
             let decl = &b.graph.data[d];
             let (row, col) =
-                super::bind::element_location(&b.data[d], pos, &decl.name, &decl.source);
+                super::bound::element_location(&b.data[d], pos, &decl.name, &decl.source);
             if ks[pos] == n as i64 && plain {
                 err = err.with_note(format!(
                     "indices count from 0: for ids numbered 1..{n}, declare `{} : {} = column(\"{col}\", levels = 1..{n})`, or index with `{} - 1`",
@@ -693,4 +693,48 @@ fn gather<T: Scalar>(
         }
         _ => unreachable!("checked above"),
     })
+}
+
+/// The evaluations a bound model answers for its users.
+impl Bound {
+    /// The inputs of a latent site, evaluated with these hypers and params.
+    pub fn site_inputs(
+        &self,
+        site: usize,
+        hypers: &[Value<f64>],
+        params: &[Value<f64>],
+    ) -> Result<tempest_model::kernel::Inputs, Error> {
+        let s = &self.graph.sites[site];
+        let env = Env::new(self, hypers, params, &[]);
+        match env.eval(&s.input)? {
+            Value::Matrix(m) => Ok(tempest_model::kernel::Inputs::from_matrix(&m)),
+            Value::Vector(v) => Ok(tempest_model::kernel::Inputs::from_vector(&v)),
+            v => Err(Error::at(
+                ErrorKind::Type,
+                s.input.span,
+                format!(
+                    "the inputs of a latent function must be a matrix or vector, found {}",
+                    v.shape()
+                ),
+            )),
+        }
+    }
+
+    /// The number of copies of a latent GP (1 when not replicated).
+    pub fn replicas(&self, gp: usize) -> Result<usize, Error> {
+        match &self.graph.gps[gp].replicas {
+            None => Ok(1),
+            Some(e) => {
+                let env = Env::<f64>::new(self, &[], &[], &[]);
+                match env.eval(e)? {
+                    Value::Int(c) if c > 0 => Ok(c as usize),
+                    v => Err(Error::at(
+                        ErrorKind::Data,
+                        e.span,
+                        format!("the number of copies must be a positive integer, found {v}"),
+                    )),
+                }
+            }
+        }
+    }
 }

@@ -4,7 +4,7 @@
 //! id's position among the levels, 0, 1, …, so that `a[county]` picks
 //! county 1's element 0. Declared bounds describe the ids as written.
 
-use super::bind::Bound;
+use super::bound::Bound;
 use super::eval::Env;
 use super::value::Value;
 use std::collections::HashMap;

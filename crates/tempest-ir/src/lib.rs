@@ -9,6 +9,7 @@ pub mod types;
 
 pub use graph::Graph;
 pub mod bind;
+pub mod bound;
 pub mod check_test;
 pub mod classes;
 pub mod deep;

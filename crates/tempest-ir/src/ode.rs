@@ -28,7 +28,7 @@ use tempest_syntax::ast::Span;
 /// The solve ends early with an `E-interrupted` error when `stop` is set.
 #[allow(clippy::too_many_arguments)]
 pub fn solve_call<T: Scalar>(
-    bound: Option<&super::bind::Bound>,
+    bound: Option<&super::bound::Bound>,
     graph: &Graph,
     system: usize,
     args: &[TExpr],
@@ -46,7 +46,7 @@ pub fn solve_call<T: Scalar>(
 /// internal error).
 #[allow(clippy::too_many_arguments)]
 fn solve_call_with<T: Scalar>(
-    bound: Option<&super::bind::Bound>,
+    bound: Option<&super::bound::Bound>,
     graph: &Graph,
     system: usize,
     args: &[TExpr],
@@ -108,7 +108,7 @@ fn solve_call_with<T: Scalar>(
             {
                 let decl = &b.graph.data[*d];
                 let (row, col) =
-                    super::bind::element_location(&b.data[*d], i, &decl.name, &decl.source);
+                    super::bound::element_location(&b.data[*d], i, &decl.name, &decl.source);
                 err = err.in_data(b.location(row, col));
             }
             return Err(err);
@@ -270,7 +270,7 @@ impl Sensitivities {
     /// `adj` is \[T, S\]. The adjoint sweep reads the run's stop flag.
     pub fn vjp(
         &self,
-        bound: &super::bind::Bound,
+        bound: &super::bound::Bound,
         vals: &[Value<f64>],
         adj: &DMatrix<f64>,
     ) -> Result<Vec<Option<Value<f64>>>, Error> {
@@ -322,7 +322,7 @@ fn forward_vjp(
 /// The adjoint sweep over a recorded solve: x̄₀ and the parameters'
 /// adjoints from the compiled system's vector–Jacobian product.
 fn adjoint_vjp(
-    bound: &super::bind::Bound,
+    bound: &super::bound::Bound,
     system: usize,
     traj: &Trajectory,
     flat: &[f64],
@@ -403,7 +403,7 @@ fn adjoint_vjp(
 /// with nothing varying it is that solve.
 #[allow(clippy::too_many_arguments)]
 pub fn solve_with_sensitivities(
-    bound: &super::bind::Bound,
+    bound: &super::bound::Bound,
     system: usize,
     args: &[TExpr],
     vals: &[Value<f64>],
@@ -493,7 +493,7 @@ pub fn solve_with_sensitivities(
 /// should not do each time.
 #[allow(clippy::too_many_arguments)]
 fn adjoint_solve(
-    bound: &super::bind::Bound,
+    bound: &super::bound::Bound,
     system: usize,
     args: &[TExpr],
     vals: &[Value<f64>],
@@ -558,7 +558,7 @@ fn adjoint_solve(
 
 /// One `ode` call's pieces, for [`solve_with_sensitivities`].
 struct Call<'a> {
-    bound: &'a super::bind::Bound,
+    bound: &'a super::bound::Bound,
     system: usize,
     args: &'a [TExpr],
     vals: &'a [Value<f64>],

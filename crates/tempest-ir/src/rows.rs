@@ -1,7 +1,7 @@
 //! A bound model's data restricted to some rows (a minibatch), so that an
 //! expression over the data costs O(B) rather than O(N) per step.
 
-use super::bind::Bound;
+use super::bound::Bound;
 use super::types::{Size, Ty};
 use super::value::Value;
 use nalgebra::{DMatrix, DVector};

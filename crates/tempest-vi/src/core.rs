@@ -11,11 +11,11 @@
 //! ([`crate::math::reverse`]); kernels with interpreted model-file parts take
 //! forward-mode chunks of eight directions.
 
-use super::def::ViSettings;
 use super::expect::{Expectations, Rule, expectations, expected_total};
 use super::lik_adjoint::{LikAdjoints, hyper_sweep};
 use super::model::{ViModel, ViPieces};
 use super::posterior::{Prior, Whitened};
+use super::settings::ViSettings;
 use crate::error::Error;
 use crate::math::optim::{Ascent, Rule as OptRule};
 use crate::math::reverse::Rev;

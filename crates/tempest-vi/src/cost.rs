@@ -18,8 +18,8 @@
 //! once per process (a few milliseconds). The estimate is a guide, not a
 //! promise: within a factor of two or so.
 
-use super::def::ViSettings;
 use super::model::ViModel;
+use super::settings::ViSettings;
 use crate::error::{Error, ErrorKind};
 use std::sync::OnceLock;
 use tempest_infer::settings::EngineConfig;

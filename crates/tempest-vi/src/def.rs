@@ -1,211 +1,22 @@
 //! The variational engines' definitions (`mirror_descent`,
-//! `gradient_descent`): their settings, the guide families they accept, and
-//! how they are built.
+//! `gradient_descent`): the guide families they accept and how they are
+//! built (their settings are `settings.rs`'s).
 
 use super::cost::{Cost, Steps};
 use super::gd::{GradientDescent, Param};
 use super::mirror::MirrorDescent;
 use super::model::ViModel;
+use super::settings::{GD_SCHEMA, MIRROR_SCHEMA, ViSettings, words};
 use crate::error::Error;
 use crate::ir::Graph;
 use crate::ir::bind::Bound;
 use crate::ir::graph::Family;
-use crate::math::optim::Rule;
 use serde_json::Value as Json;
 use std::sync::Arc;
 use tempest_infer::engine::Engine;
 use tempest_infer::seam::{Accepts, BuildCx, Def, EngineDef, Restored, TestData};
-use tempest_infer::settings::{
-    EngineConfig, EngineSchema, Role, SettingKind, SettingSpec, Settings, s,
-};
+use tempest_infer::settings::{EngineConfig, EngineSchema, Settings};
 use tempest_variational::guide::guide_family_among;
-use tempest_variational::settings::{BINS, QUADRATURE};
-
-/// The variational engines' jitter.
-const VI_JITTER: SettingSpec = s(
-    "jitter",
-    SettingKind::Real(0.0, f64::INFINITY),
-    Some("1e-6"),
-    "added to the diagonal of the prior covariance K (as GPflow does)",
-);
-/// The bound on a dense variational run's estimated time.
-const MAX_MINUTES: SettingSpec = s(
-    "max_minutes",
-    SettingKind::Real(0.0, f64::INFINITY),
-    Some("30"),
-    "refuse to start when the run's estimated time (from N, the latent GPs, the hypers and `steps`) exceeds this many minutes; 0: no limit",
-);
-/// The hypers' Adam learning rate.
-const HYPER_LR: SettingSpec = s(
-    "hyper_lr",
-    SettingKind::Above(0.0, f64::INFINITY),
-    Some("0.01"),
-    "Adam learning rate for the hypers",
-);
-/// The `mirror_descent` engine's settings.
-pub const MIRROR_SCHEMA: EngineSchema = EngineSchema {
-    name: "mirror_descent",
-    implemented: true,
-    doc: "mirror-descent (conjugate-computation) variational inference",
-    roles: &[Role::PerTask],
-    settings: &[
-        s(
-            "steps",
-            SettingKind::Int(1, 1_000_000),
-            Some("50"),
-            "mirror-descent steps",
-        ),
-        s(
-            "rho",
-            SettingKind::Above(0.0, 1.0),
-            Some("1.0"),
-            "step size in natural parameters",
-        ),
-        s(
-            "learn_hypers",
-            SettingKind::Bool,
-            Some("false"),
-            "learn the hypers by maximising the ELBO",
-        ),
-        HYPER_LR,
-        QUADRATURE,
-        s(
-            "tol",
-            SettingKind::Real(0.0, f64::INFINITY),
-            Some("1e-10"),
-            "stop when the relative ELBO change falls below this",
-        ),
-        s(
-            "backtrack",
-            SettingKind::Bool,
-            Some("true"),
-            "halve rho for a step whose ELBO would fall (then grow it back)",
-        ),
-        VI_JITTER,
-        BINS,
-        MAX_MINUTES,
-    ],
-};
-
-/// The `gradient_descent` engine's settings.
-pub const GD_SCHEMA: EngineSchema = EngineSchema {
-    name: "gradient_descent",
-    implemented: true,
-    doc: "gradient-descent variational inference in the (mean, Cholesky) parameterisation",
-    roles: &[Role::PerTask],
-    settings: &[
-        s(
-            "steps",
-            SettingKind::Int(1, 1_000_000),
-            Some("500"),
-            "optimiser steps",
-        ),
-        s(
-            "lr",
-            SettingKind::Above(0.0, f64::INFINITY),
-            Some("0.01"),
-            "learning rate",
-        ),
-        s(
-            "optimizer",
-            SettingKind::Choice(&["adam", "sgd"]),
-            Some("adam"),
-            "the optimiser",
-        ),
-        s(
-            "learn_hypers",
-            SettingKind::Bool,
-            Some("false"),
-            "learn the hypers too",
-        ),
-        QUADRATURE,
-        HYPER_LR,
-        s(
-            "tol",
-            SettingKind::Real(0.0, f64::INFINITY),
-            Some("0"),
-            "stop when the relative ELBO change falls below this (0: run every step)",
-        ),
-        VI_JITTER,
-        BINS,
-        MAX_MINUTES,
-    ],
-};
-
-/// A variational engine's settings, read once when it is built.
-#[derive(Clone, Debug)]
-pub struct ViSettings {
-    /// Learn the hypers by maximising the ELBO.
-    pub learn_hypers: bool,
-    /// Adam learning rate of the hypers.
-    pub hyper_lr: f64,
-    /// Gauss–Hermite points for the expected log likelihood (per class for
-    /// the softmax).
-    pub quadrature: usize,
-    /// Most steps.
-    pub steps: usize,
-    /// Stop when the relative ELBO change falls below this.
-    pub tol: f64,
-    /// Jitter added to the diagonal of the prior covariance.
-    pub jitter: f64,
-    /// Confidence bins of the calibration errors at test data.
-    pub bins: usize,
-    /// How q moves at each step.
-    pub step: ViStep,
-    /// Refuse to start when the estimated time exceeds this many minutes
-    /// (0: no limit; see [`super::cost`]).
-    pub max_minutes: f64,
-}
-
-/// How a variational engine moves q.
-#[derive(Clone, Copy, Debug)]
-pub enum ViStep {
-    /// Mirror descent in natural parameters with step ρ, halved for a step
-    /// whose ELBO would fall when `backtrack`.
-    Mirror {
-        /// The step size ρ in (0, 1].
-        rho: f64,
-        /// Halve ρ for a falling step (then grow it back).
-        backtrack: bool,
-    },
-    /// Gradient steps on (mean, Cholesky) or (mean, log sd).
-    Gradient {
-        /// The optimiser.
-        rule: Rule,
-        /// Its learning rate.
-        lr: f64,
-    },
-}
-
-impl Settings for ViSettings {
-    fn from_config(cfg: &EngineConfig) -> Result<Self, Error> {
-        let step = if cfg.name == MIRROR_SCHEMA.name {
-            ViStep::Mirror {
-                rho: cfg.number("rho")?,
-                backtrack: cfg.flag("backtrack")?,
-            }
-        } else {
-            ViStep::Gradient {
-                rule: match cfg.choice("optimizer")? {
-                    "sgd" => Rule::Sgd,
-                    _ => Rule::Adam,
-                },
-                lr: cfg.number("lr")?,
-            }
-        };
-        Ok(ViSettings {
-            learn_hypers: cfg.flag("learn_hypers")?,
-            hyper_lr: cfg.number("hyper_lr")?,
-            quadrature: cfg.count("quadrature")?,
-            steps: cfg.count("steps")?,
-            tol: cfg.number("tol")?,
-            jitter: cfg.number("jitter")?,
-            bins: cfg.count("bins")?,
-            step,
-            max_minutes: cfg.number("max_minutes")?,
-        })
-    }
-}
 
 /// What both variational engines accept: test data, and a guide of one of
 /// `families`.
@@ -227,8 +38,6 @@ pub struct ViDef {
     /// `mirror_descent`, or `gradient_descent` (full-rank or mean-field
     /// by the guide).
     mirror: bool,
-    /// The engine's name in words, for figure titles and summaries.
-    pub words: &'static str,
 }
 
 impl ViDef {
@@ -261,7 +70,7 @@ impl EngineDef for ViDef {
         self.def.accepts
     }
     fn words(&self) -> &'static str {
-        self.words
+        words(self.def.schema.name)
     }
     fn build(
         &self,
@@ -297,15 +106,6 @@ impl EngineDef for ViDef {
     }
 }
 
-/// The variational engine called `engine` in words (`mirror-descent VI`);
-/// other names as they are.
-pub fn words(engine: &'static str) -> &'static str {
-    [&MIRROR_DESCENT, &GRADIENT_DESCENT]
-        .iter()
-        .find(|d| d.def.schema.name == engine)
-        .map_or(engine, |d| d.words)
-}
-
 /// Mirror-descent (conjugate-computation) variational inference.
 pub const MIRROR_DESCENT: ViDef = ViDef {
     def: Def {
@@ -315,7 +115,6 @@ pub const MIRROR_DESCENT: ViDef = ViDef {
         restore: None,
     },
     mirror: true,
-    words: "mirror-descent VI",
 };
 
 /// Gradient-descent variational inference.
@@ -327,5 +126,4 @@ pub const GRADIENT_DESCENT: ViDef = ViDef {
         restore: None,
     },
     mirror: false,
-    words: "gradient-descent VI",
 };

@@ -17,7 +17,7 @@ pub use tempest_variational::figure::*;
 /// ELBO trace; for a classifier on two input columns also its probability
 /// map at `STEM_map.png`. The files written.
 pub fn draw(f: &VariationalFit, path: &Path) -> Result<Vec<PathBuf>, Error> {
-    let what = super::def::words(f.engine);
+    let what = super::settings::words(f.engine);
     let lik = f.core.pieces.lik.untempered();
     let latent = |x: &Inputs| super::predict::latent_at(&f.core, &f.qs, &f.core.pieces.kernel, x);
     let title = format!("{what}: class probabilities");

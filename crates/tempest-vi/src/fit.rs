@@ -177,7 +177,7 @@ impl tempest_infer::fit::Fit for VariationalFit {
     fn report(&self) -> Report {
         let b = &self.core.model.bound;
         let mut r = Report::new(self.engine);
-        let what = super::def::words(self.engine);
+        let what = super::settings::words(self.engine);
         let cls = if self.core.model.latents > 1 {
             format!(", {} latent GPs", self.core.model.latents)
         } else {

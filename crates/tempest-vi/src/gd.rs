@@ -13,11 +13,11 @@
 //! whitened coordinates so that it stays the same distribution.
 
 use super::core::{Core, MAX_REJECTED, elbo_progress, stop_status};
-use super::def::{ViSettings, ViStep};
 use super::expect::Expectations;
 use super::fit::VariationalFit;
 use super::model::ViModel;
 use super::posterior::Whitened;
+use super::settings::{ViSettings, ViStep};
 use crate::error::Error;
 use crate::math::adjoint;
 use crate::math::linalg::{cholesky_jitter, matmul};

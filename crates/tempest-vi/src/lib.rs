@@ -17,6 +17,7 @@ pub mod gd;
 pub mod mirror;
 pub mod predict;
 pub mod saved;
+pub mod settings;
 /// The variational library's modules, at their old paths.
 pub use tempest_variational::{expect, lik_adjoint, model, posterior};
 

@@ -21,11 +21,11 @@
 //! underestimates the coupled one, and ρ = 1 would otherwise cycle.
 
 use super::core::{Core, elbo_progress, stop_status};
-use super::def::{ViSettings, ViStep};
 use super::expect::Expectations;
 use super::fit::VariationalFit;
 use super::model::ViModel;
 use super::posterior::Whitened;
+use super::settings::{ViSettings, ViStep};
 use crate::error::{Error, ErrorKind};
 use nalgebra::DMatrix;
 use tempest_infer::engine::{Engine, Progress, Status};

@@ -4,9 +4,9 @@
 //! the ELBO recomputed and checked against the saved one.
 
 use super::core::Core;
-use super::def::ViSettings;
 use super::fit::VariationalFit;
 use super::model::ViModel;
+use super::settings::ViSettings;
 use crate::error::{Error, ErrorKind, num};
 use crate::ir::graph::Graph;
 use serde_json::{Value as Json, json};

@@ -3,7 +3,7 @@
 
 use super::run::slice;
 use super::{DensityProgram, EOp, Node, OdeCall, Op, Sh, Src};
-use crate::bind::Bound;
+use crate::bound::Bound;
 use crate::value::Value;
 use nalgebra::{DMatrix, DMatrixView, DVectorView, DVectorViewMut};
 use tempest_core::error::Error;

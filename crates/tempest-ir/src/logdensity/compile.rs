@@ -2,7 +2,7 @@
 //! [`DensityProgram`].
 
 use super::{DensityProgram, EOp, Node, OdeCall, Op, Sh, Src, Stmt, TermNode, Way, shape_of};
-use crate::bind::Bound;
+use crate::bound::Bound;
 use crate::eval::Env;
 use crate::expr::{Builtin, Ref, TExpr, TKind};
 use crate::graph::DistCall;

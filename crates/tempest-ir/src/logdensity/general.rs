@@ -6,7 +6,7 @@
 
 use super::run::add_to;
 use super::{DensityProgram, Src, Stmt, TermNode};
-use crate::bind::Bound;
+use crate::bound::Bound;
 use crate::pointwise::Pointwise;
 use crate::value::Value;
 use tempest_core::error::Error;

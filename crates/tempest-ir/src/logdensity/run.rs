@@ -1,7 +1,7 @@
 //! The forward pass of a [`DensityProgram`] and its statements.
 
 use super::{DensityProgram, EOp, Op, Sh, Src, Way};
-use crate::bind::Bound;
+use crate::bound::Bound;
 use crate::pointwise::vec::Arg;
 use crate::value::Value;
 use nalgebra::{DMatrix, DVector};
