@@ -146,3 +146,18 @@ fn summary_refuses_files_that_are_not_chains_of_one_run() {
     let err = assert_clean_failure(&tempest(&["summary", "examples/data/mcycle.csv"]));
     assert!(err.contains("mcycle.csv"), "{err}");
 }
+
+/// `tempest summary` names Stan CSV columns in the language's convention
+/// (tempest-mcmc/src/merge.rs).
+mod stan_names {
+    use tempest::infer::mcmc::merge::language_name;
+
+    #[test]
+    fn stan_names_in_the_language_convention() {
+        assert_eq!(language_name("beta.1"), "beta[0]");
+        assert_eq!(language_name("A.2.3"), "A[1, 2]");
+        assert_eq!(language_name("sigma"), "sigma");
+        assert_eq!(language_name("x.y"), "x.y");
+        assert_eq!(language_name("b.0"), "b.0");
+    }
+}

@@ -451,3 +451,52 @@ fn mean_field_gradient_descent_improves_the_elbo() {
     );
     assert!(fit.trace.iter().all(|e| e.is_finite()));
 }
+
+// The dense engines' cost estimate (tempest-vi/src/cost.rs).
+mod cost {
+    use tempest::infer::vi::cost::{Cost, Steps, duration, flops_per_second, flops_per_step};
+
+    #[test]
+    fn a_step_costs_what_its_dense_operations_cost() {
+        // Mirror descent with two learned hypers on 2400 points in two
+        // columns: 17 N³ and the kernel's derivatives.
+        let n = 2400f64;
+        let f = flops_per_step(Steps::Mirror, 2400, 1, 2, 2);
+        assert!((f - (17.0 * n * n * n + n * n * 30.0 * 7.0)).abs() < 1e-3 * f);
+        // Without hypers, 5⅓ N³ per latent GP.
+        let f = flops_per_step(Steps::Mirror, 100, 3, 0, 2);
+        assert!((f - 16.0 * 1e6).abs() < 1e-6);
+        assert!(
+            flops_per_step(Steps::MeanField, 10, 1, 0, 1)
+                < flops_per_step(Steps::FullRank, 10, 1, 0, 1)
+        );
+    }
+
+    #[test]
+    fn durations_read_in_their_unit() {
+        assert_eq!(duration(0.42), "0.4 s");
+        assert_eq!(duration(20.4), "20 s");
+        assert_eq!(duration(1020.0), "17 min");
+        assert_eq!(duration(9000.0), "2.5 h");
+    }
+
+    #[test]
+    fn a_long_run_warns_and_points_to_svi() {
+        let cost = Cost {
+            engine: "mirror_descent",
+            n: 2400,
+            latents: 1,
+            learn_hypers: true,
+            flops_per_step: 2.35e11,
+            steps: 50,
+            flops_per_second: 1.2e10,
+        };
+        let w = cost.warning().unwrap();
+        assert!(w.contains("roughly 20 s a step"), "{w}");
+        assert!(w.contains("16 min for steps = 50"), "{w}");
+        assert!(w.contains("--engine svi"), "{w}");
+        let short = Cost { steps: 2, ..cost };
+        assert!(short.warning().is_none());
+        assert!(flops_per_second() > 0.0);
+    }
+}

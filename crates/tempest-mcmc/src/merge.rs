@@ -339,17 +339,3 @@ impl MergedRun {
         r
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stan_names_in_the_language_convention() {
-        assert_eq!(language_name("beta.1"), "beta[0]");
-        assert_eq!(language_name("A.2.3"), "A[1, 2]");
-        assert_eq!(language_name("sigma"), "sigma");
-        assert_eq!(language_name("x.y"), "x.y");
-        assert_eq!(language_name("b.0"), "b.0");
-    }
-}
