@@ -15,9 +15,7 @@ use tempest_infer::engine::Engine;
 use tempest_infer::seam::{Accepts, BuildCx, EngineDef, Restored, TestData};
 use tempest_infer::settings::{EngineConfig, EngineSchema};
 
-pub use tempest_samplers::settings::{
-    HMC_SCHEMA, MALA_SCHEMA, NUTS_SCHEMA, SAMPLERS, Sampler, SamplerSettings, sampler_of,
-};
+use tempest_samplers::settings::{Sampler, SamplerSettings};
 
 /// A sampler as a registered engine: its draws stream to the run's sinks
 /// and end in a fit that reports, predicts and is saved.

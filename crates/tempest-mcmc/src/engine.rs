@@ -3,7 +3,6 @@
 //! draw sinks, checked first against the `estimate` block and turned into
 //! an [`McmcFit`] at the end.
 
-use super::def::SamplerSettings;
 use super::density::Density;
 use super::fit::McmcFit;
 use crate::error::Error;
@@ -12,6 +11,7 @@ use tempest_infer::engine::{Engine, Progress, Status};
 use tempest_infer::fit::Fit;
 use tempest_infer::sink::DrawSinks;
 use tempest_samplers::run::SamplerRun;
+use tempest_samplers::settings::SamplerSettings;
 
 /// A sampling run in progress, as an engine.
 pub struct McmcEngine(SamplerRun);

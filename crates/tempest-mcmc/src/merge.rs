@@ -191,7 +191,7 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergedRun, Error> {
         .collect();
     // The sampler that names itself so in CmdStan's terms.
     let engine = config(first, "algorithm")
-        .and_then(|a| super::def::sampler_of(a, config(first, "engine")))
+        .and_then(|a| tempest_samplers::settings::sampler_of(a, config(first, "engine")))
         .map_or("mcmc", |s| s.schema.name);
     // A chain whose params never change did not move.
     let stuck: Vec<usize> = (0..files.len())

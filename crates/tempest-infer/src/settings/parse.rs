@@ -109,7 +109,7 @@ pub(super) fn parse_setting(
                     .map_or(String::new(), |n| format!(", written like `{n} {{ ... }}`"));
                 Err(setting_error(
                     e.span,
-                    format!("`{key}` expects an engine ({}){like}", names.join(", "),),
+                    format!("`{key}` expects an engine ({}){like}", names.join(", ")),
                 ))
             }
         },
