@@ -107,6 +107,7 @@ impl EvidenceEngine {
             &[],
             "",
             self.positions.as_deref(),
+            |_, _| Ok(()),
         )?
         .without_values())
     }

@@ -20,18 +20,23 @@ impl McmcEngine {
     /// Start `chains` chains of `s`'s sampler; each chain's draws stream to
     /// a sink opened from every one of `sinks`. The `estimate` block and
     /// its control-variate method are checked at the first chain's initial
-    /// point before any draw is made ([`super::fit::check_estimates`]).
+    /// point before any sink is written past its header or any draw made
+    /// ([`super::fit::check_estimates`]).
     pub fn new(
         density: Density,
         s: &SamplerSettings,
         sinks: &[Arc<dyn DrawSinks>],
         model_name: &str,
     ) -> Result<McmcEngine, Error> {
-        let run = SamplerRun::new(density, s, sinks, model_name, None)?;
-        if let Some(q) = run.first_position() {
-            super::fit::check_estimates(run.density(), &q, s.chains * s.chain.draws)?;
-        }
-        Ok(McmcEngine(run))
+        let draws = s.chains * s.chain.draws;
+        Ok(McmcEngine(SamplerRun::new(
+            density,
+            s,
+            sinks,
+            model_name,
+            None,
+            |d, q| super::fit::check_estimates(d, q, draws),
+        )?))
     }
 }
 

@@ -57,17 +57,21 @@ impl SamplerRun {
     /// Start `s.chains` chains of `s`'s sampler over `density`; each
     /// chain's draws stream to a sink opened from every one of `sinks`, and
     /// chain k starts at `init[k]` when given (a warm start), else at a
-    /// random point the prior's supports admit.
+    /// random point the prior's supports admit. `check` sees the density
+    /// and the first chain's initial point once the chains exist, before
+    /// any sink is written past its header (the samplers' engines check
+    /// the `estimate` block there); its error ends the run.
     ///
     /// Errors: the draws (and a dense or low-rank metric) beyond the memory
     /// budget, at `draws`; a sink that cannot be opened; a chain with no
-    /// finite initial point.
+    /// finite initial point; `check`'s.
     pub fn new(
         density: Density,
         s: &SamplerSettings,
         sinks: &[Arc<dyn DrawSinks>],
         model_name: &str,
         init: Option<&[Vec<f64>]>,
+        check: impl FnOnce(&Density, &[f64]) -> Result<(), Error>,
     ) -> Result<SamplerRun, Error> {
         let chain_cfg = s.chain;
         let method = chain_cfg.method;
@@ -154,6 +158,9 @@ impl SamplerRun {
                 Chain::new_at(&*density, s.chain_offset + i, seed, chain_cfg, at)
             })
             .collect::<Result<_, _>>()?;
+        if let Some(c) = chains.first() {
+            check(&density, &c.position())?;
+        }
         let sampling_started = if chain_cfg.warmup == 0 {
             for (ws, c) in writers.iter_mut().zip(&chains) {
                 for w in ws {
@@ -218,17 +225,6 @@ impl SamplerRun {
     pub fn into_draws(self) -> (Vec<Vec<Draw>>, Vec<Vec<f64>>) {
         let pos = self.chains.iter().map(|c| c.position()).collect();
         (self.draws, pos)
-    }
-
-    /// The density the chains sample.
-    pub fn density(&self) -> &Density {
-        &self.density
-    }
-
-    /// The first chain's current position (before the first step: its
-    /// initial point).
-    pub fn first_position(&self) -> Option<Vec<f64>> {
-        self.chains.first().map(Chain::position)
     }
 
     /// Advance every chain for one time slice (or to its last draw, or a
