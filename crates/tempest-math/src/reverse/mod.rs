@@ -15,9 +15,19 @@
 //! (no parallel work), and a sweep started while another is open on the
 //! same thread is refused with an internal error rather than mixing the
 //! two tapes.
+//!
+//! Scalars and matrices share one backward pass: inside an open sweep
+//! ([`record`]), a matrix tape ([`crate::tape::Tape`]) takes `Rev` values
+//! as a node ([`crate::tape::Tape::gather`]) and hands a node's entries
+//! back as `Rev` values ([`crate::tape::Tape::entries`]), and its
+//! [`crate::tape::Tape::gradient`] visits the scalar operations and the
+//! matrix nodes together, last recorded first (so model-file code
+//! evaluated in `Rev` before and after a Gram matrix, a Cholesky factor or
+//! a network is differentiated by the same pass). One matrix tape at a
+//! time is joined to a sweep.
 
 mod scalar;
-mod tape;
+pub(crate) mod tape;
 
 pub use scalar::Rev;
 
@@ -28,6 +38,11 @@ use tempest_core::error::Error;
 thread_local! {
     /// Whether a sweep is open on this thread.
     static OPEN: Cell<bool> = const { Cell::new(false) };
+    /// The number of sweeps opened on this thread so far (the open one's
+    /// number while one is open).
+    static GENERATION: Cell<u64> = const { Cell::new(0) };
+    /// The matrix tape joined to the open sweep, by its number.
+    static JOINED: Cell<Option<u64>> = const { Cell::new(None) };
 }
 
 /// Closes the sweep (and clears the tape) however the closure ends.
@@ -37,7 +52,33 @@ impl Drop for Open {
     fn drop(&mut self) {
         tape::clear();
         OPEN.with(|o| o.set(false));
+        JOINED.with(|j| j.set(None));
     }
+}
+
+/// The open sweep's number, `None` when no sweep is open on this thread.
+pub(crate) fn open_sweep() -> Option<u64> {
+    OPEN.with(|o| o.get()).then(|| GENERATION.with(|g| g.get()))
+}
+
+/// Joins the matrix tape numbered `tape` to the open sweep; an internal
+/// error when no sweep is open or another matrix tape has joined it.
+pub(crate) fn join(tape: u64) -> Result<u64, Error> {
+    let Some(sweep) = open_sweep() else {
+        return Err(Error::internal(
+            "a matrix tape met reverse-mode scalars outside a reverse sweep",
+        ));
+    };
+    JOINED.with(|j| match j.get() {
+        None => {
+            j.set(Some(tape));
+            Ok(sweep)
+        }
+        Some(t) if t == tape => Ok(sweep),
+        Some(_) => Err(Error::internal(
+            "two matrix tapes were joined to one reverse sweep",
+        )),
+    })
 }
 
 /// Runs `f` on the inputs `x` as fresh reverse-mode variables (the
@@ -51,6 +92,8 @@ pub fn record<R>(x: &[f64], f: impl FnOnce(&[Rev]) -> Result<R, Error>) -> Resul
         ));
     }
     let _open = Open;
+    GENERATION.with(|g| g.set(g.get() + 1));
+    JOINED.with(|j| j.set(None));
     tape::clear();
     let vars: Vec<Rev> = x.iter().map(|&v| tape::variable(v)).collect();
     f(&vars)

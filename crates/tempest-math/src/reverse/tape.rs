@@ -1,5 +1,9 @@
 //! The calling thread's tape: one node per recorded operation, holding its
 //! operands' nodes and the local partial derivatives, and the backward pass.
+//!
+//! A node may also be an entry of a node of a matrix tape
+//! ([`crate::tape::Tape::entries`]): a bridge, whose adjoint the backward
+//! pass hands to that matrix node instead of to scalar operands.
 
 use super::scalar::Rev;
 use std::cell::RefCell;
@@ -11,8 +15,18 @@ struct Node {
     b: Option<(usize, f64)>,
 }
 
+/// A scalar node that is entry `entry` of the matrix tape's node `var`.
+#[derive(Clone, Copy)]
+struct Bridge {
+    node: usize,
+    var: usize,
+    entry: usize,
+}
+
 thread_local! {
     static TAPE: RefCell<Vec<Node>> = const { RefCell::new(Vec::new()) };
+    /// The bridges, in the order of their nodes.
+    static BRIDGES: RefCell<Vec<Bridge>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Records a value with its operands' partials; returns it on the tape.
@@ -30,9 +44,19 @@ pub(super) fn variable(v: f64) -> Rev {
     push(v, None, None)
 }
 
+/// A fresh node standing for entry `entry` of the matrix tape's node `var`.
+pub(crate) fn bridge(v: f64, var: usize, entry: usize) -> Rev {
+    let r = variable(v);
+    if let Some(node) = r.node() {
+        BRIDGES.with(|b| b.borrow_mut().push(Bridge { node, var, entry }));
+    }
+    r
+}
+
 /// Empties the tape (its memory is kept for the next sweep).
 pub(super) fn clear() {
     TAPE.with(|t| t.borrow_mut().clear());
+    BRIDGES.with(|b| b.borrow_mut().clear());
 }
 
 /// The number of nodes on the tape.
@@ -44,25 +68,57 @@ pub(super) fn len() -> usize {
 /// A zero adjoint passes nothing on (so an infinite partial times a zero
 /// adjoint is 0, as forward mode takes it).
 pub(super) fn adjoints(out: usize) -> Vec<f64> {
+    let mut adj = vec![0.0; len()];
+    adj[out] = 1.0;
+    segment(&mut adj, 0, out + 1, |_, _, _| {});
+    adj
+}
+
+/// The backward pass over nodes `lo..hi` only, last first, with the
+/// adjoints `adj` (one per node, at least `hi`): each node adds into its
+/// operands' adjoints, and a bridge's adjoint goes to `to_matrix(var,
+/// entry, adjoint)`. The matrix tape runs its backward pass in such
+/// segments, between its own nodes, so both kinds of node are visited in
+/// the reverse of the order they were recorded in.
+pub(crate) fn segment(
+    adj: &mut [f64],
+    lo: usize,
+    hi: usize,
+    mut to_matrix: impl FnMut(usize, usize, f64),
+) {
     TAPE.with(|t| {
         let t = t.borrow();
-        let mut adj = vec![0.0; t.len()];
-        adj[out] = 1.0;
-        for k in (0..=out).rev() {
-            let g = adj[k];
-            if g == 0.0 {
-                continue;
-            }
-            let n = t[k];
-            for (i, d) in [n.a, n.b].into_iter().flatten() {
-                // Operands come before their results (i < k).
-                if d != 0.0
-                    && let Some(a) = adj.get_mut(i)
-                {
-                    *a += g * d;
+        BRIDGES.with(|b| {
+            let bridges = b.borrow();
+            // The bridges in lo..hi, visited from the last.
+            let mut cursor = bridges.partition_point(|x| x.node < hi);
+            let hi = hi.min(t.len()).min(adj.len());
+            for k in (lo..hi).rev() {
+                let g = adj[k];
+                while cursor > 0 && bridges[cursor - 1].node > k {
+                    cursor -= 1;
+                }
+                if cursor > 0 && bridges[cursor - 1].node == k {
+                    cursor -= 1;
+                    if g != 0.0 {
+                        let x = bridges[cursor];
+                        to_matrix(x.var, x.entry, g);
+                    }
+                    continue;
+                }
+                if g == 0.0 {
+                    continue;
+                }
+                let n = t[k];
+                for (i, d) in [n.a, n.b].into_iter().flatten() {
+                    // Operands come before their results (i < k).
+                    if d != 0.0
+                        && let Some(a) = adj.get_mut(i)
+                    {
+                        *a += g * d;
+                    }
                 }
             }
-        }
-        adj
+        })
     })
 }

@@ -14,9 +14,20 @@ use tempest_core::error::Error;
 pub struct Grads {
     adj: Vec<Option<DMatrix<f64>>>,
     shapes: Vec<(usize, usize)>,
+    /// The adjoints of the joined sweep's scalar operations (empty for a
+    /// tape never joined to one).
+    scalars: Vec<f64>,
 }
 
 impl Grads {
+    /// The adjoint of a reverse-mode scalar of the sweep this tape joined
+    /// (0 for a constant, or for a scalar nothing flowed into).
+    pub fn rev(&self, x: crate::reverse::Rev) -> f64 {
+        x.node()
+            .and_then(|k| self.scalars.get(k).copied())
+            .unwrap_or(0.0)
+    }
+
     /// The adjoint of `v` (of its shape), `None` when nothing flowed into it.
     pub fn get(&self, v: Var) -> Option<&DMatrix<f64>> {
         self.adj.get(v.0).and_then(|a| a.as_ref())
@@ -81,8 +92,25 @@ impl Tape {
         if self.nodes[out.0].varies {
             adj[out.0] = Some(seed);
         }
+        // A tape joined to a reverse sweep visits the scalar operations
+        // recorded after each node before the node itself.
+        let mut scalars = self.scalar_adjoints()?;
+        let mut hi = self.nodes[out.0].mark;
         for k in (0..=out.0).rev() {
+            if let Some(s) = &mut scalars {
+                hi = self.scalar_segment(k, hi, s, &mut adj);
+            }
             let Some(g) = adj[k].take() else { continue };
+            // Gathered scalars take their entries' adjoints.
+            if let (Op::Gather(nodes), Some(s)) = (&self.nodes[k].op, &mut scalars) {
+                for (n, gi) in nodes.iter().zip(g.iter()) {
+                    if let Some(a) = n.and_then(|n| s.get_mut(n)) {
+                        *a += gi;
+                    }
+                }
+                adj[k] = Some(g);
+                continue;
+            }
             // A part of a vector adds into its slice of the vector's
             // adjoint in place (a network's layers are parts of one weight
             // vector: no vector-sized matrix per layer).
@@ -111,9 +139,17 @@ impl Tape {
             }
             adj[k] = Some(g);
         }
+        let mut scalars = scalars.unwrap_or_default();
+        if !scalars.is_empty() {
+            crate::reverse::tape::segment(&mut scalars, 0, hi, |_, _, _| {});
+        }
         adj.resize(self.nodes.len(), None);
         let shapes = self.nodes.iter().map(|n| n.value.shape()).collect();
-        Ok(Grads { adj, shapes })
+        Ok(Grads {
+            adj,
+            shapes,
+            scalars,
+        })
     }
 
     /// The operands' adjoints of node `k` given its adjoint `g`.
@@ -123,7 +159,8 @@ impl Tape {
         let want = |v: Var| self.nodes[v.0].varies;
         let y = &node.value;
         Ok(match &node.op {
-            Op::Leaf => vec![],
+            // A gather's adjoint goes to the sweep's scalars in `vjp`.
+            Op::Leaf | Op::Gather(_) => vec![],
             Op::Add(a, b) => vec![
                 (*a, reduce(g.clone(), val(*a).shape())),
                 (*b, reduce(g.clone(), val(*b).shape())),

@@ -29,6 +29,16 @@
 //! | [`Tape::log_det_chol`] | 2 Σ ln Lᵢᵢ = ln det(L Lᵀ) | diag(2 / Lᵢᵢ) |
 //! | [`Tape::log_softmax_rows`] | each row minus its log-sum-exp | Ā − softmax ∘ rowsum(Ā) |
 //! | [`Tape::custom`] | a value and its own vector–Jacobian product | the caller's |
+//! | [`Tape::gather`] | reverse-mode scalars ([`crate::reverse::Rev`]) as [k, 1] | into the scalars' adjoints |
+//! | [`Tape::entries`] | a node's entries as reverse-mode scalars | from the scalars' adjoints |
+//!
+//! Inside a reverse sweep ([`crate::reverse::record`]) the tape and the
+//! sweep's scalars are one record: [`Tape::gather`] and [`Tape::entries`]
+//! join them, and the backward pass visits scalar operations and matrix
+//! nodes together, last recorded first, so that model-file code evaluated
+//! in `Rev` (hypers through their transforms, a kernel's leaves, a prior
+//! mean) and the matrix operations it feeds or reads are differentiated by
+//! one pass; [`Grads::rev`] reads a scalar's adjoint.
 //!
 //! A shape that does not fit is an internal error (the tape is driven by
 //! engine code, never by model text); a matrix that is not positive
@@ -37,6 +47,7 @@
 //! cost nothing in the backward pass.
 
 mod back;
+mod bridge;
 mod op;
 mod record;
 #[cfg(test)]
@@ -67,13 +78,32 @@ struct Node {
     op: Op,
     /// Whether the node depends on an input (and so carries an adjoint).
     varies: bool,
+    /// The number of scalar operations the thread's reverse sweep had
+    /// recorded when this node was (0 outside a sweep), and that sweep's
+    /// number (0 for none): where the node falls among the scalars.
+    mark: usize,
+    sweep: u64,
 }
 
 /// A record of matrix operations, for one backward pass (or several: the
 /// tape is not consumed by [`Tape::gradient`]).
-#[derive(Default)]
 pub struct Tape {
     nodes: Vec<Node>,
+    /// This tape's number, unique in the process (for joining a sweep).
+    id: u64,
+    /// The reverse sweep this tape has been joined to, if any.
+    joined: Option<u64>,
+}
+
+impl Default for Tape {
+    fn default() -> Tape {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Tape {
+            nodes: Vec::new(),
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            joined: None,
+        }
+    }
 }
 
 impl Tape {
@@ -145,7 +175,15 @@ impl Tape {
     }
 
     fn push(&mut self, value: DMatrix<f64>, op: Op, varies: bool) -> Var {
-        self.nodes.push(Node { value, op, varies });
+        let sweep = crate::reverse::open_sweep();
+        let mark = sweep.map_or(0, |_| crate::reverse::recorded());
+        self.nodes.push(Node {
+            value,
+            op,
+            varies,
+            mark,
+            sweep: sweep.unwrap_or(0),
+        });
         Var(self.nodes.len() - 1)
     }
 

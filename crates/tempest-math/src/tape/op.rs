@@ -116,13 +116,16 @@ pub(super) enum Op {
     LogSoftmaxRows(Var),
     /// A caller's node.
     Custom(Vec<Var>, Vjp),
+    /// Reverse-mode scalars as [k, 1]: each entry's node on the sweep's
+    /// tape (`None` for a constant).
+    Gather(Vec<Option<usize>>),
 }
 
 impl Op {
     /// The nodes this one reads.
     pub(super) fn operands(&self) -> Vec<Var> {
         match self {
-            Op::Leaf => vec![],
+            Op::Leaf | Op::Gather(_) => vec![],
             Op::Add(a, b) | Op::Sub(a, b) | Op::Mul(a, b) | Op::Div(a, b) => vec![*a, *b],
             Op::MatMul(a, _, b, _) | Op::Solve(a, b, _) => vec![*a, *b],
             Op::Scale(a, _)
