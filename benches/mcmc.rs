@@ -5,7 +5,8 @@
 //! the marginal log density of a GP regression over its hypers (mcycle); and
 //! one gradient of a negative-binomial (and a Poisson) regression on roaches
 //! with the likelihood written in the model file against the built-in one it
-//! copies. See benches/README.md.
+//! copies; one gradient of a latent GP classifier whose kernel has params
+//! (its factor and L̄ back to them). See benches/README.md.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -122,6 +123,33 @@ fn bench(c: &mut Criterion) {
     g.bench_function("log_density", |bench| {
         bench.iter(|| black_box(d.log_density(black_box(&x)).expect("lp")))
     });
+    g.bench_function("log_density_and_gradient", |bench| {
+        bench.iter(|| black_box(d.log_density_grad(black_box(&x), &mut grad).expect("lp")))
+    });
+    g.finish();
+
+    // A latent GP classifier sampled in whitened form with its kernel's
+    // params (breast cancer, first 200 rows, two features): K(θ) and its
+    // factor at every gradient, and L̄ back to θ.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("benches/models/latent_gp_kernel_params.tempest");
+    let src = std::fs::read_to_string(&path).expect("model");
+    let m = Model::from_str(
+        "latent_gp_kernel_params.tempest",
+        &src,
+        &Registry::default(),
+    )
+    .expect("model");
+    let rows =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/breast_cancer_prepared.csv");
+    let data = Data::read(&rows)
+        .and_then(|d| d.select_rows(0, 199))
+        .expect("data");
+    let b = m.bind(&data, &Overrides::default()).expect("bind");
+    let d = Density::new(Arc::new(b)).expect("density");
+    let x: Vec<f64> = (0..d.dim).map(|i| 0.5 * (i as f64 * 0.731).sin()).collect();
+    let mut grad = vec![0.0; d.dim];
+    let mut g = c.benchmark_group("latent_gp_kernel_params_200");
     g.bench_function("log_density_and_gradient", |bench| {
         bench.iter(|| black_box(d.log_density_grad(black_box(&x), &mut grad).expect("lp")))
     });

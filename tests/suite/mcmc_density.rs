@@ -204,26 +204,58 @@ fn gp_regression_hypers_marginal_value_is_closed_form() {
 #[test]
 fn latent_gp_with_kernel_params_gradient() {
     // Whitened latent values with K(θ) refactorised at each point: the
-    // gradient in ell and sf goes through the Cholesky factor.
-    let m = model(
-        r#"
-data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=1>[n] }
-param {
-  ell : positive ~ lognormal(0, 1)
-  sf : positive ~ lognormal(0, 1)
-  m0 : real ~ normal(0, 1)
-}
-model {
-  f ~ gp(m0, sf^2 * matern32(ell))
-  y ~ bernoulli_logit(f(X))
-}
-"#,
-    );
+    // gradient in ell, sf and m0 goes through the Cholesky factor (the
+    // model the sampling bench times).
+    let m = model(include_str!(
+        "../../benches/models/latent_gp_kernel_params.tempest"
+    ));
     let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 11))));
     let d = Density::new(Arc::new(b)).unwrap();
     assert_eq!(d.dim, 3 + 12);
     check_gradient(&d, &point(&d, 0.5));
     check_gradient(&d, &point(&d, -0.8));
+    // The factor is recorded on the tape joined to the params' reverse
+    // sweep; the forward-mode chunks it stands beside give the same
+    // gradient to rounding.
+    assert!(d.latent_factor_on_tape());
+    for scale in [0.5, -0.8] {
+        let x = point(&d, scale);
+        let mut g = vec![0.0; d.dim];
+        let lp = d.log_density_grad(&x, &mut g).unwrap();
+        let mut gf = vec![0.0; d.dim];
+        let lpf = tempest::infer::gradients::with_forward_chunks(|| {
+            d.log_density_grad(&x, &mut gf).unwrap()
+        });
+        assert_eq!(lp.to_bits(), lpf.to_bits(), "the same factor");
+        for k in 0..d.dim {
+            assert_rel(g[k], gf[k], 1e-10, &format!("coordinate {k}"));
+        }
+    }
+}
+
+#[test]
+fn latent_gp_with_an_interpreted_kernel_keeps_forward_mode() {
+    // A kernel body outside the compiler (`rows`) has no reverse rules in
+    // its inputs: the factor is not on the tape and the gradient takes the
+    // forward-mode passes, still exact.
+    let m = model(
+        r#"
+kernel wig(s : positive)(x, x2) {
+  let i = rows(x) - 1
+  s * exp(-(x[i] - x2[i])^2)
+}
+data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=1>[n] }
+param { s : positive ~ lognormal(0, 1) }
+model {
+  f ~ gp(0, wig(s))
+  y ~ bernoulli_logit(f(X))
+}
+"#,
+    );
+    let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 9))));
+    let d = Density::new(Arc::new(b)).unwrap();
+    assert!(!d.latent_factor_on_tape());
+    check_gradient(&d, &point(&d, 0.4));
 }
 
 #[test]

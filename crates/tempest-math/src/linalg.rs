@@ -61,6 +61,24 @@ pub fn matmul(a: &DMatrix<f64>, ta: bool, b: &DMatrix<f64>, tb: bool) -> DMatrix
     from_faer(&out)
 }
 
+/// B ← L⁻¹ B, or L⁻ᵀ B when `transposed`, in place, for a lower-triangular
+/// L [N, N] (its upper triangle is not read) and B [N, K], with faer's
+/// blocked kernels on one thread.
+pub fn solve_lower_in_place(l: &DMatrix<f64>, b: &mut DMatrix<f64>, transposed: bool) {
+    use faer::linalg::triangular_solve::{
+        solve_lower_triangular_in_place, solve_upper_triangular_in_place,
+    };
+    let (n, k) = b.shape();
+    let lf = view(l);
+    let bm = faer::MatMut::from_column_major_slice_mut(b.as_mut_slice(), n, k);
+    if transposed {
+        solve_upper_triangular_in_place(lf.transpose(), bm, Par::Seq);
+    } else {
+        solve_lower_triangular_in_place(lf, bm, Par::Seq);
+    }
+    settle();
+}
+
 impl JitteredCholesky {
     /// The lower-triangular factor L, [N, N] (zero above the diagonal).
     pub fn l(&self) -> DMatrix<f64> {

@@ -29,24 +29,44 @@ fn phi_mut(m: &mut DMatrix<f64>) {
 /// sym(P) = ½(P + Pᵀ), the gradient for symmetric dA: ⟨Ā, dA⟩ = ⟨L̄, dL⟩.
 /// Two triangular solves with L, O(N³).
 pub fn cholesky_vjp(l: &DMatrix<f64>, l_bar: &DMatrix<f64>) -> DMatrix<f64> {
-    let p = cholesky_vjp_unsymmetric(l, l_bar);
-    let mut a = &p + p.transpose();
-    a *= 0.5;
+    let mut a = cholesky_vjp_unsymmetric(l, l_bar);
+    // ½(P + Pᵀ) in place.
+    for j in 0..a.ncols() {
+        for i in j + 1..a.nrows() {
+            let s = 0.5 * (a[(i, j)] + a[(j, i)]);
+            a[(i, j)] = s;
+            a[(j, i)] = s;
+        }
+    }
     a
 }
 
 /// P = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹ [N, N] before symmetrising (see [`cholesky_vjp`]):
-/// ⟨P, dA⟩ = ⟨L̄, dL⟩ for symmetric dA.
+/// ⟨P, dA⟩ = ⟨L̄, dL⟩ for symmetric dA. L must be zero above its
+/// diagonal. The product and the two triangular solves are faer's blocked
+/// kernels on one thread (the same bits on any number of threads).
 fn cholesky_vjp_unsymmetric(l: &DMatrix<f64>, l_bar: &DMatrix<f64>) -> DMatrix<f64> {
-    let mut phi = l.tr_mul(l_bar);
-    phi_mut(&mut phi);
-    // L⁻ᵀ Φ L⁻¹ = (L⁻ᵀ (L⁻ᵀ Φ)ᵀ)ᵀ, by two triangular solves.
-    let lt_solve = |mut x: DMatrix<f64>| -> DMatrix<f64> {
-        l.tr_solve_lower_triangular_mut(&mut x);
-        x
-    };
-    let a = lt_solve(phi);
-    lt_solve(a.transpose()).transpose()
+    use faer::linalg::triangular_solve::solve_upper_triangular_in_place;
+    use faer::{Accum, MatMut, MatRef, Par};
+    let n = l.nrows();
+    let lf = MatRef::from_column_major_slice(l.as_slice(), n, n);
+    let lb = MatRef::from_column_major_slice(l_bar.as_slice(), n, n);
+    let mut p = DMatrix::zeros(n, n);
+    faer::linalg::matmul::matmul(
+        MatMut::from_column_major_slice_mut(p.as_mut_slice(), n, n),
+        Accum::Replace,
+        lf.transpose(),
+        lb,
+        1.0,
+        Par::Seq,
+    );
+    phi_mut(&mut p);
+    // L⁻ᵀ Φ, then (L⁻ᵀ (L⁻ᵀ Φ)ᵀ)ᵀ = L⁻ᵀ Φ L⁻¹ by solving on the transpose.
+    let mut pm = MatMut::from_column_major_slice_mut(p.as_mut_slice(), n, n);
+    solve_upper_triangular_in_place(lf.transpose(), pm.as_mut(), Par::Seq);
+    solve_upper_triangular_in_place(lf.transpose(), pm.transpose_mut(), Par::Seq);
+    crate::simd::settle();
+    p
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Adjoints of triangular solves with a lower-triangular factor L.
 
+use crate::linalg::{matmul, solve_lower_in_place};
 use nalgebra::DMatrix;
 
 /// The strict upper triangle of `m` set to zero.
@@ -22,8 +23,8 @@ pub fn solve_lower_vjp(
     x_bar: &DMatrix<f64>,
 ) -> (DMatrix<f64>, DMatrix<f64>) {
     let mut b_bar = x_bar.clone();
-    l.tr_solve_lower_triangular_mut(&mut b_bar);
-    let mut l_bar = -(&b_bar * x.transpose());
+    solve_lower_in_place(l, &mut b_bar, true);
+    let mut l_bar = -matmul(&b_bar, false, x, true);
     tril_mut(&mut l_bar);
     (b_bar, l_bar)
 }
@@ -38,8 +39,8 @@ pub fn solve_lower_t_vjp(
     x_bar: &DMatrix<f64>,
 ) -> (DMatrix<f64>, DMatrix<f64>) {
     let mut b_bar = x_bar.clone();
-    l.solve_lower_triangular_mut(&mut b_bar);
-    let mut l_bar = -(x * b_bar.transpose());
+    solve_lower_in_place(l, &mut b_bar, false);
+    let mut l_bar = -matmul(x, false, &b_bar, true);
     tril_mut(&mut l_bar);
     (b_bar, l_bar)
 }

@@ -9,8 +9,9 @@ use crate::linalg::matmul;
 use nalgebra::DMatrix;
 use tempest_core::error::Error;
 
-/// The adjoints of a backward pass, one per node that depends on an input
-/// and lies on a path to the output.
+/// The adjoints of a backward pass: one per input that lies on a path to
+/// the output (intermediate nodes' adjoints are freed during the pass), and
+/// the joined sweep's scalars'.
 pub struct Grads {
     adj: Vec<Option<DMatrix<f64>>>,
     shapes: Vec<(usize, usize)>,
@@ -28,12 +29,14 @@ impl Grads {
             .unwrap_or(0.0)
     }
 
-    /// The adjoint of `v` (of its shape), `None` when nothing flowed into it.
+    /// The adjoint of the input `v` (of its shape), `None` when nothing
+    /// flowed into it (or `v` is not an input: only inputs keep theirs).
     pub fn get(&self, v: Var) -> Option<&DMatrix<f64>> {
         self.adj.get(v.0).and_then(|a| a.as_ref())
     }
 
-    /// The adjoint of `v`, zeros of its shape when nothing flowed into it.
+    /// The adjoint of the input `v`, zeros of its shape when nothing flowed
+    /// into it.
     pub fn wrt(&self, v: Var) -> DMatrix<f64> {
         match self.get(v) {
             Some(a) => a.clone(),
@@ -64,6 +67,15 @@ fn reduce(g: DMatrix<f64>, shape: (usize, usize)) -> DMatrix<f64> {
 }
 
 impl Tape {
+    /// Keeps node `k`'s adjoint `g` once its rule has run when the node is
+    /// an input; an intermediate node's adjoint is freed there (no caller
+    /// reads it, and a pass over large matrices then holds fewer of them).
+    fn keep_adjoint(&self, adj: &mut [Option<DMatrix<f64>>], k: usize, g: DMatrix<f64>) {
+        if matches!(self.nodes[k].op, Op::Leaf) {
+            adj[k] = Some(g);
+        }
+    }
+
     /// The adjoints ∂s/∂(node) of a number s [1, 1] at `out`, by one
     /// backward pass.
     pub fn gradient(&self, out: Var) -> Result<Grads, Error> {
@@ -108,7 +120,7 @@ impl Tape {
                         *a += gi;
                     }
                 }
-                adj[k] = Some(g);
+                self.keep_adjoint(&mut adj, k, g);
                 continue;
             }
             // A part of a vector adds into its slice of the vector's
@@ -125,7 +137,7 @@ impl Tape {
                         *x += y;
                     }
                 }
-                adj[k] = Some(g);
+                self.keep_adjoint(&mut adj, k, g);
                 continue;
             }
             for (v, a) in self.rule(k, &g)? {
@@ -137,7 +149,7 @@ impl Tape {
                     slot => *slot = Some(a),
                 }
             }
-            adj[k] = Some(g);
+            self.keep_adjoint(&mut adj, k, g);
         }
         let mut scalars = scalars.unwrap_or_default();
         if !scalars.is_empty() {

@@ -182,12 +182,26 @@ impl Tape {
     /// diagonal); `what` names A in the error when even that fails. The
     /// jitter is a constant: the adjoint is that of A's factor.
     pub fn cholesky(&mut self, a: Var, what: &str) -> Result<Var, Error> {
+        self.cholesky_jitter(a, 0.0, 1e-4, what)
+    }
+
+    /// The lower Cholesky factor L of a symmetric A [n, n] by
+    /// [`cholesky_jitter`] from jitter `initial` up to `max_rel` of the
+    /// mean diagonal (`max_rel` = 0: `initial` alone, else the error);
+    /// the jitter is a constant, as in [`Tape::cholesky`].
+    pub fn cholesky_jitter(
+        &mut self,
+        a: Var,
+        initial: f64,
+        max_rel: f64,
+        what: &str,
+    ) -> Result<Var, Error> {
         self.check(&[a])?;
         let x = self.value(a);
         if !x.is_square() {
             return Err(shape_error("a Cholesky factor", x.shape(), x.shape()));
         }
-        let l = cholesky_jitter(x, 0.0, 1e-4, what)?.l();
+        let l = cholesky_jitter(x, initial, max_rel, what)?.l();
         Ok(self.record(l, Op::Cholesky(a)))
     }
 
@@ -208,11 +222,7 @@ impl Tape {
             return Err(shape_error("a triangular solve", lv.shape(), bv.shape()));
         }
         let mut x = bv.clone();
-        if transposed {
-            lv.tr_solve_lower_triangular_mut(&mut x);
-        } else {
-            lv.solve_lower_triangular_mut(&mut x);
-        }
+        crate::linalg::solve_lower_in_place(lv, &mut x, transposed);
         Ok(self.record(x, Op::Solve(l, b, transposed)))
     }
 

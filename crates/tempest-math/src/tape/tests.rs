@@ -300,7 +300,10 @@ fn scalars_and_matrices_share_one_backward_pass() {
     let (theta_bar, x_bar) = reverse::record(&theta0, |vars| {
         let (t, xv, out) = f(vars, x0.clone())?;
         let g = t.gradient(out)?;
-        Ok((vars.iter().map(|v| g.rev(*v)).collect::<Vec<f64>>(), g.wrt(xv)))
+        Ok((
+            vars.iter().map(|v| g.rev(*v)).collect::<Vec<f64>>(),
+            g.wrt(xv),
+        ))
     })
     .unwrap();
     for j in 0..2 {

@@ -132,7 +132,15 @@ pub fn gram_vjp_with(
         finite(&params, &[&xb])?;
         return Ok(Some(GramAdjoints { params, x: xb }));
     }
-    let planned = leaf_adjoints(kernel, x, &(k_bar + k_bar.transpose()))?;
+    // W = K̄ + K̄ᵀ; for a symmetric K̄ (a Cholesky node's adjoint) that is
+    // 2K̄, and the pass is linear in W, so it runs on K̄ itself and doubles
+    // (the same bits: doubling is exact).
+    let planned = if is_symmetric(k_bar) {
+        leaf_adjoints(kernel, x, k_bar)?.map(|p| p.into_iter().map(|v| 2.0 * v).collect())
+    } else {
+        let w = DMatrix::from_fn(n, n, |i, j| k_bar[(i, j)] + k_bar[(j, i)]);
+        leaf_adjoints(kernel, x, &w)?
+    };
     let entry_params = if planned.is_some() { 0 } else { leaves };
     // A radial kernel's X̄ by matrix products; then the entries serve θ̄ alone.
     let fast_x = if want_x {
@@ -195,6 +203,12 @@ pub fn gram_vjp_with(
     };
     finite(&out.params, &[&out.x])?;
     Ok(Some(out))
+}
+
+/// Whether a square `m` equals its transpose exactly.
+fn is_symmetric(m: &DMatrix<f64>) -> bool {
+    let n = m.nrows();
+    (0..n).all(|j| (j + 1..n).all(|i| m[(i, j)] == m[(j, i)]))
 }
 
 /// (θ̄, X̄, Z̄) for the cross-covariance node K = K(X, Z; θ) [N, M],

@@ -5,14 +5,15 @@
 //! loss after it — and one backward pass gives the adjoints of the inputs
 //! (X̄, and through a network its weights) and of the kernel's leaves.
 
-use super::{cross_vjp, gram_vjp};
+use super::{cross_vjp_with, gram_vjp_with};
 use crate::kernel::{Inputs, KernelValue};
 use nalgebra::DMatrix;
 use tempest_core::error::{Error, ErrorKind};
 use tempest_math::tape::{Tape, Var};
 
 /// Records K(X, X) [N, N] of `kernel` at the inputs node `x` [N, D] as one
-/// node. Its backward pass is [`gram_vjp`]: X̄ flows into `x` and θ̄ into
+/// node. Its backward pass is [`super::gram_vjp`] (X̄ computed only when
+/// `x` varies): X̄ flows into `x` and θ̄ into
 /// `leaves` [p, 1], when given, whose value must be the kernel's leaves
 /// ([`KernelValue::leaves`], in their order; how they come from the model's
 /// hypers is the caller's, recorded before). An `E-unsupported` error for
@@ -29,10 +30,12 @@ pub fn record_gram(
     let inputs = Inputs::from_matrix(tape.value(x));
     let value = kernel.gram(&inputs)?;
     let kernel = kernel.clone();
+    // X̄ is computed only when the inputs vary (a network's features).
+    let want_x = tape.varies(x);
     let mut operands = vec![x];
     operands.extend(leaves);
     tape.custom(&operands, value, move |k_bar| {
-        let adj = gram_vjp(&kernel, &inputs, k_bar)?
+        let adj = gram_vjp_with(&kernel, &inputs, k_bar, want_x)?
             .ok_or_else(|| Error::internal("a Gram node without reverse rules on the tape"))?;
         let mut out = vec![adj.x];
         if leaves.is_some() {
@@ -44,7 +47,7 @@ pub fn record_gram(
 
 /// Records the cross-covariance K(X, Z) [N, M] of `kernel` at the inputs
 /// nodes `x` [N, D] and `z` [M, D] as one node whose backward pass is
-/// [`cross_vjp`]: X̄ and Z̄ flow into the inputs (inducing points, a
+/// [`super::cross_vjp`] (X̄, Z̄ computed only for a node that varies): X̄ and Z̄ flow into the inputs (inducing points, a
 /// network's features) and θ̄ into `leaves`, as in [`record_gram`].
 pub fn record_cross(
     tape: &mut Tape,
@@ -60,10 +63,11 @@ pub fn record_cross(
     );
     let value = kernel.cross(&xi, &zi)?;
     let kernel = kernel.clone();
+    let (want_x, want_z) = (tape.varies(x), tape.varies(z));
     let mut operands = vec![x, z];
     operands.extend(leaves);
     tape.custom(&operands, value, move |k_bar| {
-        let adj = cross_vjp(&kernel, &xi, &zi, k_bar)?.ok_or_else(|| {
+        let adj = cross_vjp_with(&kernel, &xi, &zi, k_bar, want_x, want_z)?.ok_or_else(|| {
             Error::internal("a cross-covariance node without reverse rules on the tape")
         })?;
         let mut out = vec![adj.x, adj.z];

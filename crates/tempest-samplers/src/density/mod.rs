@@ -34,10 +34,12 @@ use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::{DMatrix, DVector, DVectorView, DVectorViewMut};
 use std::sync::Arc;
 use tempest_gp::model::GpModel;
-use tempest_infer::gradients::{kernel_term, reverse_sweeps};
+use tempest_infer::gradients::reverse_sweeps;
 use tempest_infer::hypers::HyperLayout;
 use tempest_infer::structure::{latent_observation_with_params, likelihood_power};
 use tempest_output::stan_csv::stan_names;
+
+mod factor;
 
 /// Where one param lives in x.
 #[derive(Clone, Debug)]
@@ -89,6 +91,9 @@ pub struct Latent {
     /// The x coordinates (param entries) the kernel depends on; empty when
     /// it is fixed. Otherwise L(θ) is factorised at every evaluation.
     kernel_coords: Vec<usize>,
+    /// Whether L(θ) is factorised on the matrix tape joined to the params'
+    /// reverse sweep (a kernel with params and reverse rules: `factor.rs`).
+    on_tape: bool,
 }
 
 /// The jitter added to K before factorising it for the whitened latent GP.
@@ -401,6 +406,7 @@ impl Density {
                     kernel: gp.kernel.clone(),
                     inputs,
                     kernel_coords,
+                    on_tape: false,
                 });
                 offset += n * classes;
             }
@@ -440,7 +446,7 @@ impl Density {
             DensityProgram::compile_values(&bound, &hypers, (&offsets, &shapes), site, &exprs)
                 .map(Arc::new)
         });
-        Ok(Density {
+        let mut d = Density {
             bound,
             hypers,
             slots,
@@ -451,7 +457,12 @@ impl Density {
             powers,
             program,
             estimates,
-        })
+        };
+        let on_tape = d.kernel_has_reverse_rules()?;
+        if let Some(lt) = &mut d.latent {
+            lt.on_tape = on_tape;
+        }
+        Ok(d)
     }
 
     /// The params' values at x (constrained), with Σ log|dθ/du| and dθ/du
@@ -604,7 +615,7 @@ impl Density {
     /// integrated out, or (`lik`) the observations' part alone.
     fn compiled(&self, x: &[f64], lik: bool) -> Result<f64, Error> {
         let run = |work: &mut Work| -> Result<f64, Error> {
-            let prepared = self.prepare(x, work)?;
+            let prepared = self.prepare(x, work, None)?;
             let at = At {
                 theta: &work.theta[..self.dim],
                 site: &work.lv,
@@ -641,7 +652,7 @@ impl Density {
             Some(Ok(p)) => p,
         };
         let run = |work: &mut Work| -> Result<Vec<Vec<f64>>, Error> {
-            self.prepare(x, work)?;
+            self.prepare(x, work, None)?;
             let at = At {
                 theta: &work.theta[..self.dim],
                 site: &work.lv,
@@ -759,7 +770,12 @@ impl Density {
 
     /// θ = constrain(u), dθ/du and Σ log|dθ/du| at x into `work`, and a
     /// latent GP's L v there.
-    fn prepare(&self, x: &[f64], work: &mut Work) -> Result<Prepared<'_>, Error> {
+    fn prepare<'a>(
+        &'a self,
+        x: &[f64],
+        work: &mut Work,
+        given: Option<&'a DMatrix<f64>>,
+    ) -> Result<Prepared<'a>, Error> {
         if work.theta.len() < self.dim {
             work.theta.resize(self.dim, 0.0);
             work.dtheta.resize(self.dim, 0.0);
@@ -781,12 +797,13 @@ impl Density {
         let kernel_params = self
             .latent
             .as_ref()
-            .filter(|lt| !lt.kernel_coords.is_empty())
+            .filter(|lt| !lt.kernel_coords.is_empty() && given.is_none())
             .map(|_| self.params_at(x));
         if let Some(lt) = &self.latent {
-            let l = match &kernel_params {
-                None => std::borrow::Cow::Borrowed(&lt.l),
-                Some((params, _, _)) => self.factor(lt, params)?,
+            let l = match (&kernel_params, given) {
+                (_, Some(l)) => std::borrow::Cow::Borrowed(l),
+                (None, None) => std::borrow::Cow::Borrowed(&lt.l),
+                (Some((params, _, _)), None) => self.factor(lt, params)?,
             };
             let (n, classes) = (lt.n, lt.classes);
             work.lv.clear();
@@ -810,6 +827,9 @@ impl Density {
     }
 
     /// [`Density::log_density_grad`] by the compiled program, in `work`.
+    /// A latent GP whose kernel has params and reverse rules is factorised
+    /// on the matrix tape joined to a reverse sweep over those params, so
+    /// that L̄ reaches them by one backward pass ([`Density::kernel_on_tape`]).
     fn compiled_grad(
         &self,
         p: &DensityProgram,
@@ -817,11 +837,31 @@ impl Density {
         grad: &mut [f64],
         work: &mut Work,
     ) -> Result<f64, Error> {
+        if let Some(lt) = self.latent.as_ref().filter(|lt| lt.on_tape)
+            && reverse_sweeps()
+        {
+            return self.kernel_on_tape(lt, p, x, grad, work);
+        }
+        Ok(self.compiled_grad_at(p, x, grad, work, None)?.0)
+    }
+
+    /// The compiled gradient with the latent GP's factor `given` (made by
+    /// the caller, who then takes L̄, the second value, when the kernel has
+    /// params), or factorised here, with the kernel's params' part of the
+    /// gradient added here too.
+    fn compiled_grad_at(
+        &self,
+        p: &DensityProgram,
+        x: &[f64],
+        grad: &mut [f64],
+        work: &mut Work,
+        given: Option<&DMatrix<f64>>,
+    ) -> Result<(f64, Option<DMatrix<f64>>), Error> {
         let Prepared {
             logjac,
             factor,
             kernel_params,
-        } = self.prepare(x, work)?;
+        } = self.prepare(x, work, given)?;
         grad.iter_mut().for_each(|v| *v = 0.0);
         let mut lp = p.run(
             &self.bound,
@@ -866,83 +906,14 @@ impl Density {
                     adjoint::lower_matvec_vjp_l_add(lb, &af[c * n..(c + 1) * n], v);
                 }
             }
+            if given.is_some() {
+                return Ok((lp, l_bar));
+            }
             if let (Some(lb), Some((params, _, dtheta))) = (&l_bar, &kernel_params) {
                 self.kernel_gradient(lt, l, lb, params, dtheta, grad)?;
             }
         }
-        Ok(lp)
-    }
-
-    /// Push L̄ (the adjoint of the Cholesky factor L of K + 10⁻⁶I, lower
-    /// triangular [n, n]) back to the params of the kernel: K̄ by the
-    /// Cholesky rule ([`adjoint::cholesky_vjp`], symmetric), and the
-    /// derivative in θ is Σᵢⱼ K̄ᵢⱼ ∂Kᵢⱼ/∂θ, one eight-tangent pass over the
-    /// kernel entries per eight coordinates.
-    fn kernel_gradient(
-        &self,
-        lt: &Latent,
-        l: &DMatrix<f64>,
-        l_bar: &DMatrix<f64>,
-        params: &[Value<f64>],
-        dtheta: &[f64],
-        grad: &mut [f64],
-    ) -> Result<(), Error> {
-        // half_trace_w_dk gives ½ Σ W ∂K; W = 2K̄ gives Σ K̄ ∂K.
-        let mut w = adjoint::cholesky_vjp(l, l_bar);
-        w *= 2.0;
-        // One reverse sweep from the params to the kernel's leaves, when
-        // the kernel has reverse rules.
-        if reverse_sweeps() {
-            let k64 = Env::new(&self.bound, &self.hypers, params, &[]).kernel(&lt.kernel)?;
-            if let Some(pbar) = tempest_infer::gradients::leaf_adjoints(&k64, &lt.inputs, &w)? {
-                let g = self.coords_sweep(params, &lt.kernel_coords, |env| {
-                    Ok(kernel_term(&env.kernel(&lt.kernel)?, &pbar))
-                })?;
-                if let Some(g) = g {
-                    for (&coord, gc) in lt.kernel_coords.iter().zip(&g) {
-                        grad[coord] += gc * dtheta[coord];
-                    }
-                    return Ok(());
-                }
-            }
-        }
-        if lt.kernel_coords.len() <= 4 {
-            self.kernel_chunks::<4>(lt, &w, params, dtheta, grad)
-        } else {
-            self.kernel_chunks::<CHUNK>(lt, &w, params, dtheta, grad)
-        }
-    }
-
-    /// Σᵢⱼ (W/2)ᵢⱼ ∂Kᵢⱼ/∂θ in the kernel's coordinates, N per dual pass.
-    fn kernel_chunks<const N: usize>(
-        &self,
-        lt: &Latent,
-        w: &DMatrix<f64>,
-        params: &[Value<f64>],
-        dtheta: &[f64],
-        grad: &mut [f64],
-    ) -> Result<(), Error>
-    where
-        adfn<N>: crate::model::custom::Scalar,
-    {
-        let hypers: Vec<Value<adfn<N>>> = self.hypers.iter().map(Value::lift).collect();
-        let k64 = Env::new(&self.bound, &self.hypers, params, &[]).kernel(&lt.kernel)?;
-        let pbar = tempest_infer::gradients::leaf_adjoints(&k64, &lt.inputs, w)?;
-        for chunk in lt.kernel_coords.chunks(N) {
-            let seeded = self.seeded_params::<N>(params, chunk);
-            let env = Env::new(&self.bound, &hypers, &seeded, &[]);
-            let kernel = env.kernel(&lt.kernel)?;
-            let g = tempest_infer::gradients::half_trace_w_dk_via(
-                &kernel,
-                pbar.as_deref(),
-                &lt.inputs,
-                || w,
-            )?;
-            for (c, &coord) in chunk.iter().enumerate() {
-                grad[coord] += g[c] * dtheta[coord];
-            }
-        }
-        Ok(())
+        Ok((lp, None))
     }
 
     /// The integrated-out GP observation's log marginal likelihood; its
@@ -1075,18 +1046,7 @@ impl Density {
         coords: &[usize],
         f: impl FnOnce(&Env<'_, Rev>) -> Result<Option<Rev>, Error>,
     ) -> Result<Option<Vec<f64>>, Error> {
-        // The entries' values (x holds matrices row-major, as `flatten`).
-        let values: Vec<f64> = coords
-            .iter()
-            .map(|&coord| {
-                let s = self
-                    .slots
-                    .iter()
-                    .find(|s| coord >= s.offset && coord < s.offset + s.len());
-                s.and_then(|s| params[s.param].flatten().get(coord - s.offset).copied())
-                    .unwrap_or(0.0)
-            })
-            .collect();
+        let values = self.coord_values(params, coords);
         let mut some = true;
         let (_, g) = reverse::sweep(&values, |vars| {
             let ps = self.params_with(params, coords, |c, r: &mut Rev| *r = vars[c]);
