@@ -11,10 +11,11 @@
 //! and one backward pass over the tape gives every input's adjoint.
 //!
 //! The tape is thread-local, so a sweep runs on one thread from start to
-//! end: the closure passed to [`sweep`] evaluates model expressions only
-//! (no parallel work), and a sweep started while another is open on the
-//! same thread is refused with an internal error rather than mixing the
-//! two tapes.
+//! end: its `Rev` values are made and used on the thread that opened it
+//! (parallel work inside the closure runs in `f64`). A sweep started while
+//! another is open on the same thread (work stolen while the outer one
+//! waits on parallel work) sets the outer one's operations aside until it
+//! closes, so the two tapes never mix.
 //!
 //! Scalars and matrices share one backward pass: inside an open sweep
 //! ([`record`]), a matrix tape ([`crate::tape::Tape`]) takes `Rev` values
@@ -36,29 +37,46 @@ use std::cell::Cell;
 use tempest_core::error::Error;
 
 thread_local! {
-    /// Whether a sweep is open on this thread.
-    static OPEN: Cell<bool> = const { Cell::new(false) };
-    /// The number of sweeps opened on this thread so far (the open one's
-    /// number while one is open).
-    static GENERATION: Cell<u64> = const { Cell::new(0) };
+    /// The open sweep's number, `None` when none is open on this thread.
+    static CURRENT: Cell<Option<u64>> = const { Cell::new(None) };
+    /// The number of sweeps opened on this thread so far.
+    static OPENED: Cell<u64> = const { Cell::new(0) };
     /// The matrix tape joined to the open sweep, by its number.
     static JOINED: Cell<Option<u64>> = const { Cell::new(None) };
 }
 
-/// Closes the sweep (and clears the tape) however the closure ends.
-struct Open;
+/// What a sweep opened inside another set aside: the outer sweep's number,
+/// its joined tape and its operations.
+struct Outer {
+    current: u64,
+    joined: Option<u64>,
+    tape: tape::Saved,
+}
+
+/// Closes the sweep however the closure ends: clears the tape, or gives an
+/// outer sweep back its own.
+struct Open(Option<Outer>);
 
 impl Drop for Open {
     fn drop(&mut self) {
-        tape::clear();
-        OPEN.with(|o| o.set(false));
-        JOINED.with(|j| j.set(None));
+        match self.0.take() {
+            None => {
+                tape::clear();
+                CURRENT.with(|c| c.set(None));
+                JOINED.with(|j| j.set(None));
+            }
+            Some(outer) => {
+                tape::restore(outer.tape);
+                CURRENT.with(|c| c.set(Some(outer.current)));
+                JOINED.with(|j| j.set(outer.joined));
+            }
+        }
     }
 }
 
 /// The open sweep's number, `None` when no sweep is open on this thread.
 pub(crate) fn open_sweep() -> Option<u64> {
-    OPEN.with(|o| o.get()).then(|| GENERATION.with(|g| g.get()))
+    CURRENT.with(|c| c.get())
 }
 
 /// Joins the matrix tape numbered `tape` to the open sweep; an internal
@@ -83,16 +101,26 @@ pub(crate) fn join(tape: u64) -> Result<u64, Error> {
 
 /// Runs `f` on the inputs `x` as fresh reverse-mode variables (the
 /// thread's tape cleared first) and returns its result; the tape is cleared
-/// again afterwards. An internal error when a sweep is already open on
-/// this thread.
+/// again afterwards.
+///
+/// A sweep opened while another is open on the same thread (a task that
+/// rayon hands a thread while it waits inside the outer sweep's parallel
+/// work: a Gram matrix, a factorisation) sets the outer one's operations
+/// aside and gives them back when it closes, so the two never mix. The
+/// outer sweep's `Rev` values must not be used inside the inner one (its
+/// nodes are on the tape set aside); nothing that opens a sweep does so.
 pub fn record<R>(x: &[f64], f: impl FnOnce(&[Rev]) -> Result<R, Error>) -> Result<R, Error> {
-    if OPEN.with(|o| o.replace(true)) {
-        return Err(Error::internal(
-            "a reverse sweep was started inside another on the same thread",
-        ));
-    }
-    let _open = Open;
-    GENERATION.with(|g| g.set(g.get() + 1));
+    let outer = CURRENT.with(|c| c.get()).map(|current| Outer {
+        current,
+        joined: JOINED.with(|j| j.get()),
+        tape: tape::set_aside(),
+    });
+    let _open = Open(outer);
+    let number = OPENED.with(|o| {
+        o.set(o.get() + 1);
+        o.get()
+    });
+    CURRENT.with(|c| c.set(Some(number)));
     JOINED.with(|j| j.set(None));
     tape::clear();
     let vars: Vec<Rev> = x.iter().map(|&v| tape::variable(v)).collect();
@@ -111,7 +139,12 @@ pub fn sweep(
         let Some(out) = s.node() else {
             return Ok((s.to_constant(), vec![0.0; vars.len()]));
         };
-        let adj = tape::adjoints(out);
+        let (adj, bridged) = tape::adjoints(out);
+        if bridged {
+            return Err(Error::internal(
+                "a scalar sweep's result depends on a matrix tape's entries: take its gradient through the tape",
+            ));
+        }
         let g = vars
             .iter()
             .map(|v| v.node().map_or(0.0, |k| adj[k]))
@@ -188,10 +221,11 @@ mod tests {
         }
     }
 
-    /// The sweep's gradient is the closed form's, and a nested sweep is
-    /// refused.
+    /// The sweep's gradient is the closed form's; a sweep opened inside
+    /// another (as work stolen by a waiting thread) is its own, and the
+    /// outer one goes on as if it had not run.
     #[test]
-    fn a_sweep_gives_the_gradient_and_refuses_nesting() {
+    fn a_sweep_gives_the_gradient_and_nested_sweeps_stay_apart() {
         let (v, g) = sweep(&[0.5, 2.0], |x| {
             let y = [x[0].exp() * x[1], x[1].ln()];
             Ok(contract([3.0, -1.0], &y))
@@ -201,8 +235,16 @@ mod tests {
         assert!((v - (3.0 * e * 2.0 - 2f64.ln())).abs() < 1e-14);
         assert!((g[0] - 3.0 * e * 2.0).abs() < 1e-13);
         assert!((g[1] - (3.0 * e - 0.5)).abs() < 1e-13);
-        let nested = record(&[1.0], |_| sweep(&[1.0], |x| Ok(x[0])));
-        assert!(nested.is_err());
+        let (v, g) = sweep(&[0.5, 2.0], |x| {
+            let a = x[0] * x[1];
+            let (iv, ig) = sweep(&[3.0], |y| Ok(y[0] * y[0] + y[0]))?;
+            assert_eq!((iv, ig), (12.0, vec![7.0]));
+            Ok(a * a + x[1] * ad_trait::F64(iv))
+        })
+        .unwrap();
+        assert_eq!(v, 1.0 + 24.0);
+        assert_eq!(g, vec![2.0 * 1.0 * 2.0, 2.0 * 1.0 * 0.5 + 12.0]);
+        assert_eq!(open_sweep(), None);
         // The thread can sweep again afterwards.
         assert_eq!(sweep(&[1.0], |x| Ok(x[0] * x[0])).unwrap().1, vec![2.0]);
     }

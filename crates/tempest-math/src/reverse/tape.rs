@@ -53,6 +53,29 @@ pub(crate) fn bridge(v: f64, var: usize, entry: usize) -> Rev {
     r
 }
 
+/// An outer sweep's operations and bridges, set aside while a sweep
+/// opened inside it runs.
+pub(super) struct Saved {
+    nodes: Vec<Node>,
+    bridges: Vec<Bridge>,
+}
+
+/// Takes the open sweep's operations off the thread's tape (leaving it
+/// empty) for [`restore`].
+pub(super) fn set_aside() -> Saved {
+    Saved {
+        nodes: TAPE.with(|t| std::mem::take(&mut *t.borrow_mut())),
+        bridges: BRIDGES.with(|b| std::mem::take(&mut *b.borrow_mut())),
+    }
+}
+
+/// Puts operations set aside back on the thread's tape, in place of what
+/// is there.
+pub(super) fn restore(saved: Saved) {
+    TAPE.with(|t| *t.borrow_mut() = saved.nodes);
+    BRIDGES.with(|b| *b.borrow_mut() = saved.bridges);
+}
+
 /// Empties the tape (its memory is kept for the next sweep).
 pub(super) fn clear() {
     TAPE.with(|t| t.borrow_mut().clear());
@@ -67,11 +90,15 @@ pub(super) fn len() -> usize {
 /// ∂out/∂(node k) for every node, by one pass from the last node back.
 /// A zero adjoint passes nothing on (so an infinite partial times a zero
 /// adjoint is 0, as forward mode takes it).
-pub(super) fn adjoints(out: usize) -> Vec<f64> {
+/// Also says whether an adjoint reached an entry of a matrix tape's node
+/// ([`crate::tape::Tape::entries`]), which only that tape's backward pass
+/// carries further.
+pub(super) fn adjoints(out: usize) -> (Vec<f64>, bool) {
     let mut adj = vec![0.0; len()];
     adj[out] = 1.0;
-    segment(&mut adj, 0, out + 1, |_, _, _| {});
-    adj
+    let mut bridged = false;
+    segment(&mut adj, 0, out + 1, |_, _, _| bridged = true);
+    (adj, bridged)
 }
 
 /// The backward pass over nodes `lo..hi` only, last first, with the

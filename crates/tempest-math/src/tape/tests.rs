@@ -348,3 +348,45 @@ fn joining_a_sweep_is_checked() {
     .unwrap();
     assert!(tape.vjp(out, DMatrix::from_element(1, 1, 1.0)).is_err());
 }
+
+/// A sweep opened while a joined tape's sweep waits (work stolen by the
+/// waiting thread) leaves that tape's backward pass as it was.
+#[test]
+fn a_nested_sweep_leaves_the_joined_tape_alone() {
+    use crate::reverse::{self, Rev};
+    let run = |steal: bool| {
+        reverse::record(&[0.7, 1.1], |x| {
+            let mut t = Tape::new();
+            let w = t.gather(&[x[0] * x[1], x[1]])?;
+            let sq = t.map(w, Unary::Square)?;
+            if steal {
+                let g = reverse::record(&[2.0], |y| {
+                    let mut inner = Tape::new();
+                    let v = inner.gather(&[y[0] * y[0]])?;
+                    let e = inner.entries(v)?;
+                    let out = inner.gather(&[e[0] * y[0]])?;
+                    Ok(inner.gradient(out)?.rev(y[0]))
+                })?;
+                assert_eq!(g, 12.0);
+                // A scalar sweep cannot carry an adjoint through a tape.
+                let lost = reverse::sweep(&[2.0], |y| {
+                    let mut inner = Tape::new();
+                    let v = inner.gather(&[y[0] * y[0]])?;
+                    Ok(inner.entries(v)?[0] * y[0])
+                });
+                assert!(lost.is_err());
+            }
+            let e: Vec<Rev> = t.entries(sq)?;
+            let s = t.gather(&[e[0] + e[1] * x[0]])?;
+            let g = t.gradient(s)?;
+            Ok(vec![g.rev(x[0]), g.rev(x[1])])
+        })
+        .unwrap()
+    };
+    let (a, b) = (0.7f64, 1.1f64);
+    let want = [2.0 * a * b * b + b * b, 2.0 * a * a * b + 2.0 * a * b];
+    for steal in [false, true] {
+        let g = run(steal);
+        assert!((g[0] - want[0]).abs() < 1e-14 && (g[1] - want[1]).abs() < 1e-14);
+    }
+}

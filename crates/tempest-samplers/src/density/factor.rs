@@ -34,18 +34,21 @@ impl Density {
     }
 
     /// Whether a latent GP's kernel has params, leaves and reverse rules in
-    /// its inputs (at the initial point).
-    pub(super) fn kernel_has_reverse_rules(&self) -> Result<bool, Error> {
+    /// its inputs, read off the kernel at the initial point (its form does
+    /// not depend on the values; a kernel that cannot be evaluated there
+    /// keeps the other way, which reports its error where it arises).
+    pub(super) fn kernel_has_reverse_rules(&self) -> bool {
         let Some(lt) = self
             .latent
             .as_ref()
             .filter(|lt| !lt.kernel_coords.is_empty())
         else {
-            return Ok(false);
+            return false;
         };
         let (params, _, _) = self.params_at(&self.initial());
-        let k = Env::new(&self.bound, &self.hypers, &params, &[]).kernel(&lt.kernel)?;
-        Ok(k.leaves().is_some() && k.input_rules())
+        Env::new(&self.bound, &self.hypers, &params, &[])
+            .kernel(&lt.kernel)
+            .is_ok_and(|k| k.leaves().is_some() && k.input_rules())
     }
 
     /// log π(x) and its gradient (into `grad`) with the latent GP's factor
