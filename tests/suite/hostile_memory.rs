@@ -447,3 +447,28 @@ fn a_compiled_density_too_large_is_refused_at_its_expression() {
         (5, "B[g]"),
     );
 }
+
+/// The GP regression's matrices are checked against the budget before they
+/// are made, and the refusal names who needed them: the exact engine, or
+/// the samplers integrating the GP out.
+#[test]
+fn a_gp_regression_over_the_budget_names_its_engine() {
+    for (model, says) in [
+        (
+            "examples/mcycle.tempest",
+            "exact GP regression (the kernel matrix",
+        ),
+        (
+            "examples/mcycle_nuts.tempest",
+            "a GP integrated out when sampling (the kernel matrix",
+        ),
+    ] {
+        let (o, _) = tempest_within(
+            &["run", model, "--data", MCYCLE, "-q"],
+            &[("TEMPEST_MEMORY", "200kB")],
+            LIMIT,
+        );
+        let err = assert_clean_failure(&o);
+        assert!(err.contains(says) && err.contains("424.5 kB"), "{err}");
+    }
+}

@@ -24,7 +24,14 @@ impl ExactModel {
     pub fn new(bound: Arc<Bound>, s: &ExactSettings) -> Result<ExactModel, Error> {
         let lo = latent_observation(&bound, "exact")?;
         let layout = HyperLayout::new(&bound, s.learn_hypers);
-        GpModel::from_structure(bound, &lo, layout, s.jitter, s.max_jitter).map(ExactModel)
+        GpModel::from_structure(
+            bound,
+            &lo,
+            layout,
+            (s.jitter, s.max_jitter),
+            tempest_gp::model::EXACT,
+        )
+        .map(ExactModel)
     }
 
     /// The weight of the gradient at a state ([`GpModel::weight`]).

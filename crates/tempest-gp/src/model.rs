@@ -47,18 +47,26 @@ pub struct GpModel {
     pub max_jitter: f64,
 }
 
+/// [`GpModel::from_structure`]'s `who` for the exact engine.
+pub const EXACT: &str = "the exact engine";
+
+/// [`GpModel::from_structure`]'s `who` for a GP the samplers integrate out.
+pub const SAMPLED: &str = "a GP integrated out when sampling";
+
 impl GpModel {
     /// Build from a recognised latent observation (which must use
     /// `normal`), with `layout` choosing the learned hypers and the jitter
     /// settings of the Cholesky factorisation. Samplers use this with params
     /// in the model: the kernel, mean, offset and noise may then depend on
-    /// params, which [`GpModel::pieces_in`] evaluates.
+    /// params, which [`GpModel::pieces_in`] evaluates. `who` names the user
+    /// in the errors ("the exact engine", "a GP integrated out when
+    /// sampling").
     pub fn from_structure(
         bound: Arc<Bound>,
         lo: &LatentObservation,
         layout: HyperLayout,
-        jitter: f64,
-        max_jitter: f64,
+        (jitter, max_jitter): (f64, f64),
+        who: &str,
     ) -> Result<GpModel, Error> {
         let g = bound.graph.clone();
         let obs = &g.observations[lo.obs];
@@ -67,7 +75,7 @@ impl GpModel {
                 ErrorKind::Unsupported,
                 obs.dist.span,
                 format!(
-                    "the exact engine needs a Gaussian likelihood (`normal`); for `{}` use `infer mirror_descent` (or `gradient_descent`)",
+                    "{who} needs a Gaussian likelihood (`normal`); for `{}` use `infer mirror_descent` (or `gradient_descent`)",
                     obs.dist.name
                 ),
             )
@@ -76,15 +84,20 @@ impl GpModel {
         if lo.latent_arg != 0 {
             return Err(unsupported(
                 obs.dist.args[lo.latent_arg].span,
-                "the exact engine needs the latent GP in the mean of `normal`, not in its scale",
+                format!("{who} needs the latent GP in the mean of `normal`, not in its scale"),
             ));
         }
         let sigma = obs.dist.args[1].clone();
         let hypers = layout.values::<f64>(&bound, &layout.initial(&bound)?);
         let inputs = bound.site_inputs(lo.site, &hypers, &[])?;
-        crate::limits::check_memory(&[crate::limits::Request::new(
-            "exact GP regression (the kernel matrix, its Cholesky factor and the gradient's weight matrix)",
-        )
+        crate::limits::check_memory(&[crate::limits::Request::new(format!(
+            "{} (the kernel matrix, its Cholesky factor and the gradient's weight matrix)",
+            if who == EXACT {
+                "exact GP regression"
+            } else {
+                who
+            }
+        ))
         .times("matrices", 3u64)
         .times("points", inputs.len())
         .times("points", inputs.len())])
@@ -93,7 +106,7 @@ impl GpModel {
             Error::at(
                 ErrorKind::Type,
                 obs.span,
-                "the exact engine needs a vector of outcomes",
+                format!("{who} needs a vector of outcomes"),
             )
         })?;
         Ok(GpModel {

@@ -329,8 +329,8 @@ impl Density {
                     bound.clone(),
                     &lo,
                     HyperLayout::new(&bound, false),
-                    0.0,
-                    1e-6,
+                    (0.0, 1e-6),
+                    tempest_gp::model::SAMPLED,
                 )?;
                 let mut exprs = vec![&gp.kernel, &gp.mean, &model.sigma];
                 exprs.extend(model.offset.iter().map(|(e, _)| e));
