@@ -24,7 +24,7 @@ use super::diagnostics::mcse_mean;
 use super::stein::{BaseKernel, median_distance, stein_gram};
 use nalgebra::{DMatrix, DVector};
 use tempest_core::error::{Error, ErrorKind};
-use tempest_math::linalg::cholesky_jitter;
+use tempest_math::linalg::{cholesky_jitter, matmul};
 
 /// Samples, their scores, and how they split into chains.
 #[derive(Clone, Debug)]
@@ -400,7 +400,7 @@ fn poly(s: &Samples, f: &[f64], order: usize, ridge: f64) -> Result<(f64, f64), 
         row -= &mean_phi;
     }
     let fc = fv.add_scalar(-fv.mean());
-    let mut a = pc.tr_mul(&pc);
+    let mut a = matmul(&pc, true, &pc, false);
     for j in 0..p {
         a[(j, j)] += ridge * n as f64;
     }
@@ -482,7 +482,7 @@ fn fit(
     }
     let ainv_p = chol.solve_upper_t(&chol.solve_lower(&p));
     let ainv_f = chol.solve(f);
-    let m = p.tr_mul(&ainv_p);
+    let m = matmul(&p, true, &ainv_p, false);
     let mchol = cholesky_jitter(&m, 0.0, 1e-6, "the control functional's constant terms")?;
     let b = mchol.solve(&p.tr_mul(&ainv_f));
     let a = chol.solve(&(f - &p * &b));

@@ -22,7 +22,7 @@ use super::control_variates::{CvEstimate, Lengthscale, mean_var, poly_features, 
 use super::stein::{BaseKernel, median_distance, stein_gram};
 use nalgebra::{DMatrix, DVector};
 use tempest_core::error::{Error, ErrorKind};
-use tempest_math::linalg::{JitteredCholesky, cholesky_jitter};
+use tempest_math::linalg::{JitteredCholesky, cholesky_jitter, matmul};
 
 /// One task: samples from Π_t [m_t, d], their scores under Π_t [m_t, d],
 /// and the integrand values f_t \[m_t\].
@@ -176,7 +176,7 @@ impl Problem {
         }
         let chol = cholesky_jitter(&a, 0.0, 1e-4, "the vector-valued Stein kernel matrix")?;
         let ainv_e = chol.solve_upper_t(&chol.solve_lower(&self.e));
-        let m = self.e.tr_mul(&ainv_e);
+        let m = matmul(&self.e, true, &ainv_e, false);
         let mchol = cholesky_jitter(&m, 0.0, 1e-6, "the per-task constants")?;
         let ainv_y = chol.solve(&self.y);
         let beta = mchol.solve(&self.e.tr_mul(&ainv_y));
