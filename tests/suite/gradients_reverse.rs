@@ -378,3 +378,30 @@ model { f ~ gp(0, (1 + a) * rbf(ell) * rbf(a + 2))  y ~ bernoulli_logit(f(X)) }\
         check_density(&d, &x, what);
     }
 }
+
+/// A latent GP whose kernel has a Rust part and params, sampled: the Rust
+/// kernel is a leaf, so its factor goes on the tape joined to the params'
+/// sweep (the inputs are data: no input rules needed), with the gradient
+/// of the forward chunks and of finite differences.
+#[test]
+fn a_rust_kernel_in_a_sampled_latent_gp_goes_on_the_tape() {
+    let mut reg = Registry::default();
+    reg.add_kernel(Rq);
+    let text =
+        "data { n : int  X : matrix[n, 4] = columns(\"x0\"..\"x3\")  y : int<lower=0, upper=1>[n] }
+param { ell : positive ~ lognormal(0, 1)  al : positive ~ lognormal(0, 1) }
+model { f ~ gp(0, 0.5 * rq(ell, al) + rbf(ell))  y ~ bernoulli_logit(f(X)) }\n";
+    let m = Model::from_str("rq_latent.tempest", text, &reg).unwrap_or_else(|e| panic!("{e}"));
+    let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 11))));
+    let d = tempest::infer::mcmc::density::Density::new(Arc::new(b)).unwrap();
+    assert!(d.latent_factor_on_tape());
+    let x: Vec<f64> = (0..d.dim).map(|i| 0.3 * (i as f64 * 0.7).sin()).collect();
+    let mut g = vec![0.0; d.dim];
+    d.log_density_grad(&x, &mut g).unwrap();
+    let mut gf = vec![0.0; d.dim];
+    with_forward_chunks(|| d.log_density_grad(&x, &mut gf).unwrap());
+    let fd: Vec<f64> = (0..d.dim)
+        .map(|k| five_point(&x, k, |y| d.log_density(y).unwrap()))
+        .collect();
+    agree(&g, &gf, &fd, 1e-7, "Rust kernel, sampled");
+}

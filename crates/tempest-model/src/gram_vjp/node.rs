@@ -94,8 +94,8 @@ fn add_params(
 /// both of its rows, so 2·N² entry passes in all); sums run in row order,
 /// so the result does not depend on the number of threads.
 ///
-/// `None` when the kernel has Rust or interpreted model-file parts; an
-/// error when shapes disagree.
+/// `None` when the kernel has interpreted model-file parts (no leaves), or
+/// Rust parts when X̄ is wanted; an error when shapes disagree.
 pub fn gram_vjp(
     kernel: &KernelValue<f64>,
     x: &Inputs,
@@ -124,7 +124,9 @@ pub fn gram_vjp_with(
     let Some(leaves) = kernel.leaves().map(|l| l.len()) else {
         return Ok(None);
     };
-    if !kernel.input_rules() {
+    // X̄ needs every part's input rules; θ̄ alone needs only the leaves
+    // (a Rust kernel is a leaf of the block plan).
+    if want_x && !kernel.input_rules() {
         return Ok(None);
     }
     // A compiled kernel under scalings: θ̄ and X̄ from one block pass.

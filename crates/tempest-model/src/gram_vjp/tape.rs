@@ -17,7 +17,8 @@ use tempest_math::tape::{Tape, Var};
 /// `leaves` [p, 1], when given, whose value must be the kernel's leaves
 /// ([`KernelValue::leaves`], in their order; how they come from the model's
 /// hypers is the caller's, recorded before). An `E-unsupported` error for
-/// a kernel without reverse rules in its inputs (Rust or interpreted
+/// a kernel without leaves, or, when `x` varies, without reverse rules in
+/// its inputs (Rust or interpreted
 /// model-file parts), a shape error when `leaves` does not hold the
 /// kernel's leaves.
 pub fn record_gram(
@@ -26,7 +27,7 @@ pub fn record_gram(
     x: Var,
     leaves: Option<Var>,
 ) -> Result<Var, Error> {
-    let p = checked_leaves(tape, kernel, leaves)?;
+    let p = checked_leaves(tape, kernel, leaves, tape.varies(x))?;
     let inputs = Inputs::from_matrix(tape.value(x));
     let value = kernel.gram(&inputs)?;
     let kernel = kernel.clone();
@@ -56,7 +57,8 @@ pub fn record_cross(
     z: Var,
     leaves: Option<Var>,
 ) -> Result<Var, Error> {
-    let p = checked_leaves(tape, kernel, leaves)?;
+    // Z̄ and X̄ need the input rules (inducing points may be learned).
+    let p = checked_leaves(tape, kernel, leaves, true)?;
     let (xi, zi) = (
         Inputs::from_matrix(tape.value(x)),
         Inputs::from_matrix(tape.value(z)),
@@ -84,11 +86,12 @@ fn checked_leaves(
     tape: &Tape,
     kernel: &KernelValue<f64>,
     leaves: Option<Var>,
+    inputs_vary: bool,
 ) -> Result<usize, Error> {
-    let (Some(own), true) = (kernel.leaves(), kernel.input_rules()) else {
+    let (Some(own), true) = (kernel.leaves(), kernel.input_rules() || !inputs_vary) else {
         return Err(Error::new(
             ErrorKind::Unsupported,
-            "this kernel has no reverse rules in its inputs (a Rust or interpreted model-file part), so it cannot be recorded on a tape",
+            "this kernel has no reverse rules (an interpreted model-file part), or none in its inputs where they vary (a Rust part), so it cannot be recorded on a tape",
         ));
     };
     if let Some(l) = leaves {

@@ -7,9 +7,9 @@
 //! sweep takes as a node ([`crate::math::tape::Tape::gather`]) into the
 //! Gram node ([`record_gram`]) and the Cholesky factor, so the tape's
 //! backward pass from L̄ carries K̄, the leaves' adjoints and θ̄ in one go.
-//! A kernel without reverse rules in its inputs (Rust or interpreted
-//! model-file parts) takes the second: forward-mode passes over the kernel
-//! entries, eight coordinates at a time.
+//! A kernel without leaves (interpreted model-file parts) takes the
+//! second: forward-mode passes over the kernel entries, eight coordinates
+//! at a time.
 
 use super::{Density, LATENT_JITTER, Latent, Work};
 use crate::error::Error;
@@ -23,18 +23,18 @@ use crate::math::tape::{Tape, Var};
 use crate::model::gram_vjp::record_gram;
 use ad_trait::forward_ad::adfn::adfn;
 use nalgebra::DMatrix;
-use tempest_infer::gradients::{kernel_term, reverse_sweeps};
 
 impl Density {
-    /// Whether a latent GP's kernel has params and reverse rules, so that
-    /// its factor is recorded on the tape at every gradient (decided once:
+    /// Whether a latent GP's kernel has params and leaves, so that its
+    /// factor is recorded on the tape at every gradient (decided once:
     /// it depends on the kernel's form, not on the params' values).
     pub fn latent_factor_on_tape(&self) -> bool {
         self.latent.as_ref().is_some_and(|lt| lt.on_tape)
     }
 
-    /// Whether a latent GP's kernel has params, leaves and reverse rules in
-    /// its inputs, read off the kernel at the initial point (its form does
+    /// Whether a latent GP's kernel has params and leaves (built-in,
+    /// compiled model-file or Rust parts; its inputs are data, so their
+    /// reverse rules are not needed), read off the kernel at the initial point (its form does
     /// not depend on the values; a kernel that cannot be evaluated there
     /// keeps the other way, which reports its error where it arises).
     pub(super) fn kernel_has_reverse_rules(&self) -> bool {
@@ -48,12 +48,12 @@ impl Density {
         let (params, _, _) = self.params_at(&self.initial());
         Env::new(&self.bound, &self.hypers, &params, &[])
             .kernel(&lt.kernel)
-            .is_ok_and(|k| k.leaves().is_some() && k.input_rules())
+            .is_ok_and(|k| k.leaves().is_some())
     }
 
     /// log π(x) and its gradient (into `grad`) with the latent GP's factor
     /// recorded on a tape joined to a reverse sweep over the kernel's
-    /// coordinates (for a kernel with reverse rules:
+    /// coordinates (for a kernel with leaves:
     /// [`Density::latent_factor_on_tape`]).
     pub(super) fn kernel_on_tape(
         &self,
@@ -136,22 +136,6 @@ impl Density {
         // half_trace_w_dk gives ½ Σ W ∂K; W = 2K̄ gives Σ K̄ ∂K.
         let mut w = adjoint::cholesky_vjp(l, l_bar);
         w *= 2.0;
-        // One reverse sweep from the params to the kernel's leaves, when
-        // the kernel has reverse rules.
-        if reverse_sweeps() {
-            let k64 = Env::new(&self.bound, &self.hypers, params, &[]).kernel(&lt.kernel)?;
-            if let Some(pbar) = tempest_infer::gradients::leaf_adjoints(&k64, &lt.inputs, &w)? {
-                let g = self.coords_sweep(params, &lt.kernel_coords, |env| {
-                    Ok(kernel_term(&env.kernel(&lt.kernel)?, &pbar))
-                })?;
-                if let Some(g) = g {
-                    for (&coord, gc) in lt.kernel_coords.iter().zip(&g) {
-                        grad[coord] += gc * dtheta[coord];
-                    }
-                    return Ok(());
-                }
-            }
-        }
         if lt.kernel_coords.len() <= 4 {
             self.kernel_chunks::<4>(lt, &w, params, dtheta, grad)
         } else {

@@ -92,7 +92,7 @@ pub struct Latent {
     /// it is fixed. Otherwise L(θ) is factorised at every evaluation.
     kernel_coords: Vec<usize>,
     /// Whether L(θ) is factorised on the matrix tape joined to the params'
-    /// reverse sweep (a kernel with params and reverse rules: `factor.rs`).
+    /// reverse sweep (a kernel with params and leaves: `factor.rs`).
     on_tape: bool,
 }
 
@@ -827,7 +827,7 @@ impl Density {
     }
 
     /// [`Density::log_density_grad`] by the compiled program, in `work`.
-    /// A latent GP whose kernel has params and reverse rules is factorised
+    /// A latent GP whose kernel has params and leaves is factorised
     /// on the matrix tape joined to a reverse sweep over those params, so
     /// that L̄ reaches them by one backward pass ([`Density::kernel_on_tape`]).
     fn compiled_grad(
