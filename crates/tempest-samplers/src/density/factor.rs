@@ -37,7 +37,7 @@ impl Density {
     /// reverse rules are not needed), read off the kernel at the initial point (its form does
     /// not depend on the values; a kernel that cannot be evaluated there
     /// keeps the other way, which reports its error where it arises).
-    pub(super) fn kernel_has_reverse_rules(&self) -> bool {
+    pub(super) fn kernel_has_leaves(&self) -> bool {
         let Some(lt) = self
             .latent
             .as_ref()

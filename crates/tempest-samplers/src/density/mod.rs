@@ -458,7 +458,7 @@ impl Density {
             program,
             estimates,
         };
-        let on_tape = d.kernel_has_reverse_rules();
+        let on_tape = d.kernel_has_leaves();
         if let Some(lt) = &mut d.latent {
             lt.on_tape = on_tape;
         }
