@@ -2,13 +2,13 @@
 //! back to its operands by a hand-derived rule, last node first.
 
 use super::run::slice;
-use super::{DensityProgram, EOp, Node, OdeCall, Op, Sh, Src};
+use super::{DensityProgram, Node, OdeCall, Op, Sh, Src};
 use crate::bound::Bound;
 use crate::value::Value;
 use nalgebra::{DMatrix, DMatrixView, DVectorView, DVectorViewMut};
 use tempest_core::error::Error;
-use tempest_math::scalar::Dual1;
-use tempest_model::builtin::call1;
+use tempest_model::program::{Inst, bin_partials, call_partial_of};
+use tempest_syntax::ast::BinOp;
 
 impl DensityProgram {
     /// Push each node's adjoint in `g` back to its operands, last node
@@ -35,39 +35,61 @@ impl DensityProgram {
                 };
             }
             match &node.op {
-                Op::Param(_) | Op::ParamMat(_) | Op::Cmp(..) | Op::Not(_) => {}
-                Op::Neg(a) => back!(*a, |i| -gk[i]),
-                Op::Bin(op, a, b) => {
-                    let (va, vb) = (view(*a), view(*b));
-                    match op {
-                        EOp::Add => {
-                            back!(*a, |i| gk[i]);
-                            back!(*b, |i| gk[i]);
+                Op::Param(_) | Op::ParamMat(_) => {}
+                Op::Elem(inst, ops) => {
+                    let vk = &v[node.off..node.off + node.len];
+                    let args = ops.map(view);
+                    match *inst {
+                        Inst::Bin(op, 0, 1) => {
+                            let (va, vb) = (args[0], args[1]);
+                            // One rule per operation, so the loops hold no
+                            // branch per entry; the rule is bin_partials.
+                            macro_rules! bin {
+                                ($op:expr) => {{
+                                    let d = |i: usize| bin_partials($op, va.at(i), vb.at(i), vk[i]);
+                                    back!(ops[0], |i| gk[i] * d(i).0);
+                                    back!(ops[1], |i| gk[i] * d(i).1);
+                                }};
+                            }
+                            match op {
+                                BinOp::Add => {
+                                    back!(ops[0], |i| gk[i]);
+                                    back!(ops[1], |i| gk[i]);
+                                }
+                                BinOp::Sub => {
+                                    back!(ops[0], |i| gk[i]);
+                                    back!(ops[1], |i| -gk[i]);
+                                }
+                                BinOp::Mul => {
+                                    back!(ops[0], |i| gk[i] * vb.at(i));
+                                    back!(ops[1], |i| gk[i] * va.at(i));
+                                }
+                                BinOp::Div => bin!(BinOp::Div),
+                                BinOp::Pow => bin!(BinOp::Pow),
+                                // Comparisons and logic carry no adjoint.
+                                _ => {}
+                            }
                         }
-                        EOp::Sub => {
-                            back!(*a, |i| gk[i]);
-                            back!(*b, |i| -gk[i]);
+                        Inst::Neg(0) => back!(ops[0], |i| -gk[i]),
+                        Inst::Select(..) => {
+                            let taken = if args[0].at(0) != 0.0 { ops[1] } else { ops[2] };
+                            back!(taken, |i| gk[i]);
                         }
-                        EOp::Mul => {
-                            back!(*a, |i| gk[i] * vb.at(i));
-                            back!(*b, |i| gk[i] * va.at(i));
+                        Inst::Call(f, 0) => {
+                            let va = args[0];
+                            back!(ops[0], |i| gk[i] * call_partial_of(f, va.at(i), vk[i]));
                         }
-                        EOp::Div => {
-                            back!(*a, |i| gk[i] / vb.at(i));
-                            back!(*b, |i| {
-                                let (x, y) = (va.at(i), vb.at(i));
-                                gk[i] * (-x / (y * y))
-                            });
-                        }
-                        EOp::Pow => {
-                            back!(*a, |i| {
-                                let (x, y) = (va.at(i), vb.at(i));
-                                gk[i] * (y * x.powf(y - 1.0))
-                            });
-                            back!(*b, |i| {
-                                let (x, y) = (va.at(i), vb.at(i));
-                                gk[i] * (x.powf(y) * x.ln())
-                            });
+                        _ => {
+                            for (j, &s) in ops.iter().enumerate() {
+                                back!(s, |i| {
+                                    let (ds, n) = inst.elem_partials(|o| args[o].at(i), vk[i]);
+                                    ds[..n]
+                                        .iter()
+                                        .filter(|(o, _)| *o == j)
+                                        .map(|(_, d)| gk[i] * d)
+                                        .sum()
+                                });
+                            }
                         }
                     }
                 }
@@ -129,12 +151,6 @@ impl DensityProgram {
                         }
                     }
                 }
-                Op::Unary(f, a) => {
-                    let va = view(*a);
-                    back!(*a, |i| {
-                        gk[i] * call1(*f, Dual1::new(va.at(i), [1.0])).tangent()[0]
-                    });
-                }
                 Op::Sum(a) => back!(*a, |_| gk[0]),
                 Op::Mean(a) => {
                     let n = slice(view(*a)).len() as f64;
@@ -188,10 +204,6 @@ impl DensityProgram {
                     }
                 }
                 Op::Site(mu) => back!(*mu, |i| gk[i]),
-                Op::Select(c, a, b) => {
-                    let taken = if view(*c).at(0) != 0.0 { *a } else { *b };
-                    back!(taken, |i| gk[i]);
-                }
                 Op::Ode(call) => {
                     let Some((_, sens)) = ode.iter().find(|(j, _)| *j == k) else {
                         return Err(Error::internal(

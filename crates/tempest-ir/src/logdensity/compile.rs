@@ -1,7 +1,7 @@
 //! Lowering a bound model's lets, priors and observations to a
 //! [`DensityProgram`].
 
-use super::{DensityProgram, EOp, Node, OdeCall, Op, Sh, Src, Stmt, TermNode, Way, shape_of};
+use super::{DensityProgram, Node, OdeCall, Op, Sh, Src, Stmt, TermNode, Way, shape_of};
 use crate::bound::Bound;
 use crate::eval::Env;
 use crate::expr::{Builtin, Ref, TExpr, TKind};
@@ -10,6 +10,7 @@ use crate::pointwise::term::Term;
 use crate::types::Ty;
 use crate::value::Value;
 use tempest_core::error::{Error, ErrorKind};
+use tempest_model::program::Inst;
 use tempest_syntax::ast::{BinOp, Span, UnOp};
 
 /// The error for a construct the samplers cannot differentiate.
@@ -417,12 +418,12 @@ impl Compiler<'_> {
             TKind::Unary(UnOp::Neg, a) => {
                 let a = self.expr(a)?;
                 let sh = self.numeric(a, e.span)?;
-                Ok(self.push(Op::Neg(a), sh))
+                Ok(self.push(Op::Elem(Inst::Neg(0), [a; 3]), sh))
             }
             TKind::Unary(UnOp::Not, a) => {
                 let a = self.expr(a)?;
                 self.scalar(a, e.span, "`!`")?;
-                Ok(self.push(Op::Not(a), Sh::One))
+                Ok(self.push(Op::Elem(Inst::Not(0), [a; 3]), Sh::One))
             }
             TKind::Binary(op, a, b) => self.binary(*op, a, b, e.span),
             TKind::Builtin(f, args) => self.builtin(*f, args, e),
@@ -525,16 +526,14 @@ impl Compiler<'_> {
         let (sa, sb) = (self.expr(a)?, self.expr(b)?);
         let (ha, hb) = (self.numeric(sa, a.span)?, self.numeric(sb, b.span)?);
         let eop = match op {
-            BinOp::Add => EOp::Add,
-            BinOp::Sub => EOp::Sub,
-            BinOp::Mul | BinOp::EwMul => EOp::Mul,
-            BinOp::Div | BinOp::EwDiv => EOp::Div,
-            BinOp::Pow => EOp::Pow,
+            BinOp::Add | BinOp::Sub | BinOp::Pow => op,
+            BinOp::Mul | BinOp::EwMul => BinOp::Mul,
+            BinOp::Div | BinOp::EwDiv => BinOp::Div,
             _ => {
                 if ha != Sh::One || hb != Sh::One {
                     return Err(shapes(span, "a comparison", ha, hb));
                 }
-                return Ok(self.push(Op::Cmp(op, sa, sb), Sh::One));
+                return Ok(self.push(Op::Elem(Inst::Bin(op, 0, 1), [sa, sb, sa]), Sh::One));
             }
         };
         if op == BinOp::Mul && matches!(a.ty, Ty::Matrix(..)) {
@@ -553,14 +552,14 @@ impl Compiler<'_> {
     }
 
     /// a ∘ b element-wise: a number broadcast, or two operands of one shape.
-    fn elementwise(&mut self, eop: EOp, sa: Src, sb: Src, span: Span) -> Result<Src, Error> {
+    fn elementwise(&mut self, op: BinOp, sa: Src, sb: Src, span: Span) -> Result<Src, Error> {
         let (ha, hb) = (self.numeric(sa, span)?, self.numeric(sb, span)?);
         let sh = match (ha, hb) {
             (Sh::One, h) | (h, Sh::One) => h,
             (x, y) if x == y => x,
             _ => return Err(shapes(span, "element-wise arithmetic", ha, hb)),
         };
-        Ok(self.push(Op::Bin(eop, sa, sb), sh))
+        Ok(self.push(Op::Elem(Inst::Bin(op, 0, 1), [sa, sb, sa]), sh))
     }
 
     fn builtin(&mut self, f: Builtin, args: &[TExpr], e: &TExpr) -> Result<Src, Error> {
@@ -570,7 +569,7 @@ impl Compiler<'_> {
             (f, [a]) if f.is_elementwise() => {
                 let a = self.expr(a)?;
                 let sh = self.numeric(a, span)?;
-                Ok(self.push(Op::Unary(f, a), sh))
+                Ok(self.push(Op::Elem(Inst::Call(f, 0), [a; 3]), sh))
             }
             (Sum | Mean | Logsumexp, [a]) => {
                 let s = self.expr(a)?;
@@ -604,7 +603,7 @@ impl Compiler<'_> {
             }
             (Pow, [a, b]) => {
                 let (sa, sb) = (self.expr(a)?, self.expr(b)?);
-                self.elementwise(EOp::Pow, sa, sb, span)
+                self.elementwise(BinOp::Pow, sa, sb, span)
             }
             // Sizes depend on shapes alone.
             (Rows | Cols, [m]) => {
@@ -728,6 +727,6 @@ impl Compiler<'_> {
         if ha != hb {
             return Err(shapes(span, "the branches of `if`", ha, hb));
         }
-        Ok(self.push(Op::Select(sc, sa, sb), ha))
+        Ok(self.push(Op::Elem(Inst::Select(0, 1, 2), [sc, sa, sb]), ha))
     }
 }

@@ -11,17 +11,23 @@
 //! program is compiled (data items are read in place, never copied). What
 //! remains is a list of nodes in evaluation order, each a number, a vector
 //! \[N\] or a matrix \[R, C\] (column-major) laid out in one array: params,
-//! element-wise arithmetic with broadcasting, matrix products, element-wise
-//! built-ins, sums, dot products, indexing, gathers and columns, array
-//! literals, `if` (a condition that varies selects at each run), and
-//! `ode` solutions. Each sampling statement is then one [`Term`] over its
-//! N outcomes (whole-vector closed forms, element closed forms, a
+//! element-wise instructions with broadcasting, matrix products, sums, dot
+//! products, indexing, gathers and columns, array literals, and `ode`
+//! solutions. The element-wise nodes (arithmetic, built-ins, comparisons,
+//! `!`, and `if`, whose condition, when it varies, selects at each run)
+//! are instructions of the one instruction set of compiled programs
+//! ([`Inst`], the set kernel, likelihood and ODE-system programs are
+//! made of), applied entry by entry with the same values and partial
+//! derivatives ([`Inst::elem_value`], [`Inst::elem_partials`]); the other
+//! nodes are the vector and matrix structure around them. Each sampling
+//! statement is then one [`Term`] over its N outcomes (whole-vector closed forms, element closed forms, a
 //! model-file likelihood's compiled program, or forward mode per element),
 //! or, for the few statements a term does not hold (more than six
 //! arguments or eight varying coordinates), the general statement VJP
 //! ([`crate::pointwise::Pointwise::sum_vjp`]). The reverse pass visits the
-//! nodes last first, each adding its operands' adjoints by a hand-derived
-//! rule (Xᵀ ḡ for a matrix–vector product, a sum for a broadcast number,
+//! nodes last first, each adding its operands' adjoints by its rule (the
+//! instruction set's partials for an element-wise node, Xᵀ ḡ for a
+//! matrix–vector product, a sum for a broadcast number,
 //! the forward sensitivities' or the adjoint sweep's vector–Jacobian
 //! product for an ODE).
 //!
@@ -38,8 +44,7 @@ mod run;
 
 use crate::pointwise::term::Term;
 use crate::value::Value;
-use tempest_model::builtin::Builtin;
-use tempest_syntax::ast::BinOp;
+use tempest_model::program::Inst;
 
 pub use run::{At, Workspace};
 
@@ -91,16 +96,6 @@ fn shape_of(v: &Value<f64>) -> Sh {
     }
 }
 
-/// An element-wise binary operation.
-#[derive(Clone, Copy, Debug)]
-enum EOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Pow,
-}
-
 /// What a node computes.
 #[derive(Clone)]
 enum Op {
@@ -109,16 +104,18 @@ enum Op {
     /// A matrix param \[R, C\] from entries `x ..` of the params' values,
     /// which hold it row by row.
     ParamMat(usize),
-    /// −a.
-    Neg(Src),
-    /// a ∘ b element-wise, a number broadcast.
-    Bin(EOp, Src, Src),
+    /// An element-wise instruction of the one instruction set of compiled
+    /// programs ([`Inst`]: `Neg`, `Not`, `Bin`, `Call` or `Select`, see
+    /// [`Inst::is_elementwise`]) applied entry by entry, its operands 0,
+    /// 1, 2 being the sources listed here (a number broadcast; unused ones
+    /// repeat the first). Its values and partial derivatives are
+    /// [`Inst::elem_value`] and [`Inst::elem_partials`], the same
+    /// definitions kernel, likelihood and ODE-system programs run.
+    Elem(Inst, [Src; 3]),
     /// A b for a matrix A \[R, K\] and a vector b \[K\].
     MatVec(Src, Src),
     /// A B for matrices A \[R, K\] and B \[K, C\].
     MatMul(Src, Src),
-    /// f(a) element-wise.
-    Unary(Builtin, Src),
     /// Σ a.
     Sum(Src),
     /// Σ a / N.
@@ -141,13 +138,6 @@ enum Op {
     /// The latent GP's values f = μ + L v at its training inputs: the mean
     /// μ (a number) plus L v, given to each run.
     Site(Src),
-    /// 1 when the comparison or logical operator holds of two numbers,
-    /// else 0.
-    Cmp(BinOp, Src, Src),
-    /// 1 − a for a truth value a (0 or 1).
-    Not(Src),
-    /// a where the condition (a number, non-zero is true) holds, else b.
-    Select(Src, Src, Src),
     /// The solution of an ODE system at its output times \[T, S\].
     Ode(Box<OdeCall>),
 }

@@ -1,13 +1,14 @@
 //! The forward pass of a [`DensityProgram`] and its statements.
 
-use super::{DensityProgram, EOp, Op, Sh, Src, Way};
+use super::{DensityProgram, Op, Sh, Src, Way};
 use crate::bound::Bound;
 use crate::pointwise::vec::Arg;
 use crate::value::Value;
 use nalgebra::{DMatrix, DVector};
 use tempest_core::error::Error;
 use tempest_math::scalar::logsumexp;
-use tempest_model::builtin::{call1, pow};
+use tempest_model::program::{Inst, bin_value};
+use tempest_syntax::ast::BinOp;
 
 /// The buffers a program runs in: node values, their adjoints and the
 /// statements' scratch. Sized by the first run of a program and reused, so
@@ -289,47 +290,7 @@ impl DensityProgram {
                         }
                     }
                 }
-                Op::Neg(a) => {
-                    let a = view(*a);
-                    for (i, o) in out.iter_mut().enumerate() {
-                        *o = -a.at(i);
-                    }
-                }
-                Op::Bin(op, a, b) => {
-                    let (a, b) = (view(*a), view(*b));
-                    // One loop per pair of shapes, so each runs without a
-                    // branch per element.
-                    macro_rules! each {
-                        ($f:expr) => {{
-                            let f = $f;
-                            match (a, b) {
-                                (Arg::Each(x), Arg::Each(y)) => {
-                                    for ((o, x), y) in out.iter_mut().zip(x).zip(y) {
-                                        *o = f(*x, *y);
-                                    }
-                                }
-                                (Arg::Each(x), Arg::One(y)) => {
-                                    for (o, x) in out.iter_mut().zip(x) {
-                                        *o = f(*x, y);
-                                    }
-                                }
-                                (Arg::One(x), Arg::Each(y)) => {
-                                    for (o, y) in out.iter_mut().zip(y) {
-                                        *o = f(x, *y);
-                                    }
-                                }
-                                (Arg::One(x), Arg::One(y)) => out[0] = f(x, y),
-                            }
-                        }};
-                    }
-                    match op {
-                        EOp::Add => each!(|x, y| x + y),
-                        EOp::Sub => each!(|x, y| x - y),
-                        EOp::Mul => each!(|x, y| x * y),
-                        EOp::Div => each!(|x, y| x / y),
-                        EOp::Pow => each!(pow::<f64>),
-                    }
-                }
+                Op::Elem(inst, ops) => elem_forward(inst, ops.map(view), out),
                 Op::MatVec(m, x) => {
                     let (Arg::Each(m), Arg::Each(x)) = (view(*m), view(*x)) else {
                         return Err(Error::internal("a matrix product without its operands"));
@@ -362,12 +323,6 @@ impl DensityProgram {
                                 *oi += ail * blj;
                             }
                         }
-                    }
-                }
-                Op::Unary(f, a) => {
-                    let a = view(*a);
-                    for (i, o) in out.iter_mut().enumerate() {
-                        *o = call1(*f, a.at(i));
                     }
                 }
                 Op::Sum(a) | Op::Mean(a) => {
@@ -418,21 +373,6 @@ impl DensityProgram {
                         *o = lv + mu;
                     }
                 }
-                Op::Cmp(op, a, b) => {
-                    let holds = op.holds(view(*a).at(0), view(*b).at(0)).unwrap_or(false);
-                    out[0] = if holds { 1.0 } else { 0.0 };
-                }
-                Op::Not(a) => out[0] = if view(*a).at(0) != 0.0 { 0.0 } else { 1.0 },
-                Op::Select(c, a, b) => {
-                    let x = if view(*c).at(0) != 0.0 {
-                        view(*a)
-                    } else {
-                        view(*b)
-                    };
-                    for (i, o) in out.iter_mut().enumerate() {
-                        *o = x.at(i);
-                    }
-                }
                 Op::Ode(call) => {
                     let vals: Vec<Value<f64>> = call
                         .args
@@ -477,6 +417,50 @@ impl DensityProgram {
             }
         }
         Ok(())
+    }
+}
+
+/// An element-wise instruction's values into `out`, entry by entry, from
+/// its operands' views (a number broadcast). Arithmetic runs one loop per
+/// operation and pair of shapes, so each runs without a branch per entry;
+/// every value is [`Inst::elem_value`]'s.
+fn elem_forward(inst: &Inst, a: [Arg<'_>; 3], out: &mut [f64]) {
+    if let Inst::Bin(op, 0, 1) = *inst {
+        let (x, y) = (a[0], a[1]);
+        macro_rules! each {
+            ($op:expr) => {{
+                let f = |u: f64, w: f64| bin_value::<f64>($op, u, w);
+                match (x, y) {
+                    (Arg::Each(x), Arg::Each(y)) => {
+                        for ((o, x), y) in out.iter_mut().zip(x).zip(y) {
+                            *o = f(*x, *y);
+                        }
+                    }
+                    (Arg::Each(x), Arg::One(y)) => {
+                        for (o, x) in out.iter_mut().zip(x) {
+                            *o = f(*x, y);
+                        }
+                    }
+                    (Arg::One(x), Arg::Each(y)) => {
+                        for (o, y) in out.iter_mut().zip(y) {
+                            *o = f(x, *y);
+                        }
+                    }
+                    (Arg::One(x), Arg::One(y)) => out[0] = f(x, y),
+                }
+            }};
+        }
+        return match op {
+            BinOp::Add => each!(BinOp::Add),
+            BinOp::Sub => each!(BinOp::Sub),
+            BinOp::Mul => each!(BinOp::Mul),
+            BinOp::Div => each!(BinOp::Div),
+            BinOp::Pow => each!(BinOp::Pow),
+            op => each!(op),
+        };
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = inst.elem_value(|j| a[j].at(i)).unwrap_or(f64::NAN);
     }
 }
 

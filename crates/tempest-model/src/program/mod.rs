@@ -86,7 +86,7 @@ const SHORT_SLOTS: usize = 16;
 
 /// The partial derivatives (∂/∂a, ∂/∂b) of a binary operation at (a, b)
 /// with value v.
-fn bin_partials(op: BinOp, a: f64, b: f64, v: f64) -> (f64, f64) {
+pub fn bin_partials(op: BinOp, a: f64, b: f64, v: f64) -> (f64, f64) {
     match op {
         BinOp::Add => (1.0, 1.0),
         BinOp::Sub => (1.0, -1.0),
@@ -103,7 +103,7 @@ fn bin_partials(op: BinOp, a: f64, b: f64, v: f64) -> (f64, f64) {
 
 /// d b(a)/da at a, with v = b(a): closed forms for the common built-ins,
 /// one dual evaluation of the same definition for the rest.
-fn call_partial_of(b: Builtin, a: f64, v: f64) -> f64 {
+pub fn call_partial_of(b: Builtin, a: f64, v: f64) -> f64 {
     match b {
         Builtin::Exp => v,
         Builtin::Log => 1.0 / a,
@@ -137,6 +137,90 @@ pub fn bin_value<T: Scalar>(op: BinOp, u: T, w: T) -> T {
 #[inline]
 pub fn not_value<T: Scalar>(a: T) -> T {
     T::constant(truth(a.to_constant() == 0.0))
+}
+
+impl Inst {
+    /// Whether it is element-wise: `Neg`, `Not`, `Bin`, `PowI`, `Call` or
+    /// `Select`, an instruction that reads other values only (no
+    /// constant, parameter or input). These are the part of the one
+    /// instruction set that the samplers' density program
+    /// (`tempest_ir::logdensity`) applies entry by entry over vectors, its
+    /// operands numbered 0, 1, 2 in the node's list instead of slots.
+    pub fn is_elementwise(&self) -> bool {
+        matches!(
+            self,
+            Inst::Neg(_)
+                | Inst::Not(_)
+                | Inst::Bin(..)
+                | Inst::PowI(..)
+                | Inst::Call(..)
+                | Inst::Select(..)
+        )
+    }
+
+    /// The value of an element-wise instruction in any scalar type, with
+    /// operand `a` read as `at(a)`; `None` for the others. The one
+    /// definition every compiled program evaluates: kernels, likelihoods
+    /// and ODE systems per slot, the samplers' density program per entry.
+    #[inline(always)]
+    pub fn elem_value<T: Scalar>(&self, at: impl Fn(usize) -> T) -> Option<T> {
+        self.is_elementwise().then(|| self.elem(at))
+    }
+
+    /// [`Inst::elem_value`] of an element-wise instruction (0 for the
+    /// others, which callers handle first).
+    #[inline(always)]
+    fn elem<T: Scalar>(&self, at: impl Fn(usize) -> T) -> T {
+        match *self {
+            Inst::Neg(a) => -at(a),
+            Inst::Not(a) => not_value(at(a)),
+            Inst::PowI(a, k) => RealExt::powi_exact(at(a), k),
+            Inst::Call(b, a) => {
+                let u = at(a);
+                // A constant argument (a function of data or of the
+                // outcome alone) needs no derivative.
+                if u.is_constant() {
+                    T::constant(call1(b, u.to_constant()))
+                } else {
+                    call1(b, u)
+                }
+            }
+            Inst::Select(c, a, b) => {
+                if at(c).to_constant() != 0.0 {
+                    at(a)
+                } else {
+                    at(b)
+                }
+            }
+            Inst::Bin(op, a, b) => bin_value(op, at(a), at(b)),
+            Inst::Const(_) | Inst::Param(_) | Inst::Sqdist | Inst::Dot(..) | Inst::Input(..) => {
+                T::zero()
+            }
+        }
+    }
+
+    /// The partial derivatives of an element-wise instruction whose value
+    /// is `v`, its operand `a` read as `at(a)`: the operands that carry an
+    /// adjoint, each with ∂value/∂operand (the first `n` of the pairs).
+    /// A condition, a logical not and a comparison carry none. The one
+    /// rule of every compiled program's reverse pass.
+    #[inline(always)]
+    pub fn elem_partials(&self, at: impl Fn(usize) -> f64, v: f64) -> ([(usize, f64); 2], usize) {
+        match *self {
+            Inst::Neg(a) => ([(a, -1.0), (a, 0.0)], 1),
+            Inst::PowI(a, k) if k != 0 => ([(a, k as f64 * powi(at(a), k - 1)), (a, 0.0)], 1),
+            Inst::Call(b, a) => ([(a, call_partial_of(b, at(a), v)), (a, 0.0)], 1),
+            Inst::Select(c, a, b) => {
+                let taken = if at(c) != 0.0 { a } else { b };
+                ([(taken, 1.0), (taken, 0.0)], 1)
+            }
+            Inst::Bin(op, a, b) => {
+                let (da, db) = bin_partials(op, at(a), at(b), v);
+                ([(a, da), (b, db)], 2)
+            }
+            _ => ([(0, 0.0), (0, 0.0)], 0),
+        }
+    }
 }
 
 impl KernelProgram {
@@ -235,27 +319,8 @@ impl KernelProgram {
                     let row = if s == Side::X { x } else { y };
                     T::constant(row.get(k).copied().unwrap_or(f64::NAN))
                 }
-                Inst::Neg(a) => -at(a),
-                Inst::Not(a) => not_value(at(a)),
-                Inst::PowI(a, k) => RealExt::powi_exact(at(a), k),
-                Inst::Call(b, a) => {
-                    let u = at(a);
-                    // A constant argument (a function of data or of the
-                    // outcome alone) needs no derivative.
-                    if u.is_constant() {
-                        T::constant(call1(b, u.to_constant()))
-                    } else {
-                        call1(b, u)
-                    }
-                }
-                Inst::Select(c, a, b) => {
-                    if at(c).to_constant() != 0.0 {
-                        at(a)
-                    } else {
-                        at(b)
-                    }
-                }
-                Inst::Bin(op, a, b) => bin_value(op, at(a), at(b)),
+                // Every other instruction is element-wise.
+                _ => inst.elem(at),
             };
             // SAFETY: i < vals.len() (one slot per instruction).
             unsafe { (*base.add(i)).write(v) };
@@ -493,6 +558,74 @@ mod tests {
         assert!(KernelProgram::new(vec![Inst::Param(1)], 0, 1).is_none());
         assert!(KernelProgram::new(ok, 3, 1).is_none());
         assert!(KernelProgram::new(vec![Inst::Neg(0)], 0, 0).is_none());
+    }
+
+    /// The one element-wise rule: for every element-wise instruction,
+    /// `elem_partials` against central differences of `elem_value`, and
+    /// the scalar program's reverse pass gives the same partials.
+    #[test]
+    fn element_partials_match_differences_of_element_values() {
+        use crate::builtin::Builtin::{Exp, Lgamma, Log1p, Tanh};
+        use tempest_syntax::ast::BinOp::{Div, Gt, Pow, Sub};
+        let at = [0.7, 1.3, -0.4];
+        let cases = [
+            Inst::Neg(0),
+            Inst::Bin(Add, 0, 1),
+            Inst::Bin(Sub, 2, 0),
+            Inst::Bin(Mul, 1, 2),
+            Inst::Bin(Div, 0, 2),
+            Inst::Bin(Pow, 1, 0),
+            Inst::PowI(2, 3),
+            Inst::Call(Exp, 2),
+            Inst::Call(Log1p, 0),
+            Inst::Call(Lgamma, 1),
+            Inst::Call(Tanh, 2),
+            Inst::Select(0, 1, 2),
+            Inst::Select(2, 1, 0),
+            Inst::Bin(Gt, 0, 1),
+            Inst::Not(2),
+        ];
+        for inst in &cases {
+            assert!(inst.is_elementwise());
+            let v: f64 = inst.elem_value(|a| at[a]).expect("element-wise");
+            let (ds, n) = inst.elem_partials(|a| at[a], v);
+            for j in 0..3 {
+                let d: f64 = ds[..n]
+                    .iter()
+                    .filter(|(o, _)| *o == j)
+                    .map(|(_, d)| d)
+                    .sum();
+                let h = 1e-6;
+                let moved = |e: f64| {
+                    let mut x = at;
+                    x[j] += e;
+                    inst.elem_value(|a| x[a]).expect("element-wise")
+                };
+                // Conditions and comparisons are piecewise constant: their
+                // differences vanish away from the switch.
+                let fd = (moved(h) - moved(-h)) / (2.0 * h);
+                assert!(
+                    (d - fd).abs() < 1e-7 * (1.0 + fd.abs()),
+                    "{inst:?} ∂/∂{j}: {d} vs {fd}"
+                );
+            }
+            // The same partials from a program's reverse pass.
+            let mut insts = vec![Inst::Param(0), Inst::Param(1), Inst::Param(2)];
+            insts.push(inst.clone());
+            let p = KernelProgram::new(insts, 3, 3).expect("well formed");
+            let mut g = [0.0; 3];
+            assert_eq!(p.eval_grad(&at, &[], &[], &mut g), v);
+            for (j, gj) in g.iter().enumerate() {
+                let d: f64 = ds[..n]
+                    .iter()
+                    .filter(|(o, _)| *o == j)
+                    .map(|(_, d)| d)
+                    .sum();
+                assert_eq!(*gj, d, "{inst:?} reverse pass ∂/∂{j}");
+            }
+        }
+        assert!(!Inst::Const(1.0).is_elementwise());
+        assert!(Inst::Param(0).elem_value::<f64>(|_| 0.0).is_none());
     }
 
     /// A likelihood program in duals: log p(y | f) = y f − exp(f) −
