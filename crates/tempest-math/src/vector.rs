@@ -413,8 +413,120 @@ fn sin_cos_reduced<const FUSED: bool>(x: f64) -> (f64, f64) {
     (s, c)
 }
 
+multiversion! {
+    /// out = A x for A \[R, K\] column-major in `a` (R = `out.len()`,
+    /// K = `x.len()`, `a.len()` = R·K): each out\[i\] = Σⱼ A\[i, j\] xⱼ
+    /// summed in the order of j, a product and a sum per term (no fused
+    /// multiply–add), so the bits are the same from every version and the
+    /// same as the loop `for j { out += A[:, j] · xⱼ }` gives. Used by the
+    /// samplers' density program (`X * beta`).
+    pub fn mat_vec(a: &[f64], x: &[f64], out: &mut [f64]) => mat_vec_portable, mat_vec_avx2, mat_vec_avx512(a, x, out)
+}
+
+/// [`mat_vec`] for any target: four columns per pass over `out` (each
+/// entry still takes its terms in the order of j).
+#[inline(always)]
+fn mat_vec_portable<const FUSED: bool>(a: &[f64], x: &[f64], out: &mut [f64]) {
+    let r = out.len();
+    out.fill(0.0);
+    if r == 0 || a.len() < r * x.len() {
+        return;
+    }
+    let mut j = 0;
+    while j + 4 <= x.len() {
+        let (x0, x1, x2, x3) = (x[j], x[j + 1], x[j + 2], x[j + 3]);
+        let c0 = &a[j * r..(j + 1) * r];
+        let c1 = &a[(j + 1) * r..(j + 2) * r];
+        let c2 = &a[(j + 2) * r..(j + 3) * r];
+        let c3 = &a[(j + 3) * r..(j + 4) * r];
+        for i in 0..r {
+            let mut o = out[i];
+            o += c0[i] * x0;
+            o += c1[i] * x1;
+            o += c2[i] * x2;
+            o += c3[i] * x3;
+            out[i] = o;
+        }
+        j += 4;
+    }
+    for (k, &xk) in x.iter().enumerate().skip(j) {
+        for (o, c) in out.iter_mut().zip(&a[k * r..(k + 1) * r]) {
+            *o += c * xk;
+        }
+    }
+}
+
+multiversion! {
+    /// y += Aᵀ g for A \[R, K\] column-major in `a` (R = `g.len()`,
+    /// K = `y.len()`): yⱼ += Σᵢ A\[i, j\] gᵢ, each column's sum formed as
+    /// eight partial sums (i mod 8) added in order and then the
+    /// rows past the last multiple of eight, a product and a sum per term,
+    /// so the bits are the same from every version. The reverse of
+    /// [`mat_vec`] in the samplers' density program.
+    pub fn mat_t_vec_add(a: &[f64], g: &[f64], y: &mut [f64]) => mat_t_vec_portable, mat_t_vec_avx2, mat_t_vec_avx512(a, g, y)
+}
+
+/// [`mat_t_vec_add`] for any target.
+#[inline(always)]
+fn mat_t_vec_portable<const FUSED: bool>(a: &[f64], g: &[f64], y: &mut [f64]) {
+    let r = g.len();
+    if a.len() < r * y.len() {
+        return;
+    }
+    let (g8, g_rest) = g.as_chunks::<8>();
+    let body = g8.len() * 8;
+    for (j, yj) in y.iter_mut().enumerate() {
+        let col = &a[j * r..(j + 1) * r];
+        let mut acc = [0.0f64; 8];
+        for (cs, gs) in col.as_chunks::<8>().0.iter().zip(g8) {
+            acc = std::array::from_fn(|k| acc[k] + cs[k] * gs[k]);
+        }
+        let mut s = acc.iter().fold(0.0, |s, v| s + v);
+        for (c, gi) in col[body..].iter().zip(g_rest) {
+            s += c * gi;
+        }
+        *yj += s;
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    /// The products against plain loops: `mat_vec` to the bit (the same
+    /// order of terms), `mat_t_vec_add` to rounding and to the bit against
+    /// its baseline version, on shapes with and
+    /// without a multiple of four columns or eight rows.
+    #[test]
+    fn matrix_vector_products_match_plain_loops() {
+        for (r, k) in [(0, 3), (1, 1), (7, 5), (16, 4), (569, 30), (13, 9)] {
+            let a: Vec<f64> = (0..r * k).map(|i| ((i as f64) * 0.37).sin()).collect();
+            let x: Vec<f64> = (0..k).map(|j| 0.5 - (j as f64) * 0.21).collect();
+            let mut out = vec![f64::NAN; r];
+            super::mat_vec(&a, &x, &mut out);
+            let mut want = vec![0.0; r];
+            for j in 0..k {
+                for i in 0..r {
+                    want[i] += a[j * r + i] * x[j];
+                }
+            }
+            assert_eq!(out, want, "{r} × {k}");
+            let g: Vec<f64> = (0..r).map(|i| ((i as f64) * 0.11).cos()).collect();
+            let mut y = vec![1.0; k];
+            super::mat_t_vec_add(&a, &g, &mut y);
+            // The version for this processor and the baseline one: the
+            // same bits.
+            let mut base = vec![1.0; k];
+            super::mat_t_vec_portable::<false>(&a, &g, &mut base);
+            assert_eq!(y, base, "{r} × {k}: versions");
+            for j in 0..k {
+                let plain: f64 = 1.0 + (0..r).map(|i| a[j * r + i] * g[i]).sum::<f64>();
+                assert!(
+                    (y[j] - plain).abs() <= 1e-12 * (1.0 + plain.abs()),
+                    "{r} × {k}: {j}"
+                );
+            }
+        }
+    }
+
     use super::*;
 
     /// Eight partial sums give the exact total where every partial sum is

@@ -5,7 +5,7 @@ use super::run::slice;
 use super::{DensityProgram, Node, OdeCall, Op, Sh, Src};
 use crate::bound::Bound;
 use crate::value::Value;
-use nalgebra::{DMatrix, DMatrixView, DVectorView, DVectorViewMut};
+use nalgebra::DMatrix;
 use tempest_core::error::Error;
 use tempest_model::program::{Inst, bin_partials, call_partial_of};
 use tempest_syntax::ast::BinOp;
@@ -99,14 +99,10 @@ impl DensityProgram {
                     // x̄ += Aᵀ ḡ.
                     if let Src::Node(xn) = x {
                         let n = &self.nodes[*xn];
-                        let mut xb =
-                            DVectorViewMut::from_slice(&mut before[n.off..n.off + n.len], n.len);
-                        xb.gemv_tr(
-                            1.0,
-                            &DMatrixView::from_slice(vm, r, k),
-                            &DVectorView::from_slice(gk, r),
-                            1.0,
-                        );
+                        if vm.len() != r * k || n.len != k {
+                            return Err(Error::internal("a matrix product of another shape"));
+                        }
+                        tempest_math::vector::mat_t_vec_add(vm, gk, &mut before[n.off..n.off + k]);
                     }
                     // Ā += ḡ xᵀ.
                     if let Src::Node(mn) = m {

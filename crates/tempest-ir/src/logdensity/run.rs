@@ -295,16 +295,9 @@ impl DensityProgram {
                     let (Arg::Each(m), Arg::Each(x)) = (view(*m), view(*x)) else {
                         return Err(Error::internal("a matrix product without its operands"));
                     };
-                    // The same loop as the evaluator's matrix–vector
-                    // product, so the same bits.
-                    out.fill(0.0);
-                    let r = node.len;
-                    for (j, &xj) in x.iter().enumerate() {
-                        let col = &m[j * r..(j + 1) * r];
-                        for (o, mij) in out.iter_mut().zip(col) {
-                            *o += mij * xj;
-                        }
-                    }
+                    // The evaluator's order of terms, so the same bits,
+                    // in the processor's widest vectors.
+                    tempest_math::vector::mat_vec(m, x, out);
                 }
                 Op::MatMul(a, b) => {
                     let (Sh::Mat(r, k), Sh::Mat(_, c)) = (self.sh(bound, *a), self.sh(bound, *b))
