@@ -154,6 +154,31 @@ fn bench(c: &mut Criterion) {
         bench.iter(|| black_box(d.log_density_grad(black_box(&x), &mut grad).expect("lp")))
     });
     g.finish();
+
+    // The same classifier with a fixed kernel: L factorised once, so a
+    // gradient is L v, the likelihood and Lᵀ f̄.
+    let fixed = Model::from_str(
+        "latent_gp_fixed_kernel.tempest",
+        r#"
+data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=1>[n] }
+param { m0 : real ~ normal(0, 1) }
+model {
+  f ~ gp(m0, 2.0 * matern32(1.5))
+  y ~ bernoulli_logit(f(X))
+}
+"#,
+        &Registry::default(),
+    )
+    .expect("model");
+    let b = fixed.bind(&data, &Overrides::default()).expect("bind");
+    let d = Density::new(Arc::new(b)).expect("density");
+    let x: Vec<f64> = (0..d.dim).map(|i| 0.5 * (i as f64 * 0.731).sin()).collect();
+    let mut grad = vec![0.0; d.dim];
+    let mut g = c.benchmark_group("latent_gp_fixed_kernel_200");
+    g.bench_function("log_density_and_gradient", |bench| {
+        bench.iter(|| black_box(d.log_density_grad(black_box(&x), &mut grad).expect("lp")))
+    });
+    g.finish();
 }
 
 /// The roaches count regression (n = 262, 5 params) with likelihood `LIK`.

@@ -31,7 +31,7 @@ use crate::model::constraint::Bounds;
 use crate::model::dist::Dist;
 use ad_trait::AD;
 use ad_trait::forward_ad::adfn::adfn;
-use nalgebra::{DMatrix, DVector, DVectorView, DVectorViewMut};
+use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 use tempest_gp::model::GpModel;
 use tempest_infer::gradients::reverse_sweeps;
@@ -808,14 +808,11 @@ impl Density {
             let (n, classes) = (lt.n, lt.classes);
             work.lv.clear();
             work.lv.resize(n * classes, 0.0);
-            // Class by class, the product the general path takes (`L v_c`),
-            // so the same bits.
+            // Class by class, L v_c in the processor's widest vectors (the
+            // same bits from every version).
             for c in 0..classes {
                 let v = &x[lt.offset + c * n..lt.offset + (c + 1) * n];
-                l.mul_to(
-                    &DVectorView::from_slice(v, n),
-                    &mut DVectorViewMut::from_slice(&mut work.lv[c * n..(c + 1) * n], n),
-                );
+                tempest_math::vector::mat_vec(l.as_slice(), v, &mut work.lv[c * n..(c + 1) * n]);
             }
             factor = Some(l);
         }
@@ -891,13 +888,9 @@ impl Density {
                 let v = &x[r.clone()];
                 lp -= 0.5 * v.iter().map(|a| a * a).sum::<f64>();
                 let gv = &mut grad[r];
-                if af.is_empty() {
-                    gv.fill(0.0);
-                } else {
-                    l.tr_mul_to(
-                        &DVectorView::from_slice(&af[c * n..(c + 1) * n], n),
-                        &mut DVectorViewMut::from_slice(gv, n),
-                    );
+                gv.fill(0.0);
+                if !af.is_empty() {
+                    tempest_math::vector::mat_t_vec_add(l.as_slice(), &af[c * n..(c + 1) * n], gv);
                 }
                 for (g, vj) in gv.iter_mut().zip(v) {
                     *g -= vj;
