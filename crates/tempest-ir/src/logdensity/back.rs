@@ -1,5 +1,7 @@
 //! The reverse pass of a [`DensityProgram`]: each node's adjoint pushed
-//! back to its operands by a hand-derived rule, last node first.
+//! back to its operands, last node first: an element-wise node by the
+//! instruction set's partial rules (`bin_partials`, `call_partial_of`,
+//! [`Inst::elem_partials`]), the structural nodes by their own.
 
 use super::run::slice;
 use super::{DensityProgram, Node, OdeCall, Op, Sh, Src};
@@ -137,13 +139,15 @@ impl DensityProgram {
                     // B̄ = Aᵀ ḡ: B̄[l, j] += Σᵢ A[i, l] ḡ[i, j].
                     if let Src::Node(bn) = b {
                         let off = self.nodes[*bn].off;
+                        if va.len() != r * k || gk.len() != r * c {
+                            return Err(Error::internal("a matrix product of another shape"));
+                        }
                         for j in 0..c {
-                            let gj = &gk[j * r..(j + 1) * r];
-                            for l in 0..k {
-                                let al = &va[l * r..(l + 1) * r];
-                                before[off + j * k + l] +=
-                                    al.iter().zip(gj).fold(0.0, |s, (x, y)| s + x * y);
-                            }
+                            tempest_math::vector::mat_t_vec_add(
+                                va,
+                                &gk[j * r..(j + 1) * r],
+                                &mut before[off + j * k..off + (j + 1) * k],
+                            );
                         }
                     }
                 }

@@ -307,15 +307,17 @@ impl DensityProgram {
                     let (Arg::Each(a), Arg::Each(b)) = (view(*a), view(*b)) else {
                         return Err(Error::internal("a matrix product without its operands"));
                     };
-                    out.fill(0.0);
+                    // Column j of A B is A b_j, its terms in the order of
+                    // l as before.
+                    if a.len() != r * k || b.len() != k * c || out.len() != r * c {
+                        return Err(Error::internal("a matrix product of another shape"));
+                    }
                     for j in 0..c {
-                        let o = &mut out[j * r..(j + 1) * r];
-                        for l in 0..k {
-                            let blj = b[j * k + l];
-                            for (oi, ail) in o.iter_mut().zip(&a[l * r..(l + 1) * r]) {
-                                *oi += ail * blj;
-                            }
-                        }
+                        tempest_math::vector::mat_vec(
+                            a,
+                            &b[j * k..(j + 1) * k],
+                            &mut out[j * r..(j + 1) * r],
+                        );
                     }
                 }
                 Op::Sum(a) | Op::Mean(a) => {
