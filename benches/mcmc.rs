@@ -145,15 +145,7 @@ fn bench(c: &mut Criterion) {
     let data = Data::read(&rows)
         .and_then(|d| d.select_rows(0, 199))
         .expect("data");
-    let b = m.bind(&data, &Overrides::default()).expect("bind");
-    let d = Density::new(Arc::new(b)).expect("density");
-    let x: Vec<f64> = (0..d.dim).map(|i| 0.5 * (i as f64 * 0.731).sin()).collect();
-    let mut grad = vec![0.0; d.dim];
-    let mut g = c.benchmark_group("latent_gp_kernel_params_200");
-    g.bench_function("log_density_and_gradient", |bench| {
-        bench.iter(|| black_box(d.log_density_grad(black_box(&x), &mut grad).expect("lp")))
-    });
-    g.finish();
+    gradient_group(c, "latent_gp_kernel_params_200", &m, &data);
 
     // The same classifier with a fixed kernel: L factorised once, so a
     // gradient is L v, the likelihood and Lᵀ f̄.
@@ -170,11 +162,17 @@ model {
         &Registry::default(),
     )
     .expect("model");
-    let b = fixed.bind(&data, &Overrides::default()).expect("bind");
+    gradient_group(c, "latent_gp_fixed_kernel_200", &fixed, &data);
+}
+
+/// A group `name` timing one gradient with its value of `m`'s density on
+/// `data`, at a fixed point.
+fn gradient_group(c: &mut Criterion, name: &str, m: &Model, data: &Data) {
+    let b = m.bind(data, &Overrides::default()).expect("bind");
     let d = Density::new(Arc::new(b)).expect("density");
     let x: Vec<f64> = (0..d.dim).map(|i| 0.5 * (i as f64 * 0.731).sin()).collect();
     let mut grad = vec![0.0; d.dim];
-    let mut g = c.benchmark_group("latent_gp_fixed_kernel_200");
+    let mut g = c.benchmark_group(name);
     g.bench_function("log_density_and_gradient", |bench| {
         bench.iter(|| black_box(d.log_density_grad(black_box(&x), &mut grad).expect("lp")))
     });
