@@ -47,26 +47,41 @@ pub struct GpModel {
     pub max_jitter: f64,
 }
 
-/// [`GpModel::from_structure`]'s `who` for the exact engine.
-pub const EXACT: &str = "the exact engine";
+/// Who builds a [`GpModel`] ([`GpModel::from_structure`]), as its errors
+/// name it.
+#[derive(Clone, Copy, Debug)]
+pub struct User {
+    /// The subject of its messages ("the exact engine").
+    pub who: &'static str,
+    /// What the memory check calls the work ("exact GP regression").
+    pub work: &'static str,
+}
 
-/// [`GpModel::from_structure`]'s `who` for a GP the samplers integrate out.
-pub const SAMPLED: &str = "a GP integrated out when sampling";
+/// The exact engine.
+pub const EXACT: User = User {
+    who: "the exact engine",
+    work: "exact GP regression",
+};
+
+/// A GP the samplers integrate out.
+pub const SAMPLED: User = User {
+    who: "a GP integrated out when sampling",
+    work: "a GP integrated out when sampling",
+};
 
 impl GpModel {
     /// Build from a recognised latent observation (which must use
     /// `normal`), with `layout` choosing the learned hypers and the jitter
     /// settings of the Cholesky factorisation. Samplers use this with params
     /// in the model: the kernel, mean, offset and noise may then depend on
-    /// params, which [`GpModel::pieces_in`] evaluates. `who` names the user
-    /// in the errors ("the exact engine", "a GP integrated out when
-    /// sampling").
+    /// params, which [`GpModel::pieces_in`] evaluates. `user` ([`EXACT`],
+    /// [`SAMPLED`]) is named in the errors.
     pub fn from_structure(
         bound: Arc<Bound>,
         lo: &LatentObservation,
         layout: HyperLayout,
         (jitter, max_jitter): (f64, f64),
-        who: &str,
+        User { who, work }: User,
     ) -> Result<GpModel, Error> {
         let g = bound.graph.clone();
         let obs = &g.observations[lo.obs];
@@ -91,12 +106,7 @@ impl GpModel {
         let hypers = layout.values::<f64>(&bound, &layout.initial(&bound)?);
         let inputs = bound.site_inputs(lo.site, &hypers, &[])?;
         crate::limits::check_memory(&[crate::limits::Request::new(format!(
-            "{} (the kernel matrix, its Cholesky factor and the gradient's weight matrix)",
-            if who == EXACT {
-                "exact GP regression"
-            } else {
-                who
-            }
+            "{work} (the kernel matrix, its Cholesky factor and the gradient's weight matrix)"
         ))
         .times("matrices", 3u64)
         .times("points", inputs.len())
