@@ -223,8 +223,8 @@ fn is_symmetric(m: &DMatrix<f64>) -> bool {
 /// and one over the rows of Z (Z̄). Sums run in a fixed order, so the
 /// result does not depend on the number of threads.
 ///
-/// `None` when the kernel has Rust or interpreted model-file parts; an
-/// error when shapes disagree.
+/// `None` when the kernel has interpreted model-file parts (no leaves), or
+/// Rust parts when X̄ or Z̄ is wanted; an error when shapes disagree.
 pub fn cross_vjp(
     kernel: &KernelValue<f64>,
     x: &Inputs,
@@ -263,7 +263,9 @@ pub fn cross_vjp_with(
     let Some(leaves) = kernel.leaves().map(|l| l.len()) else {
         return Ok(None);
     };
-    if !kernel.input_rules() {
+    // As for the Gram node: X̄ and Z̄ need every part's input rules, θ̄
+    // alone only the leaves.
+    if (want_x || want_z) && !kernel.input_rules() {
         return Ok(None);
     }
     // A compiled kernel under scalings: θ̄, X̄ and Z̄ from one block pass.

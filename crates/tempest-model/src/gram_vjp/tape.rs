@@ -57,15 +57,15 @@ pub fn record_cross(
     z: Var,
     leaves: Option<Var>,
 ) -> Result<Var, Error> {
-    // Z̄ and X̄ need the input rules (inducing points may be learned).
-    let p = checked_leaves(tape, kernel, leaves, true)?;
+    // X̄ and Z̄ (and so the input rules) only for inputs that vary.
+    let (want_x, want_z) = (tape.varies(x), tape.varies(z));
+    let p = checked_leaves(tape, kernel, leaves, want_x || want_z)?;
     let (xi, zi) = (
         Inputs::from_matrix(tape.value(x)),
         Inputs::from_matrix(tape.value(z)),
     );
     let value = kernel.cross(&xi, &zi)?;
     let kernel = kernel.clone();
-    let (want_x, want_z) = (tape.varies(x), tape.varies(z));
     let mut operands = vec![x, z];
     operands.extend(leaves);
     tape.custom(&operands, value, move |k_bar| {
@@ -244,6 +244,61 @@ mod tests {
         }
         close(gl[0], central(|e| f(&x0, &z0, 1.3 + e, 0.8)), "sf2");
         close(gl[1], central(|e| f(&x0, &z0, 1.3, 0.8 + e)), "ell");
+    }
+
+    /// A Rust kernel: a leaf of the block plan, with no input rules.
+    struct Exp2;
+    impl crate::custom::UserKernel for Exp2 {
+        fn name(&self) -> &str {
+            "exp2"
+        }
+        fn params(&self) -> Vec<String> {
+            vec!["ell".into()]
+        }
+        fn entry<T: tempest_math::scalar::Real>(&self, p: &[T], x: &[f64], y: &[f64]) -> T {
+            let r2: f64 = x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum();
+            (-(T::constant(r2) / (p[0] * p[0]))).exp()
+        }
+    }
+
+    /// A cross-covariance of a Rust kernel whose inputs are data goes on the
+    /// tape (θ̄ needs only the leaves; against central differences); with
+    /// inputs that vary it is refused, as no input rules exist.
+    #[test]
+    fn a_rust_kernel_on_data_inputs_is_recorded_and_on_varying_inputs_refused() {
+        let mut r = rng(14);
+        let (x0, z0, c) = (
+            normal(&mut r, 5, 2),
+            normal(&mut r, 3, 2),
+            normal(&mut r, 5, 3),
+        );
+        let rust = |ell: f64| KernelValue::Rust {
+            kernel: std::sync::Arc::new(Exp2),
+            params: vec![ell],
+            dims: None,
+            span: Span::default(),
+        };
+        let f = |ell: f64| -> f64 {
+            let k = rust(ell)
+                .cross(&Inputs::from_matrix(&x0), &Inputs::from_matrix(&z0))
+                .unwrap();
+            k.component_mul(&c).sum()
+        };
+        let mut t = Tape::new();
+        let (xv, zv) = (t.constant(x0.clone()), t.constant(z0.clone()));
+        let lv = t.input_vector(&[0.9]);
+        let k = record_cross(&mut t, &rust(0.9), xv, zv, Some(lv)).unwrap();
+        let g = t.vjp(k, c.clone()).unwrap();
+        let want = central(|e| f(0.9 + e));
+        let got = g.wrt(lv)[0];
+        assert!(
+            (got - want).abs() < 1e-7 * (1.0 + want.abs()),
+            "{got} vs {want}"
+        );
+        let xin = t.input(x0.clone());
+        let lv = t.input_vector(&[0.9]);
+        assert!(record_cross(&mut t, &rust(0.9), xin, zv, Some(lv)).is_err());
+        assert!(record_gram(&mut t, &rust(0.9), xin, Some(lv)).is_err());
     }
 
     #[test]
