@@ -33,26 +33,13 @@ fn view(a: &DMatrix<f64>) -> faer::MatRef<'_, f64> {
     faer::MatRef::from_column_major_slice(a.as_slice(), a.nrows(), a.ncols())
 }
 
-/// A faer copy of `a` (column by column).
-pub(crate) fn to_faer(a: &DMatrix<f64>) -> Mat<f64> {
-    let (m, n) = a.shape();
-    let mut out = Mat::<f64>::zeros(m, n);
-    for j in 0..n {
-        let src = &a.as_slice()[j * m..(j + 1) * m];
-        match out.col_mut(j).try_as_col_major_mut() {
-            Some(col) => col.as_slice_mut().copy_from_slice(src),
-            None => {
-                for (i, v) in src.iter().enumerate() {
-                    out[(i, j)] = *v;
-                }
-            }
-        }
-    }
-    out
+/// A faer copy of `a`.
+fn to_faer(a: &DMatrix<f64>) -> Mat<f64> {
+    view(a).to_owned()
 }
 
 /// An nalgebra copy of `a` (column by column).
-pub(crate) fn from_faer(a: &Mat<f64>) -> DMatrix<f64> {
+fn from_faer(a: &Mat<f64>) -> DMatrix<f64> {
     let (m, n) = (a.nrows(), a.ncols());
     let mut out = DMatrix::zeros(m, n);
     for j in 0..n {

@@ -419,7 +419,9 @@ multiversion! {
     /// summed in the order of j, a product and a sum per term (no fused
     /// multiply–add), so the bits are the same from every version and the
     /// same as the loop `for j { out += A[:, j] · xⱼ }` gives. Used by the
-    /// samplers' density program (`X * beta`).
+    /// samplers' density program (`X * beta`, matrix products) and a
+    /// whitened latent GP's L v. Callers check the shapes: with `a`
+    /// shorter than R·K, `out` is left at zero.
     pub fn mat_vec(a: &[f64], x: &[f64], out: &mut [f64]) => mat_vec_portable, mat_vec_avx2, mat_vec_avx512(a, x, out)
 }
 
@@ -462,7 +464,9 @@ multiversion! {
     /// eight partial sums (i mod 8) added in order and then the
     /// rows past the last multiple of eight, a product and a sum per term,
     /// so the bits are the same from every version. The reverse of
-    /// [`mat_vec`] in the samplers' density program.
+    /// [`mat_vec`] in the samplers' density program and a latent GP's
+    /// Lᵀ f̄. Callers check the shapes: with `a` shorter than R·K, `y` is
+    /// left as it was.
     pub fn mat_t_vec_add(a: &[f64], g: &[f64], y: &mut [f64]) => mat_t_vec_portable, mat_t_vec_avx2, mat_t_vec_avx512(a, g, y)
 }
 

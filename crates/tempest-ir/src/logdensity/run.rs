@@ -295,6 +295,9 @@ impl DensityProgram {
                     let (Arg::Each(m), Arg::Each(x)) = (view(*m), view(*x)) else {
                         return Err(Error::internal("a matrix product without its operands"));
                     };
+                    if m.len() != out.len() * x.len() {
+                        return Err(Error::internal("a matrix product of another shape"));
+                    }
                     // The evaluator's order of terms, so the same bits,
                     // in the processor's widest vectors.
                     tempest_math::vector::mat_vec(m, x, out);
