@@ -149,19 +149,13 @@ fn bench(c: &mut Criterion) {
 
     // The same classifier with a fixed kernel: L factorised once, so a
     // gradient is L v, the likelihood and Lᵀ f̄.
-    let fixed = Model::from_str(
-        "latent_gp_fixed_kernel.tempest",
-        r#"
-data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=1>[n] }
-param { m0 : real ~ normal(0, 1) }
-model {
-  f ~ gp(m0, 2.0 * matern32(1.5))
-  y ~ bernoulli_logit(f(X))
-}
-"#,
-        &Registry::default(),
+    let src = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("benches/models/latent_gp_fixed_kernel.tempest"),
     )
     .expect("model");
+    let fixed = Model::from_str("latent_gp_fixed_kernel.tempest", &src, &Registry::default())
+        .expect("model");
     gradient_group(c, "latent_gp_fixed_kernel_200", &fixed, &data);
 }
 

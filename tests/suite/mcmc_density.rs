@@ -102,16 +102,10 @@ model {
 
 #[test]
 fn latent_gp_classification_gradient() {
-    let m = model(
-        r#"
-data { n : int  X : matrix[n, 2] = columns("x0", "x1")  y : int<lower=0, upper=1>[n] }
-param { m0 : real ~ normal(0, 1) }
-model {
-  f ~ gp(m0, 1.5 * rbf(2.0))
-  y ~ bernoulli_logit(f(X))
-}
-"#,
-    );
+    // A fixed kernel (the model the sampling bench times).
+    let m = model(include_str!(
+        "../../benches/models/latent_gp_fixed_kernel.tempest"
+    ));
     let b = bind(&m, &csv("breast_cancer_prepared.csv", Some((0, 14))));
     let d = Density::new(Arc::new(b)).unwrap();
     assert_eq!(d.dim, 16);
