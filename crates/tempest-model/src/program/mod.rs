@@ -202,8 +202,12 @@ impl Inst {
     /// The partial derivatives of an element-wise instruction whose value
     /// is `v`, its operand `a` read as `at(a)`: the operands that carry an
     /// adjoint, each with ∂value/∂operand (the first `n` of the pairs).
-    /// A condition, a logical not and a comparison carry none. The one
-    /// rule of every compiled program's reverse pass.
+    /// A condition, a logical not and a comparison carry none. The rule
+    /// of every compiled program's reverse pass: the density program's
+    /// element-wise nodes call it (or, for arithmetic and built-ins, the
+    /// same `bin_partials` and `call_partial_of` in loops of their own),
+    /// and the scalar programs' reverse pass matches the same rules
+    /// directly (checked equal in a unit test).
     #[inline(always)]
     pub fn elem_partials(&self, at: impl Fn(usize) -> f64, v: f64) -> ([(usize, f64); 2], usize) {
         match *self {
